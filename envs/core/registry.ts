@@ -1,0 +1,138 @@
+/**
+ * The env registry: Gymnasium-style ids (`namespace/Name-vN`), kwargs validated by zod, and the
+ * standard wrappers stacked by `make` (PassiveEnvChecker, OrderEnforcing, TimeLimit).
+ *
+ * A registry is an ordinary object: the server gets one injected; `defaultRegistry()` builds one
+ * holding every built-in env.
+ *
+ * @example
+ * const registry = new Registry();
+ * registry.register({ id: 'gymwire/CartPole-v1', entryPoint: () => new CartPoleEnv(), maxEpisodeSteps: 500 });
+ * const env = await registry.make('gymwire/CartPole-v1');
+ */
+import { z } from 'zod';
+
+import type { Env, MaybePromise } from './env.ts';
+import { OrderEnforcing, PassiveEnvChecker, TimeLimit } from './wrappers.ts';
+
+export const ENV_ID_RE = /^(?:(?<namespace>[\w:.-]+)\/)?(?<name>[\w:.-]+?)(?:-v(?<version>\d+))?$/;
+
+export interface EnvSpec<K = Record<string, unknown>> {
+  id: string;
+  description?: string;
+  /** Builds the unwrapped env from validated kwargs. */
+  entryPoint(kwargs: K): MaybePromise<Env>;
+  /** Validates make kwargs; unknown keys are rejected unless the schema allows them. */
+  kwargsSchema?: z.ZodType<K>;
+  /** Applies TimeLimit when set (Gymnasium's max_episode_steps). */
+  maxEpisodeSteps?: number;
+  /** Free-form tags for listings (e.g. ['driving', 'benchmark']). */
+  tags?: string[];
+}
+
+export interface EnvListing {
+  id: string;
+  description: string;
+  max_episode_steps: number | null;
+  tags: string[];
+  kwargs_schema: Record<string, unknown> | null;
+}
+
+export class UnknownEnvError extends Error {
+  override readonly name = 'UnknownEnvError';
+  constructor(
+    readonly envId: string,
+    readonly available: string[],
+  ) {
+    super(`no env is registered as ${JSON.stringify(envId)}; available: ${available.join(', ')}`);
+  }
+}
+
+export class InvalidKwargsError extends Error {
+  override readonly name = 'InvalidKwargsError';
+  constructor(
+    message: string,
+    readonly issues: { path: string; message: string }[],
+  ) {
+    super(message);
+  }
+}
+
+export interface MakeOptions {
+  /** Wrap with the passive checker (validates every obs against the space). Default false. */
+  check?: boolean;
+  /** Override the spec's max_episode_steps (null disables TimeLimit). */
+  maxEpisodeSteps?: number | null;
+}
+
+export class Registry {
+  private readonly specs = new Map<string, EnvSpec<never>>();
+
+  register<K>(spec: EnvSpec<K>): void {
+    if (!ENV_ID_RE.test(spec.id)) throw new Error(`env id ${JSON.stringify(spec.id)} does not match namespace/Name-vN`);
+    if (this.specs.has(spec.id)) throw new Error(`env id ${spec.id} is already registered`);
+    this.specs.set(spec.id, spec as unknown as EnvSpec<never>);
+  }
+
+  has(id: string): boolean {
+    return this.specs.has(id);
+  }
+
+  spec(id: string): EnvSpec<Record<string, unknown>> {
+    const spec = this.specs.get(id);
+    if (!spec) throw new UnknownEnvError(id, this.ids());
+    return spec as unknown as EnvSpec<Record<string, unknown>>;
+  }
+
+  ids(): string[] {
+    return [...this.specs.keys()].sort();
+  }
+
+  list(): EnvListing[] {
+    return this.ids().map((id) => {
+      const spec = this.spec(id);
+      let kwargsSchema: Record<string, unknown> | null = null;
+      if (spec.kwargsSchema) {
+        try {
+          kwargsSchema = z.toJSONSchema(spec.kwargsSchema, { unrepresentable: 'any', io: 'input' }) as Record<string, unknown>;
+        } catch {
+          kwargsSchema = null;
+        }
+      }
+      return {
+        id,
+        description: spec.description ?? '',
+        max_episode_steps: spec.maxEpisodeSteps ?? null,
+        tags: spec.tags ?? [],
+        kwargs_schema: kwargsSchema,
+      };
+    });
+  }
+
+  /** Validates kwargs and builds the env with the standard wrappers. */
+  async make(id: string, kwargs: Record<string, unknown> = {}, opts: MakeOptions = {}): Promise<Env> {
+    const spec = this.spec(id);
+    let parsed: Record<string, unknown> = kwargs;
+    if (spec.kwargsSchema) {
+      const result = spec.kwargsSchema.safeParse(kwargs);
+      if (!result.success) {
+        const issues = result.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+        throw new InvalidKwargsError(
+          `invalid kwargs for ${id}: ${issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ')}`,
+          issues,
+        );
+      }
+      parsed = result.data;
+    } else if (Object.keys(kwargs).length > 0) {
+      throw new InvalidKwargsError(`${id} takes no kwargs, got ${Object.keys(kwargs).join(', ')}`, [
+        { path: Object.keys(kwargs)[0]!, message: 'unexpected kwarg' },
+      ]);
+    }
+    let env: Env = await spec.entryPoint(parsed);
+    if (opts.check) env = new PassiveEnvChecker(env);
+    env = new OrderEnforcing(env);
+    const limit = opts.maxEpisodeSteps === undefined ? spec.maxEpisodeSteps : opts.maxEpisodeSteps;
+    if (limit != null) env = new TimeLimit(env, limit);
+    return env;
+  }
+}

@@ -1,0 +1,487 @@
+/**
+ * Space descriptions as data, covering every Gymnasium space with exact dtypes and infinite bounds.
+ *
+ * A description is what crosses the wire (in `make`'s answer); `contains` explains why a value is
+ * not in a space, `sample` draws from one. Values follow Gymnasium's: Box, MultiDiscrete and
+ * MultiBinary are tensors; Discrete is an integer; Text a string; Dict a map; Tuple and Sequence
+ * arrays (a stacked Sequence of Boxes is one tensor); Graph `{nodes, edges, edge_links}`; OneOf
+ * `[index, value]`.
+ *
+ * @example
+ * const space = box({ low: -1, high: 1, shape: [2], dtype: 'float32' });
+ * contains(space, Tensor.from('float32', [2], [0, 2])); // 'element 1 = 2 is above high 1'
+ */
+import { z } from 'zod';
+
+import type { Random } from './random.ts';
+import { DTYPES, isBigIntDType, isFloatDType, isIntegerDType, shapeSize, Tensor } from './tensor.ts';
+import type { DType } from './tensor.ts';
+
+export const TensorSchema = z
+  .custom<Tensor>((v) => v instanceof Tensor, { message: 'expected a tensor (msgpack extension type 1)' })
+  .meta({ id: 'Tensor', description: 'msgpack extension type 1: [dtype u8][ndim u8][ndim x u32 LE dims][raw little-endian row-major data]' });
+
+export const DTypeSchema = z.enum(DTYPES);
+const IntDTypeSchema = z.enum(['int8', 'int16', 'int32', 'int64', 'uint8', 'uint16', 'uint32', 'uint64']);
+const ShapeSchema = z.array(z.number().int().nonnegative());
+
+export const BoxSpaceSchema = z.object({
+  type: z.literal('box'),
+  dtype: DTypeSchema,
+  shape: ShapeSchema,
+  low: TensorSchema.describe('lower bounds, dtype and shape of the box; -inf kept'),
+  high: TensorSchema.describe('upper bounds, dtype and shape of the box; +inf kept'),
+});
+export const DiscreteSpaceSchema = z.object({
+  type: z.literal('discrete'),
+  n: z.number().int().positive(),
+  start: z.number().int(),
+  dtype: IntDTypeSchema,
+});
+export const MultiDiscreteSpaceSchema = z.object({
+  type: z.literal('multi_discrete'),
+  nvec: TensorSchema,
+  start: TensorSchema,
+  dtype: IntDTypeSchema,
+});
+export const MultiBinarySpaceSchema = z.object({ type: z.literal('multi_binary'), n: ShapeSchema });
+export const TextSpaceSchema = z.object({
+  type: z.literal('text'),
+  min_length: z.number().int().nonnegative(),
+  max_length: z.number().int().nonnegative(),
+  charset: z.string(),
+});
+
+export type BoxSpace = z.infer<typeof BoxSpaceSchema>;
+export type DiscreteSpace = z.infer<typeof DiscreteSpaceSchema>;
+export type MultiDiscreteSpace = z.infer<typeof MultiDiscreteSpaceSchema>;
+export type MultiBinarySpace = z.infer<typeof MultiBinarySpaceSchema>;
+export type TextSpace = z.infer<typeof TextSpaceSchema>;
+export interface DictSpace {
+  type: 'dict';
+  spaces: Record<string, Space>;
+}
+export interface TupleSpace {
+  type: 'tuple';
+  spaces: Space[];
+}
+export interface SequenceSpace {
+  type: 'sequence';
+  space: Space;
+  stack: boolean;
+}
+export interface GraphSpace {
+  type: 'graph';
+  node_space: BoxSpace | DiscreteSpace;
+  edge_space: BoxSpace | DiscreteSpace | null;
+}
+export interface OneOfSpace {
+  type: 'oneof';
+  spaces: Space[];
+}
+export type Space =
+  | BoxSpace
+  | DiscreteSpace
+  | MultiDiscreteSpace
+  | MultiBinarySpace
+  | TextSpace
+  | DictSpace
+  | TupleSpace
+  | SequenceSpace
+  | GraphSpace
+  | OneOfSpace;
+
+export const SpaceSchema: z.ZodType<Space> = z.lazy(() =>
+  z.discriminatedUnion('type', [
+    BoxSpaceSchema,
+    DiscreteSpaceSchema,
+    MultiDiscreteSpaceSchema,
+    MultiBinarySpaceSchema,
+    TextSpaceSchema,
+    z.object({ type: z.literal('dict'), spaces: z.record(z.string(), SpaceSchema) }),
+    z.object({ type: z.literal('tuple'), spaces: z.array(SpaceSchema) }),
+    z.object({ type: z.literal('sequence'), space: SpaceSchema, stack: z.boolean() }),
+    z.object({
+      type: z.literal('graph'),
+      node_space: z.union([BoxSpaceSchema, DiscreteSpaceSchema]),
+      edge_space: z.union([BoxSpaceSchema, DiscreteSpaceSchema]).nullable(),
+    }),
+    z.object({ type: z.literal('oneof'), spaces: z.array(SpaceSchema) }),
+  ]),
+) as z.ZodType<Space>;
+
+// ---------------------------------------------------------------------------------------------
+// Constructors
+
+type Bound = number | bigint | readonly number[] | Tensor;
+
+function boundTensor(bound: Bound, dtype: DType, shape: readonly number[], fallback: number): Tensor {
+  if (bound instanceof Tensor) {
+    if (bound.dtype !== dtype) return Tensor.from(dtype, shape, bound.toNumbers());
+    return bound;
+  }
+  const n = shapeSize(shape);
+  const values =
+    typeof bound === 'number' || typeof bound === 'bigint' ? new Array<number | bigint>(n).fill(bound) : Array.from(bound as readonly number[]);
+  if (values.length !== n) throw new Error(`bound has ${values.length} values but the shape [${shape.join(', ')}] needs ${n}`);
+  if (isIntegerDType(dtype)) {
+    // Integer boxes cannot hold infinity: clamp to the dtype's range, as Gymnasium does.
+    const [lo, hi] = intRange(dtype);
+    return Tensor.from(
+      dtype,
+      shape,
+      values.map((v) => (typeof v === 'bigint' ? v : Number.isFinite(v) ? v : v > 0 ? hi : lo)) as number[],
+    );
+  }
+  if (dtype === 'bool') return Tensor.from(dtype, shape, values.map((v) => (Number.isFinite(Number(v)) ? Number(v) : fallback)) as number[]);
+  return Tensor.from(dtype, shape, values as number[]);
+}
+
+export function intRange(dtype: DType): [number, number] {
+  switch (dtype) {
+    case 'int8':
+      return [-128, 127];
+    case 'int16':
+      return [-32768, 32767];
+    case 'int32':
+      return [-(2 ** 31), 2 ** 31 - 1];
+    case 'int64':
+      return [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER];
+    case 'uint8':
+      return [0, 255];
+    case 'uint16':
+      return [0, 65535];
+    case 'uint32':
+      return [0, 2 ** 32 - 1];
+    case 'uint64':
+      return [0, Number.MAX_SAFE_INTEGER];
+    case 'bool':
+      return [0, 1];
+    default:
+      return [-Infinity, Infinity];
+  }
+}
+
+export function box(opts: { low: Bound; high: Bound; shape?: readonly number[]; dtype?: DType }): BoxSpace {
+  const dtype = opts.dtype ?? 'float32';
+  const shape =
+    opts.shape ?? (opts.low instanceof Tensor ? opts.low.shape : Array.isArray(opts.low) ? [(opts.low as number[]).length] : []);
+  return { type: 'box', dtype, shape: [...shape], low: boundTensor(opts.low, dtype, shape, 0), high: boundTensor(opts.high, dtype, shape, 1) };
+}
+
+export function discrete(n: number, start = 0, dtype: DiscreteSpace['dtype'] = 'int64'): DiscreteSpace {
+  return { type: 'discrete', n, start, dtype };
+}
+
+export function multiDiscrete(nvec: readonly number[], start?: readonly number[], dtype: MultiDiscreteSpace['dtype'] = 'int64'): MultiDiscreteSpace {
+  return {
+    type: 'multi_discrete',
+    nvec: Tensor.from(dtype, [nvec.length], nvec),
+    start: Tensor.from(dtype, [nvec.length], start ?? nvec.map(() => 0)),
+    dtype,
+  };
+}
+
+export function multiBinary(n: number | readonly number[]): MultiBinarySpace {
+  return { type: 'multi_binary', n: typeof n === 'number' ? [n] : [...n] };
+}
+
+/** Gymnasium's default Text charset: ASCII letters and digits. */
+export const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+export function text(maxLength: number, opts: { minLength?: number; charset?: string } = {}): TextSpace {
+  return { type: 'text', min_length: opts.minLength ?? 1, max_length: maxLength, charset: opts.charset ?? ALPHANUMERIC };
+}
+
+export function dict(spaces: Record<string, Space>): DictSpace {
+  // Gymnasium sorts Dict keys; do the same so both sides iterate alike.
+  const sorted: Record<string, Space> = {};
+  for (const key of Object.keys(spaces).sort()) sorted[key] = spaces[key]!;
+  return { type: 'dict', spaces: sorted };
+}
+
+export function tuple(spaces: Space[]): TupleSpace {
+  return { type: 'tuple', spaces };
+}
+
+export function sequence(space: Space, stack = false): SequenceSpace {
+  return { type: 'sequence', space, stack };
+}
+
+export function graph(nodeSpace: BoxSpace | DiscreteSpace, edgeSpace: BoxSpace | DiscreteSpace | null): GraphSpace {
+  return { type: 'graph', node_space: nodeSpace, edge_space: edgeSpace };
+}
+
+export function oneOf(spaces: Space[]): OneOfSpace {
+  return { type: 'oneof', spaces };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Membership
+
+/** Returns null when `value` lies in `space`, otherwise a reason a person can act on. */
+export function contains(space: Space, value: unknown, path = ''): string | null {
+  const at = path ? ` at ${path}` : '';
+  switch (space.type) {
+    case 'box': {
+      if (!(value instanceof Tensor)) return `expected a ${space.dtype} tensor of shape [${space.shape.join(', ')}]${at}, got ${describe(value)}`;
+      const shapeErr = checkTensorShape(value, space.dtype, space.shape, at);
+      if (shapeErr) return shapeErr;
+      for (let i = 0; i < value.size; i++) {
+        const x = value.at(i);
+        const lo = space.low.at(i);
+        const hi = space.high.at(i);
+        if (Number.isNaN(x)) return `element ${i} is NaN${at}; the box does not allow NaN`;
+        if (isBigIntDType(space.dtype)) {
+          const bx = value.data[i] as bigint;
+          if (bx < (space.low.data[i] as bigint) || bx > (space.high.data[i] as bigint)) return `element ${i} = ${bx} is outside [${lo}, ${hi}]${at}`;
+          continue;
+        }
+        if (x < lo) return `element ${i} = ${x} is below low ${lo}${at}`;
+        if (x > hi) return `element ${i} = ${x} is above high ${hi}${at}`;
+      }
+      return null;
+    }
+    case 'discrete': {
+      const v = typeof value === 'bigint' ? Number(value) : value;
+      if (typeof v !== 'number' || !Number.isInteger(v)) return `expected an integer in [${space.start}, ${space.start + space.n - 1}]${at}, got ${describe(value)}`;
+      if (v < space.start || v >= space.start + space.n) return `${v} is outside [${space.start}, ${space.start + space.n - 1}]${at}`;
+      return null;
+    }
+    case 'multi_discrete': {
+      if (!(value instanceof Tensor)) return `expected a ${space.dtype} tensor of shape [${space.nvec.shape.join(', ')}]${at}, got ${describe(value)}`;
+      const shapeErr = checkTensorShape(value, space.dtype, space.nvec.shape, at);
+      if (shapeErr) return shapeErr;
+      for (let i = 0; i < value.size; i++) {
+        const x = value.at(i);
+        const s = space.start.at(i);
+        if (x < s || x >= s + space.nvec.at(i)) return `element ${i} = ${x} is outside [${s}, ${s + space.nvec.at(i) - 1}]${at}`;
+      }
+      return null;
+    }
+    case 'multi_binary': {
+      if (!(value instanceof Tensor)) return `expected an int8 tensor of 0s and 1s, shape [${space.n.join(', ')}]${at}, got ${describe(value)}`;
+      if (!['int8', 'uint8', 'bool'].includes(value.dtype)) return `expected dtype int8${at}, got ${value.dtype}`;
+      if (!sameShape(value.shape, space.n)) return `expected shape [${space.n.join(', ')}]${at}, got [${value.shape.join(', ')}]`;
+      for (let i = 0; i < value.size; i++) if (value.at(i) !== 0 && value.at(i) !== 1) return `element ${i} = ${value.at(i)} is not 0 or 1${at}`;
+      return null;
+    }
+    case 'text': {
+      if (typeof value !== 'string') return `expected a string${at}, got ${describe(value)}`;
+      const chars = [...value];
+      if (chars.length < space.min_length || chars.length > space.max_length)
+        return `text length ${chars.length} is outside [${space.min_length}, ${space.max_length}]${at}`;
+      const bad = chars.find((c) => !space.charset.includes(c));
+      if (bad !== undefined) return `character ${JSON.stringify(bad)} is not in the charset${at}`;
+      return null;
+    }
+    case 'dict': {
+      if (!isPlainObject(value)) return `expected a map with keys ${Object.keys(space.spaces).join(', ')}${at}, got ${describe(value)}`;
+      const keys = Object.keys(space.spaces);
+      for (const key of Object.keys(value)) if (!keys.includes(key)) return `unexpected key ${JSON.stringify(key)}${at}`;
+      for (const key of keys) {
+        if (!(key in value)) return `missing key ${JSON.stringify(key)}${at}`;
+        const err = contains(space.spaces[key]!, value[key], `${path}.${key}`);
+        if (err) return err;
+      }
+      return null;
+    }
+    case 'tuple': {
+      if (!Array.isArray(value) || value.length !== space.spaces.length) return `expected an array of ${space.spaces.length} elements${at}, got ${describe(value)}`;
+      for (let i = 0; i < value.length; i++) {
+        const err = contains(space.spaces[i]!, value[i], `${path}[${i}]`);
+        if (err) return err;
+      }
+      return null;
+    }
+    case 'sequence': {
+      if (space.stack && value instanceof Tensor && space.space.type === 'box') {
+        const inner = space.space;
+        if (value.dtype !== inner.dtype || !sameShape(value.shape.slice(1), inner.shape)) return `expected a stacked ${inner.dtype} tensor [N, ${inner.shape.join(', ')}]${at}`;
+        return null;
+      }
+      if (!Array.isArray(value)) return `expected an array${at}, got ${describe(value)}`;
+      for (let i = 0; i < value.length; i++) {
+        const err = contains(space.space, value[i], `${path}[${i}]`);
+        if (err) return err;
+      }
+      return null;
+    }
+    case 'graph': {
+      if (!isPlainObject(value) || !(value.nodes instanceof Tensor)) return `expected a graph {nodes, edges, edge_links}${at}, got ${describe(value)}`;
+      const nodeErr = checkStacked(space.node_space, value.nodes, `${path}.nodes`);
+      if (nodeErr) return nodeErr;
+      const numNodes = value.nodes.shape[0] ?? 0;
+      if (space.edge_space === null) {
+        if (value.edges != null) return `this graph has no edge space but edges were given${at}`;
+        return null;
+      }
+      if (value.edges == null) return null;
+      if (!(value.edges instanceof Tensor) || !(value.edge_links instanceof Tensor)) return `graph edges and edge_links must be tensors${at}`;
+      const edgeErr = checkStacked(space.edge_space, value.edges, `${path}.edges`);
+      if (edgeErr) return edgeErr;
+      const numEdges = value.edges.shape[0] ?? 0;
+      if (!sameShape(value.edge_links.shape, [numEdges, 2])) return `edge_links must have shape [${numEdges}, 2]${at}`;
+      for (let i = 0; i < value.edge_links.size; i++) {
+        const n = value.edge_links.at(i);
+        if (!Number.isInteger(n) || n < 0 || n >= numNodes) return `edge_links refers to node ${n}, but there are ${numNodes}${at}`;
+      }
+      return null;
+    }
+    case 'oneof': {
+      if (!Array.isArray(value) || value.length !== 2 || typeof value[0] !== 'number') return `expected [index, value]${at}, got ${describe(value)}`;
+      const sub = space.spaces[value[0]];
+      if (sub === undefined) return `one-of index ${value[0]} is outside [0, ${space.spaces.length - 1}]${at}`;
+      return contains(sub, value[1], `${path}[1]`);
+    }
+  }
+}
+
+function checkStacked(space: BoxSpace | DiscreteSpace, t: Tensor, path: string): string | null {
+  if (space.type === 'discrete') {
+    if (!isIntegerDType(t.dtype) || t.shape.length !== 1) return `expected a 1-D integer tensor at ${path}`;
+    for (let i = 0; i < t.size; i++) {
+      const err = contains(space, t.at(i), `${path}[${i}]`);
+      if (err) return err;
+    }
+    return null;
+  }
+  if (t.dtype !== space.dtype || !sameShape(t.shape.slice(1), space.shape)) return `expected a ${space.dtype} tensor of shape [N, ${space.shape.join(', ')}] at ${path}`;
+  return null;
+}
+
+function checkTensorShape(t: Tensor, dtype: DType, shape: readonly number[], at: string): string | null {
+  if (t.dtype !== dtype) return `expected dtype ${dtype}${at}, got ${t.dtype}`;
+  if (!sameShape(t.shape, shape)) return `expected shape [${shape.join(', ')}]${at}, got [${t.shape.join(', ')}]`;
+  return null;
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
+}
+
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Tensor) && !ArrayBuffer.isView(v);
+}
+
+function describe(v: unknown): string {
+  if (v instanceof Tensor) return `a ${v.dtype} tensor of shape [${v.shape.join(', ')}]`;
+  if (Array.isArray(v)) return `an array of ${v.length}`;
+  if (v === null) return 'null';
+  if (ArrayBuffer.isView(v)) return 'raw bytes';
+  return typeof v === 'object' ? 'a map' : `${typeof v} ${String(v).slice(0, 40)}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sampling
+
+/** Draws a value from a space (uniform where bounded, normal/exponential where not, like Gymnasium). */
+export function sample(space: Space, rng: Random): unknown {
+  switch (space.type) {
+    case 'box': {
+      const n = shapeSize(space.shape);
+      const out = new Array<number>(n);
+      for (let i = 0; i < n; i++) {
+        const lo = space.low.at(i);
+        const hi = space.high.at(i);
+        let x: number;
+        if (Number.isFinite(lo) && Number.isFinite(hi)) x = isIntegerDType(space.dtype) ? rng.integer(lo, hi + 1) : rng.uniform(lo, hi);
+        else if (Number.isFinite(lo)) x = lo + -Math.log(1 - rng.random());
+        else if (Number.isFinite(hi)) x = hi - -Math.log(1 - rng.random());
+        else x = rng.normal();
+        if (space.dtype === 'bool') x = Math.round(Math.min(1, Math.max(0, x)));
+        else if (isIntegerDType(space.dtype)) x = Math.min(hi, Math.max(lo, Math.floor(x)));
+        else if (space.dtype === 'float32') x = Math.min(hi, Math.max(lo, Math.fround(x)));
+        out[i] = x;
+      }
+      return Tensor.from(space.dtype, space.shape, out);
+    }
+    case 'discrete':
+      return space.start + rng.integer(0, space.n);
+    case 'multi_discrete':
+      return Tensor.from(
+        space.dtype,
+        space.nvec.shape,
+        space.nvec.toNumbers().map((n, i) => space.start.at(i) + rng.integer(0, n)),
+      );
+    case 'multi_binary':
+      return Tensor.from('int8', space.n, Array.from({ length: shapeSize(space.n) }, () => rng.integer(0, 2)));
+    case 'text': {
+      const chars = [...space.charset];
+      const len = rng.integer(space.min_length, space.max_length + 1);
+      return Array.from({ length: len }, () => chars[rng.integer(0, chars.length)]).join('');
+    }
+    case 'dict':
+      return Object.fromEntries(Object.entries(space.spaces).map(([k, s]) => [k, sample(s, rng)]));
+    case 'tuple':
+      return space.spaces.map((s) => sample(s, rng));
+    case 'sequence': {
+      const len = rng.integer(0, 5);
+      const items = Array.from({ length: len }, () => sample(space.space, rng));
+      if (space.stack && space.space.type === 'box') return stackTensors(items as Tensor[], space.space.dtype, space.space.shape);
+      return items;
+    }
+    case 'graph': {
+      const numNodes = rng.integer(1, 6);
+      const nodes = sampleStacked(space.node_space, numNodes, rng);
+      if (space.edge_space === null) return { nodes, edges: null, edge_links: null };
+      const numEdges = rng.integer(0, numNodes * 2);
+      const edges = sampleStacked(space.edge_space, numEdges, rng);
+      const links = Tensor.from('int64', [numEdges, 2], Array.from({ length: numEdges * 2 }, () => rng.integer(0, numNodes)));
+      return { nodes, edges, edge_links: links };
+    }
+    case 'oneof': {
+      const i = rng.integer(0, space.spaces.length);
+      return [i, sample(space.spaces[i]!, rng)];
+    }
+  }
+}
+
+function sampleStacked(space: BoxSpace | DiscreteSpace, count: number, rng: Random): Tensor {
+  if (space.type === 'discrete') return Tensor.from(space.dtype, [count], Array.from({ length: count }, () => sample(space, rng) as number));
+  return stackTensors(Array.from({ length: count }, () => sample(space, rng) as Tensor), space.dtype, space.shape);
+}
+
+/** Stacks equally shaped tensors along a new leading axis. */
+export function stackTensors(items: readonly Tensor[], dtype: DType, shape: readonly number[]): Tensor {
+  const out = Tensor.zeros(dtype, [items.length, ...shape]);
+  const bytes = out.bytes();
+  const per = bytes.byteLength / Math.max(1, items.length);
+  items.forEach((t, i) => bytes.set(t.bytes(), i * per));
+  return out;
+}
+
+/** True when values of this space can be stacked into one tensor (Box, MultiDiscrete, MultiBinary, Discrete). */
+export function isStackable(space: Space): boolean {
+  return space.type === 'box' || space.type === 'multi_discrete' || space.type === 'multi_binary' || space.type === 'discrete';
+}
+
+/** A short human description, e.g. `Box(-inf, inf, (4,), float32)`. */
+export function spaceToString(space: Space): string {
+  switch (space.type) {
+    case 'box':
+      return `Box(${space.low.size ? space.low.at(0) : ''}, ${space.high.size ? space.high.at(0) : ''}, (${space.shape.join(', ')}${space.shape.length === 1 ? ',' : ''}), ${space.dtype})`;
+    case 'discrete':
+      return space.start ? `Discrete(${space.n}, start=${space.start})` : `Discrete(${space.n})`;
+    case 'multi_discrete':
+      return `MultiDiscrete([${space.nvec.toNumbers().join(' ')}])`;
+    case 'multi_binary':
+      return `MultiBinary(${space.n.length === 1 ? space.n[0] : `[${space.n.join(', ')}]`})`;
+    case 'text':
+      return `Text(${space.min_length}, ${space.max_length})`;
+    case 'dict':
+      return `Dict(${Object.entries(space.spaces)
+        .map(([k, s]) => `'${k}': ${spaceToString(s)}`)
+        .join(', ')})`;
+    case 'tuple':
+      return `Tuple(${space.spaces.map(spaceToString).join(', ')})`;
+    case 'sequence':
+      return `Sequence(${spaceToString(space.space)}, stack=${space.stack ? 'True' : 'False'})`;
+    case 'graph':
+      return `Graph(${spaceToString(space.node_space)}, ${space.edge_space ? spaceToString(space.edge_space) : 'None'})`;
+    case 'oneof':
+      return `OneOf(${space.spaces.map(spaceToString).join(', ')})`;
+  }
+}
+
+export { isFloatDType };
