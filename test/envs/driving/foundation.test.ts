@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+
+import { makeTrack, stateAt } from '../../../envs/driving/agents.ts';
+import { PACIFICA, S, initialState, propagate } from '../../../envs/driving/bicycle.ts';
+import { GridIndex, Polyline, boxCorners, convexIntersectionArea, convexIntersects, coordsFrom, pointInPolygon, polygonsIntersect, principalValue, segmentIntersectsPolygon } from '../../../envs/driving/geometry.ts';
+import { IDM_PDM_CLOSED, idmAcceleration } from '../../../envs/driving/idm.ts';
+import { DrivingMap } from '../../../envs/driving/map.ts';
+import type { MapData } from '../../../envs/driving/map.ts';
+
+describe('geometry', () => {
+  it('orders box corners FL, RL, RR, FR', () => {
+    const c = boxCorners({ x: 0, y: 0, heading: 0, length: 4, width: 2 });
+    expect(Array.from(c)).toEqual([2, 1, -2, 1, -2, -1, 2, -1]);
+  });
+  it('detects overlap, touching and separation of boxes', () => {
+    const a = boxCorners({ x: 0, y: 0, heading: 0, length: 4, width: 2 });
+    expect(convexIntersects(a, boxCorners({ x: 3, y: 0.5, heading: 0.4, length: 4, width: 2 }))).toBe(true);
+    expect(convexIntersects(a, boxCorners({ x: 4, y: 0, heading: 0, length: 4, width: 2 }))).toBe(true); // touching
+    expect(convexIntersects(a, boxCorners({ x: 4.01, y: 0, heading: 0, length: 4, width: 2 }))).toBe(false);
+    expect(convexIntersects(a, boxCorners({ x: 3.3, y: 2.3, heading: Math.PI / 4, length: 2, width: 1 }))).toBe(false);
+    expect(polygonsIntersect(a, boxCorners({ x: 3, y: 0.5, heading: 0.4, length: 4, width: 2 }))).toBe(true);
+  });
+  it('point in polygon counts the boundary', () => {
+    const sq = coordsFrom([[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]]);
+    expect(pointInPolygon(0.5, 0.5, sq)).toBe(true);
+    expect(pointInPolygon(1, 0.5, sq)).toBe(true);
+    expect(pointInPolygon(1.1, 0.5, sq)).toBe(false);
+    expect(segmentIntersectsPolygon(-1, 0.5, 2, 0.5, sq)).toBe(true);
+  });
+  it('computes convex intersection areas', () => {
+    const a = boxCorners({ x: 0, y: 0, heading: 0, length: 2, width: 2 });
+    const b = boxCorners({ x: 1, y: 1, heading: 0, length: 2, width: 2 });
+    expect(convexIntersectionArea(a, b)).toBeCloseTo(1, 9);
+  });
+  it('projects onto polylines with signed offsets', () => {
+    const pl = new Polyline(coordsFrom([[0, 0], [10, 0], [10, 10]]));
+    expect(pl.length).toBe(20);
+    const p = pl.project(5, 2);
+    expect(p.s).toBeCloseTo(5);
+    expect(p.d).toBeCloseTo(2);
+    expect(pl.interpolate(15)).toEqual({ x: 10, y: 5, heading: Math.PI / 2 });
+  });
+  it('grid index returns each candidate once', () => {
+    const g = new GridIndex([[0, 0, 50, 50], [100, 100, 110, 110]], 10);
+    expect(g.query(5, 5, 45, 45)).toEqual([0]);
+    expect(g.queryPoint(105, 105)).toEqual([1]);
+  });
+  it('principal value wraps to [-pi, pi)', () => {
+    expect(principalValue(Math.PI)).toBeCloseTo(-Math.PI);
+    expect(principalValue(3 * Math.PI / 2)).toBeCloseTo(-Math.PI / 2);
+  });
+});
+
+describe('bicycle model', () => {
+  it('lags acceleration by dt/(dt+0.2) and integrates with forward Euler', () => {
+    const s = propagate(initialState({ vx: 10 }), { accel: 3, steeringRate: 0 }, 0.1);
+    expect(s[S.AX]).toBeCloseTo(3 * (0.1 / 0.3), 12);
+    expect(s[S.VX]).toBeCloseTo(10 + 0.1, 12);
+    expect(s[S.X]).toBeCloseTo(1, 12);
+  });
+  it('lags steering by dt/(dt+0.05) and yaws with v tan(delta)/L', () => {
+    const s1 = propagate(initialState({ vx: 10 }), { accel: 0, steeringRate: 0.3 }, 0.1);
+    const steer = 0.1 * 0.3 * (0.1 / 0.15);
+    expect(s1[S.STEERING_ANGLE]).toBeCloseTo(steer, 12);
+    expect(s1[S.ANGULAR_VELOCITY]).toBeCloseTo((10 * Math.tan(steer)) / PACIFICA.wheelBase, 12);
+    const s2 = propagate(s1, { accel: 0, steeringRate: 0 }, 0.1);
+    expect(s2[S.HEADING]).toBeCloseTo((10 * Math.tan(steer) / PACIFICA.wheelBase) * 0.1, 12);
+  });
+  it('clips the steering angle to pi/3', () => {
+    let s = initialState({ vx: 1 });
+    for (let i = 0; i < 50; i++) s = propagate(s, { accel: 0, steeringRate: 100 }, 0.1);
+    expect(s[S.STEERING_ANGLE]).toBeCloseTo(Math.PI / 3, 12);
+  });
+});
+
+describe('IDM', () => {
+  it('accelerates freely and brakes behind a close leader, within [-b, a]', () => {
+    expect(idmAcceleration(IDM_PDM_CLOSED, { v: 0, v0: 10, gap: Infinity, leadV: 0 })).toBeCloseTo(1.5);
+    expect(idmAcceleration(IDM_PDM_CLOSED, { v: 10, v0: 10, gap: Infinity, leadV: 0 })).toBeCloseTo(0);
+    expect(idmAcceleration(IDM_PDM_CLOSED, { v: 10, v0: 15, gap: 2, leadV: 0 })).toBe(-3);
+  });
+});
+
+describe('map and agents', () => {
+  const data: MapData = {
+    name: 't',
+    roadblocks: [{ id: 'rb', kind: 'roadblock', polygon: [[0, -3.5], [100, -3.5], [100, 3.5], [0, 3.5]], incoming: [], outgoing: [] }],
+    lanes: [
+      { id: 'r', roadblock_id: 'rb', polygon: [[0, -3.5], [100, -3.5], [100, 0], [0, 0]], centerline: [[0, -1.75], [100, -1.75]], speed_limit_mps: 15, incoming: [], outgoing: [] },
+      { id: 'l', roadblock_id: 'rb', polygon: [[0, 0], [100, 0], [100, 3.5], [0, 3.5]], centerline: [[100, 1.75], [0, 1.75]], speed_limit_mps: 15, incoming: [], outgoing: [] },
+    ],
+    intersections: [], carparks: [], drivable_areas: [],
+  };
+  const map = new DrivingMap(data);
+  it('answers lane and drivable-area queries', () => {
+    expect(map.lanesAt(10, -1)).toEqual(['r']);
+    expect(map.lanesAt(10, 0).sort()).toEqual(['l', 'r']);
+    expect(map.onDrivableArea(10, 3)).toBe(true);
+    expect(map.onDrivableArea(10, 4)).toBe(false);
+    expect(map.nearestLane(10, 1, 0)?.lane.id).toBe('r');
+    expect(map.nearestLane(10, 1, Math.PI)?.lane.id).toBe('l');
+  });
+  it('interpolates agent tracks', () => {
+    const tr = makeTrack({ token: 'a', type: 'vehicle', length: 4, width: 2, height: 1.5, states: [[0, 0, 0, 0, 10, 0], [1, 10, 0, 0, 10, 0]] });
+    expect(stateAt(tr, 0.5)?.x).toBeCloseTo(5);
+    expect(stateAt(tr, 2)).toBeNull();
+  });
+});
