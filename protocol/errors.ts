@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   ENV_ERR_INVALID_KWARGS: { fault: 'client', summary: 'The make kwargs do not match the env’s kwargs schema.' },
   ENV_ERR_UNKNOWN_SESSION: { fault: 'client', summary: 'No open session has that id (never made, closed, or reaped).' },
   ENV_ERR_RESET_NEEDED: { fault: 'client', summary: 'step or render was called before reset, or after the episode ended without a reset.' },
+  ENV_ERR_INVALID_OPTIONS: { fault: 'client', summary: 'The reset options are invalid for this env (unknown scene index, bad value).' },
   ENV_ERR_INVALID_ACTION: { fault: 'client', summary: 'The action is not in the action space (wrong dtype, shape, bounds or NaN).' },
   ENV_ERR_UNKNOWN_TOOL: { fault: 'client', summary: 'The session’s env has no tool of that name.' },
   ENV_ERR_INVALID_TOOL_ARGS: { fault: 'client', summary: 'The tool arguments do not match the tool’s input schema.' },

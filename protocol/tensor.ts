@@ -267,7 +267,7 @@ export function numberToFloat16(value: number): number {
   const exp = (x >>> 23) & 0xff;
   let mant = x & 0x7fffff;
   if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  let e = exp - 127 + 15;
+  const e = exp - 127 + 15;
   if (e >= 0x1f) return sign | 0x7c00;
   if (e <= 0) {
     if (e < -10) return sign;
@@ -279,9 +279,9 @@ export function numberToFloat16(value: number): number {
     if (rem > mid || (rem === mid && half & 1)) half++;
     return sign | half;
   }
+  // Rounding may carry into the exponent; that is still the correctly rounded half (or infinity).
   let half = (e << 10) | (mant >>> 13);
   const rem = mant & 0x1fff;
   if (rem > 0x1000 || (rem === 0x1000 && half & 1)) half++;
-  e = half >>> 10;
   return sign | half;
 }

@@ -58,8 +58,10 @@ export interface EnvMetadata {
 
 /** What a tool handler gets besides its validated arguments. */
 export interface ToolContext {
-  /** The env the tool belongs to (the unwrapped instance). */
+  /** The env the tool belongs to (the unwrapped instance: cast it to the env's class). */
   env: Env;
+  /** The same env with the registry's wrappers (TimeLimit, OrderEnforcing): step through this so limits apply. */
+  wrapped: Env;
 }
 
 /**

@@ -1,0 +1,325 @@
+/**
+ * The gymwire client: one connection (re-dialled as needed) carrying pipelined requests for any
+ * number of sessions.
+ *
+ * When the connection drops, the client reconnects with backoff, presents its resume token so the
+ * server re-attaches its sessions, and re-sends every request still waiting for an answer with
+ * its original id. The server remembers its answers by id, so a step that had already run is
+ * answered from memory, never applied twice.
+ *
+ * @example
+ * const client = await connect('ws://127.0.0.1:8765');
+ * const env = await client.make('gymwire/CartPole-v1');
+ * let { obs } = await env.reset({ seed: 42 });
+ * const { reward, terminated } = await env.step(1);
+ * await client.close();
+ */
+import { decode, encode } from '../../protocol/codec.ts';
+import { ProtocolError } from '../../protocol/errors.ts';
+import { PROTOCOL_VERSION, RESULT_SCHEMAS, ServerMessageSchema } from '../../protocol/messages.ts';
+import type { AutoresetMode, Limits, RequestInput, RequestType, ResultOf, ServerEvent, Welcome } from '../../protocol/messages.ts';
+import { SdkError } from './errors.ts';
+import { RemoteEnv, RemoteVectorEnv } from './remote-env.ts';
+import type { ClientTransport, Connector } from './transport.ts';
+import { wsConnector } from './transport.ts';
+
+export interface ClientOptions {
+  /** Auth token the server was started with. */
+  token?: string;
+  clientName?: string;
+  /** Per-request timeout in ms (default 120 s; 0 disables). */
+  requestTimeoutMs?: number;
+  /** Reconnect and resume after a dropped connection (default true). */
+  reconnect?: boolean;
+  /** Give up reconnecting after this long (default 60 s). */
+  reconnectTimeoutMs?: number;
+  /** First backoff delay; doubles up to 2 s. */
+  reconnectDelayMs?: number;
+  connectTimeoutMs?: number;
+  /** Called for server events (session closed by the reaper, shutdown) and reconnects. */
+  onEvent?: (event: ClientEvent) => void;
+}
+
+export type ClientEvent = ServerEvent | { type: 'reconnected'; resumed: boolean } | { type: 'disconnected'; code: number; reason: string };
+
+interface Pending {
+  type: RequestType;
+  frame: Uint8Array;
+  resolve(result: unknown): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout | null;
+}
+
+type State = 'connecting' | 'open' | 'reconnecting' | 'closed';
+
+export class GymwireClient {
+  private transport: ClientTransport | null = null;
+  private state: State = 'connecting';
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private welcomeInfo: Welcome | null = null;
+  private resumeToken: string | undefined;
+  private readonly envs = new Map<string, RemoteEnv>();
+  private reconnecting: Promise<void> | null = null;
+
+  private constructor(
+    private readonly connector: Connector,
+    private readonly opts: ClientOptions,
+  ) {}
+
+  /** Connects and performs the hello/welcome handshake. */
+  static async connect(target: string | Connector, opts: ClientOptions = {}): Promise<GymwireClient> {
+    const connector = typeof target === 'string' ? wsConnector(target, { connectTimeoutMs: opts.connectTimeoutMs }) : target;
+    const client = new GymwireClient(connector, opts);
+    await client.open();
+    return client;
+  }
+
+  get welcome(): Welcome {
+    if (!this.welcomeInfo) throw new SdkError('NOT_CONNECTED', 'not connected');
+    return this.welcomeInfo;
+  }
+
+  get limits(): Limits {
+    return this.welcome.limits;
+  }
+
+  get isOpen(): boolean {
+    return this.state === 'open';
+  }
+
+  /** Lists the envs the server hosts. */
+  async listEnvs(): Promise<ResultOf<'list_envs'>['envs']> {
+    return (await this.request('list_envs', {})).envs;
+  }
+
+  /** Makes a session of `envId`; kwargs are validated by the env's schema on the server. */
+  async make(envId: string, kwargs: Record<string, unknown> = {}): Promise<RemoteEnv> {
+    const made = await this.request('make', { env_id: envId, kwargs });
+    const env = new RemoteEnv(this, made);
+    this.envs.set(made.session_id, env);
+    return env;
+  }
+
+  /** Makes `numEnvs` sessions stepped together in one frame per step. */
+  async makeVec(envId: string, numEnvs: number, opts: { kwargs?: Record<string, unknown>; autoresetMode?: AutoresetMode } = {}): Promise<RemoteVectorEnv> {
+    const envs = await Promise.all(Array.from({ length: numEnvs }, () => this.make(envId, opts.kwargs ?? {})));
+    return new RemoteVectorEnv(this, envs, opts.autoresetMode ?? 'next_step');
+  }
+
+  async ping(payload?: unknown): Promise<number> {
+    const start = performance.now();
+    await this.request('ping', { payload });
+    return performance.now() - start;
+  }
+
+  /** Sends one request and resolves with its validated result. Requests may be pipelined. */
+  request<T extends RequestType>(type: T, fields: RequestInput<T>): Promise<ResultOf<T>> {
+    if (this.state === 'closed') return Promise.reject(new SdkError('CLOSED', 'the client is closed'));
+    const id = this.nextId++;
+    const frame = encode({ ...fields, id, type });
+    return new Promise<ResultOf<T>>((resolve, reject) => {
+      const timeoutMs = this.opts.requestTimeoutMs ?? 120_000;
+      const entry: Pending = {
+        type,
+        frame,
+        resolve: resolve as (r: unknown) => void,
+        reject,
+        timer: null,
+      };
+      if (timeoutMs > 0) {
+        entry.timer = setTimeout(() => {
+          this.pending.delete(id);
+          reject(new SdkError('REQUEST_TIMEOUT', `${type} got no answer within ${timeoutMs} ms`, { id, type }));
+        }, timeoutMs);
+        entry.timer.unref?.();
+      }
+      this.pending.set(id, entry);
+      // While reconnecting the request waits in `pending`; it goes out after the resume.
+      if (this.state === 'open') this.transport!.send(frame);
+    });
+  }
+
+  /** Closes the connection; the server reaps this client's sessions after its grace period (close envs first to free them now). */
+  async close(): Promise<void> {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    this.failAll(new SdkError('CLOSED', 'the client was closed'));
+    this.transport?.close();
+    this.transport = null;
+  }
+
+  /** Closes every session this client made, then the connection. */
+  async closeAll(): Promise<void> {
+    await Promise.allSettled([...this.envs.values()].map((e) => e.close()));
+    await this.close();
+  }
+
+  /** @internal */
+  forget(sessionId: string): void {
+    this.envs.delete(sessionId);
+  }
+
+  /** Drops the socket without telling the server, as a network failure would (for tests). */
+  simulateConnectionLoss(): void {
+    this.transport?.close();
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private async open(): Promise<void> {
+    const transport = await this.connector();
+    this.attach(transport);
+    const welcome = await this.handshake(transport);
+    this.welcomeInfo = welcome;
+    this.resumeToken = welcome.resume_token;
+    this.state = 'open';
+  }
+
+  private attach(transport: ClientTransport): void {
+    this.transport = transport;
+    transport.onmessage = (frame) => this.onFrame(frame);
+    transport.onclose = (code, reason) => {
+      if (this.transport !== transport) return;
+      this.transport = null;
+      this.onDisconnect(code, reason);
+    };
+  }
+
+  /** Sends hello outside the normal queue (it must be the first frame) and waits for the welcome. */
+  private handshake(transport: ClientTransport): Promise<Welcome> {
+    const id = this.nextId++;
+    return new Promise<Welcome>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new SdkError('CONNECT_FAILED', 'no welcome from the server within the connect timeout'));
+        transport.close();
+      }, this.opts.connectTimeoutMs ?? 10_000);
+      timer.unref?.();
+      this.pending.set(id, {
+        type: 'hello',
+        frame: new Uint8Array(),
+        resolve: (r) => {
+          clearTimeout(timer);
+          resolve(r as Welcome);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+        timer: null,
+      });
+      transport.send(
+        encode({
+          id,
+          type: 'hello',
+          protocol_version: PROTOCOL_VERSION,
+          client_name: this.opts.clientName ?? 'gymwire-ts',
+          ...(this.opts.token !== undefined ? { token: this.opts.token } : {}),
+          ...(this.resumeToken !== undefined ? { resume_token: this.resumeToken } : {}),
+        }),
+      );
+    });
+  }
+
+  private onFrame(frame: Uint8Array): void {
+    let msg;
+    try {
+      msg = ServerMessageSchema.parse(decode(frame));
+    } catch (err) {
+      this.opts.onEvent?.({ type: 'event', event: 'shutdown', reason: `unreadable frame from server: ${(err as Error).message}` });
+      return;
+    }
+    if (msg.type === 'event') {
+      if (msg.event === 'session_closed' && msg.session_id) this.envs.get(msg.session_id)?.markClosed(msg.reason);
+      this.opts.onEvent?.(msg);
+      return;
+    }
+    if (msg.type === 'error' && msg.id === null) {
+      // An error the server could not tie to a request: nothing we sent should cause it.
+      this.opts.onEvent?.({ type: 'event', event: 'shutdown', reason: `server error without id: ${msg.error.code}: ${msg.error.message}` });
+      return;
+    }
+    const id = msg.id as number;
+    const entry = this.pending.get(id);
+    if (!entry) return; // answered after a timeout, or a duplicate answer after a resume
+    this.pending.delete(id);
+    if (entry.timer) clearTimeout(entry.timer);
+    if (msg.type === 'error') {
+      entry.reject(ProtocolError.fromWire(msg.error));
+      return;
+    }
+    const parsed = RESULT_SCHEMAS[entry.type].safeParse(msg.result);
+    if (!parsed.success) {
+      entry.reject(new SdkError('BAD_RESPONSE', `the server's ${entry.type} result does not match the protocol: ${parsed.error.message}`));
+      return;
+    }
+    entry.resolve(parsed.data);
+  }
+
+  private onDisconnect(code: number, reason: string): void {
+    if (this.state === 'closed') return;
+    this.opts.onEvent?.({ type: 'disconnected', code, reason });
+    const fatal = code === 1008 || code === 1002; // unauthorized or version mismatch: retrying cannot help
+    if (this.opts.reconnect === false || fatal || this.state === 'connecting') {
+      this.state = 'closed';
+      this.failAll(new SdkError('CONNECTION_LOST', `connection closed (${code}${reason ? `: ${reason}` : ''})`, { code }));
+      return;
+    }
+    this.state = 'reconnecting';
+    this.reconnecting ??= this.reconnectLoop().finally(() => (this.reconnecting = null));
+  }
+
+  private async reconnectLoop(): Promise<void> {
+    const deadline = Date.now() + (this.opts.reconnectTimeoutMs ?? 60_000);
+    let delay = this.opts.reconnectDelayMs ?? 50;
+    let lastError: unknown = null;
+    while (this.state === 'reconnecting' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 2000);
+      try {
+        const transport = await this.connector();
+        if (this.state !== 'reconnecting') {
+          transport.close();
+          return;
+        }
+        this.attach(transport);
+        const welcome = await this.handshake(transport);
+        this.welcomeInfo = welcome;
+        this.resumeToken = welcome.resume_token;
+        this.state = 'open';
+        if (!welcome.resumed) {
+          // The server forgot us (restarted, or the grace period passed): sessions are gone.
+          for (const env of this.envs.values()) env.markClosed('the server did not resume this client’s sessions');
+          this.failAll(new SdkError('SESSION_LOST', 'reconnected, but the server no longer has this client’s sessions'), (p) => p.type !== 'list_envs' && p.type !== 'ping' && p.type !== 'make');
+        }
+        // Re-send what is still waiting, in the original order, with the original ids.
+        const waiting = [...this.pending.entries()].filter(([, p]) => p.type !== 'hello').sort(([a], [b]) => a - b);
+        for (const [, p] of waiting) transport.send(p.frame);
+        this.opts.onEvent?.({ type: 'reconnected', resumed: welcome.resumed });
+        return;
+      } catch (err) {
+        lastError = err;
+        if (err instanceof ProtocolError) break; // refused (auth, version): retrying will not help
+      }
+    }
+    if (this.state === 'reconnecting') {
+      this.state = 'closed';
+      this.failAll(new SdkError('CONNECTION_LOST', `could not reconnect: ${(lastError as Error | null)?.message ?? 'timed out'}`));
+    }
+  }
+
+  private failAll(err: Error, which: (p: Pending) => boolean = () => true): void {
+    for (const [id, p] of [...this.pending]) {
+      if (!which(p)) continue;
+      this.pending.delete(id);
+      if (p.timer) clearTimeout(p.timer);
+      p.reject(err);
+    }
+  }
+}
+
+/** Connects to a gymwire server (a ws:// URL, or a connector such as the in-memory one in tests). */
+export function connect(target: string | Connector, opts: ClientOptions = {}): Promise<GymwireClient> {
+  return GymwireClient.connect(target, opts);
+}

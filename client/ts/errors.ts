@@ -1,0 +1,29 @@
+/**
+ * Client-side errors. Wire errors arrive as {@link ProtocolError} (stable `ENV_ERR_*` codes, from
+ * protocol/errors.ts); {@link SdkError} is the local family (not connected, timed out) and never
+ * crosses the wire.
+ */
+export { ProtocolError } from '../../protocol/errors.ts';
+export type { ErrorCode } from '../../protocol/errors.ts';
+
+export const SdkErrorCode = {
+  NotConnected: 'NOT_CONNECTED',
+  ConnectFailed: 'CONNECT_FAILED',
+  RequestTimeout: 'REQUEST_TIMEOUT',
+  ConnectionLost: 'CONNECTION_LOST',
+  SessionLost: 'SESSION_LOST',
+  Closed: 'CLOSED',
+  BadResponse: 'BAD_RESPONSE',
+} as const;
+export type SdkErrorCode = (typeof SdkErrorCode)[keyof typeof SdkErrorCode];
+
+export class SdkError extends Error {
+  override readonly name = 'SdkError';
+  constructor(
+    readonly code: SdkErrorCode,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}

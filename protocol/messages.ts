@@ -1,0 +1,261 @@
+/**
+ * Every wire message, one zod schema each; TypeScript types are inferred, never written by hand.
+ *
+ * A request is `{id, type, ...fields}`; its answer is `{id, type: 'result', result}` or
+ * `{id, type: 'error', error: {code, message, details}}`. The server may also send
+ * `{type: 'event', event, ...}` frames with no id. `docs/schemas/*.json` is generated from these
+ * schemas (`npm run gen:schemas`) and a test fails when it is stale.
+ *
+ * @example
+ * const req: StepRequest = { id: 7, type: 'step', session_id: 's_abc', action: 1 };
+ */
+import { z } from 'zod';
+
+import { ERROR_CODES } from './errors.ts';
+import type { ErrorCode } from './errors.ts';
+import { SpaceSchema, TensorSchema } from './spaces.ts';
+
+/** Protocol versions this build speaks; the newest first. */
+export const PROTOCOL_VERSION = 1;
+export const SUPPORTED_PROTOCOL_VERSIONS: readonly number[] = [1];
+
+export const RequestIdSchema = z.number().int().nonnegative().describe('client-chosen id, echoed in the answer; unique per client across reconnects');
+export const SessionIdSchema = z.string().min(1).max(128);
+export const BytesSchema = z
+  .custom<Uint8Array>((v) => v instanceof Uint8Array, { message: 'expected msgpack bin bytes' })
+  .meta({ id: 'Bytes', description: 'msgpack bin' });
+/** Any msgpack value (tensors included); checked against the env's spaces, not the schema. */
+export const ValueSchema = z.unknown().meta({ id: 'Value', description: 'any msgpack value; tensors as extension type 1' });
+const OptionsSchema = z.record(z.string(), z.unknown()).nullable().optional();
+const SeedSchema = z
+  .union([z.number().int().nonnegative(), z.bigint().nonnegative()])
+  .transform((v) => Number(v))
+  .nullable()
+  .optional()
+  .describe('non-negative integer seed; null keeps the current RNG stream');
+
+export const AUTORESET_MODES = ['next_step', 'same_step', 'disabled'] as const;
+export const AutoresetModeSchema = z.enum(AUTORESET_MODES);
+export type AutoresetMode = z.infer<typeof AutoresetModeSchema>;
+
+export const RENDER_FORMATS = ['tensor', 'png', 'jpeg'] as const;
+
+// ---------------------------------------------------------------------------------------------
+// Requests
+
+const req = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
+  z.object({ id: RequestIdSchema, type: z.literal(type), ...shape }).strict();
+
+export const HelloRequestSchema = req('hello', {
+  protocol_version: z.number().int().positive(),
+  client_name: z.string().max(256).optional(),
+  token: z.string().max(4096).optional().describe('auth token, required when the server was started with one'),
+  resume_token: z.string().max(256).optional().describe('from an earlier welcome: re-attaches that client’s sessions'),
+});
+export const ListEnvsRequestSchema = req('list_envs', {});
+export const MakeRequestSchema = req('make', {
+  env_id: z.string().min(1).max(256),
+  kwargs: z.record(z.string(), z.unknown()).optional(),
+});
+export const ResetRequestSchema = req('reset', { session_id: SessionIdSchema, seed: SeedSchema, options: OptionsSchema });
+export const StepRequestSchema = req('step', { session_id: SessionIdSchema, action: ValueSchema });
+export const ResetBatchRequestSchema = req('reset_batch', {
+  session_ids: z.array(SessionIdSchema).min(1),
+  seeds: z.array(SeedSchema).nullable().optional().describe('one seed per session, or absent'),
+  options: OptionsSchema,
+});
+export const StepBatchRequestSchema = req('step_batch', {
+  session_ids: z.array(SessionIdSchema).min(1),
+  actions: ValueSchema.describe('a tensor whose first dimension is the number of sessions, or an array of one action per session'),
+  autoreset_mode: AutoresetModeSchema.default('next_step'),
+});
+export const RenderRequestSchema = req('render', {
+  session_id: SessionIdSchema,
+  format: z.enum(RENDER_FORMATS).default('tensor'),
+  quality: z.number().int().min(1).max(100).optional().describe('JPEG quality'),
+});
+export const ListToolsRequestSchema = req('list_tools', { session_id: SessionIdSchema });
+export const ExecuteRequestSchema = req('execute', {
+  session_id: SessionIdSchema,
+  tool: z.string().min(1),
+  args: z.record(z.string(), z.unknown()).default({}),
+});
+export const GetStateRequestSchema = req('get_state', { session_id: SessionIdSchema });
+export const SetStateRequestSchema = req('set_state', { session_id: SessionIdSchema, state: BytesSchema });
+export const CloseRequestSchema = req('close', { session_id: SessionIdSchema });
+export const PingRequestSchema = req('ping', { payload: ValueSchema.optional() });
+
+export const REQUEST_SCHEMAS = {
+  hello: HelloRequestSchema,
+  list_envs: ListEnvsRequestSchema,
+  make: MakeRequestSchema,
+  reset: ResetRequestSchema,
+  step: StepRequestSchema,
+  reset_batch: ResetBatchRequestSchema,
+  step_batch: StepBatchRequestSchema,
+  render: RenderRequestSchema,
+  list_tools: ListToolsRequestSchema,
+  execute: ExecuteRequestSchema,
+  get_state: GetStateRequestSchema,
+  set_state: SetStateRequestSchema,
+  close: CloseRequestSchema,
+  ping: PingRequestSchema,
+} as const;
+export type RequestType = keyof typeof REQUEST_SCHEMAS;
+export const REQUEST_TYPES = Object.keys(REQUEST_SCHEMAS) as RequestType[];
+
+export const RequestSchema = z.discriminatedUnion('type', [
+  HelloRequestSchema,
+  ListEnvsRequestSchema,
+  MakeRequestSchema,
+  ResetRequestSchema,
+  StepRequestSchema,
+  ResetBatchRequestSchema,
+  StepBatchRequestSchema,
+  RenderRequestSchema,
+  ListToolsRequestSchema,
+  ExecuteRequestSchema,
+  GetStateRequestSchema,
+  SetStateRequestSchema,
+  CloseRequestSchema,
+  PingRequestSchema,
+]);
+export type Request = z.infer<typeof RequestSchema>;
+export type RequestOf<T extends RequestType> = z.infer<(typeof REQUEST_SCHEMAS)[T]>;
+/** What a caller writes (defaults optional). */
+export type RequestInput<T extends RequestType> = Omit<z.input<(typeof REQUEST_SCHEMAS)[T]>, 'id' | 'type'>;
+
+export type HelloRequest = RequestOf<'hello'>;
+export type MakeRequest = RequestOf<'make'>;
+export type StepRequest = RequestOf<'step'>;
+export type StepBatchRequest = RequestOf<'step_batch'>;
+
+// ---------------------------------------------------------------------------------------------
+// Results
+
+export const LimitsSchema = z.object({
+  max_frame_bytes: z.number().int(),
+  max_sessions_per_client: z.number().int(),
+  max_sessions: z.number().int(),
+  max_pending_per_session: z.number().int(),
+  idle_timeout_ms: z.number().int().describe('sessions idle this long are closed; 0 disables the reaper'),
+  resume_grace_ms: z.number().int().describe('how long a disconnected client’s sessions wait for it to resume'),
+  heartbeat_ms: z.number().int(),
+});
+export type Limits = z.infer<typeof LimitsSchema>;
+
+export const WelcomeResultSchema = z.object({
+  protocol_version: z.number().int(),
+  server_name: z.string(),
+  server_version: z.string(),
+  connection_id: z.string(),
+  resume_token: z.string(),
+  resumed: z.boolean().describe('true when resume_token re-attached earlier sessions'),
+  sessions: z.array(SessionIdSchema).describe('the sessions this client owns (after a resume)'),
+  limits: LimitsSchema,
+});
+
+export const EnvListingSchema = z.object({
+  id: z.string(),
+  description: z.string(),
+  max_episode_steps: z.number().int().nullable(),
+  tags: z.array(z.string()),
+  kwargs_schema: z.record(z.string(), z.unknown()).nullable(),
+});
+export const ListEnvsResultSchema = z.object({ envs: z.array(EnvListingSchema) });
+
+/** OpenAI function-calling tool description. */
+export const ToolDescriptionSchema = z.object({
+  type: z.literal('function'),
+  function: z.object({ name: z.string(), description: z.string(), parameters: z.record(z.string(), z.unknown()) }),
+});
+export type ToolDescription = z.infer<typeof ToolDescriptionSchema>;
+
+export const MakeResultSchema = z.object({
+  session_id: SessionIdSchema,
+  env_id: z.string(),
+  observation_space: SpaceSchema,
+  action_space: SpaceSchema,
+  metadata: z.record(z.string(), z.unknown()),
+  render_mode: z.string().nullable(),
+  max_episode_steps: z.number().int().nullable(),
+  tools: z.array(ToolDescriptionSchema),
+});
+export const ResetResultSchema = z.object({ obs: ValueSchema, info: z.record(z.string(), z.unknown()) });
+export const StepResultSchema = z.object({
+  obs: ValueSchema,
+  reward: z.number(),
+  terminated: z.boolean(),
+  truncated: z.boolean(),
+  info: z.record(z.string(), z.unknown()),
+});
+export const BatchErrorSchema = z.object({ code: z.string(), message: z.string() }).nullable();
+export const ResetBatchResultSchema = z.object({
+  obs: ValueSchema.describe('a tensor stacked over sessions when every observation is a tensor of one dtype and shape (or an integer); else an array'),
+  infos: z.array(z.record(z.string(), z.unknown())),
+});
+export const StepBatchResultSchema = z.object({
+  obs: ValueSchema.describe('stacked like reset_batch; a failed slot holds zeros (see errors)'),
+  rewards: TensorSchema.describe('float64 [N]'),
+  terminated: TensorSchema.describe('bool [N]'),
+  truncated: TensorSchema.describe('bool [N]'),
+  infos: z.array(z.record(z.string(), z.unknown())).describe('same_step mode adds final_obs and final_info to a session that ended and was reset'),
+  errors: z.array(BatchErrorSchema).describe('per session: null, or the env failure that stopped that session (it is then closed for stepping until reset)'),
+});
+export const RenderResultSchema = z.object({
+  format: z.enum(RENDER_FORMATS),
+  frame: z.union([TensorSchema, BytesSchema, z.string()]).describe('uint8 [H,W,C] tensor, PNG/JPEG bytes, or text for ansi envs'),
+});
+export const ListToolsResultSchema = z.object({ tools: z.array(ToolDescriptionSchema) });
+export const ExecuteResultSchema = z.object({ result: ValueSchema });
+export const GetStateResultSchema = z.object({ state: BytesSchema });
+export const SetStateResultSchema = z.object({});
+export const CloseResultSchema = z.object({ closed: z.boolean().describe('false when the session was already closed') });
+export const PingResultSchema = z.object({ payload: ValueSchema.optional(), server_time_ms: z.number() });
+
+export const RESULT_SCHEMAS = {
+  hello: WelcomeResultSchema,
+  list_envs: ListEnvsResultSchema,
+  make: MakeResultSchema,
+  reset: ResetResultSchema,
+  step: StepResultSchema,
+  reset_batch: ResetBatchResultSchema,
+  step_batch: StepBatchResultSchema,
+  render: RenderResultSchema,
+  list_tools: ListToolsResultSchema,
+  execute: ExecuteResultSchema,
+  get_state: GetStateResultSchema,
+  set_state: SetStateResultSchema,
+  close: CloseResultSchema,
+  ping: PingResultSchema,
+} as const satisfies Record<RequestType, z.ZodType>;
+export type ResultOf<T extends RequestType> = z.infer<(typeof RESULT_SCHEMAS)[T]>;
+export type Welcome = ResultOf<'hello'>;
+export type MakeResult = ResultOf<'make'>;
+
+// ---------------------------------------------------------------------------------------------
+// Responses and events
+
+export const ErrorCodeSchema = z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]);
+export const WireErrorSchema = z.object({
+  code: z.string().describe('a code from the registry (docs/errors.md); clients treat unknown codes as ENV_ERR_INTERNAL'),
+  message: z.string(),
+  details: z.record(z.string(), z.unknown()).default({}),
+});
+export type WireError = z.infer<typeof WireErrorSchema>;
+
+export const ResultResponseSchema = z.object({ id: RequestIdSchema, type: z.literal('result'), result: z.record(z.string(), z.unknown()) });
+export const ErrorResponseSchema = z.object({
+  id: RequestIdSchema.nullable().describe('null when the frame was too broken to read an id from'),
+  type: z.literal('error'),
+  error: WireErrorSchema,
+});
+export const EventSchema = z.object({
+  type: z.literal('event'),
+  event: z.enum(['session_closed', 'shutdown']),
+  session_id: SessionIdSchema.optional(),
+  reason: z.string(),
+});
+export type ServerEvent = z.infer<typeof EventSchema>;
+export const ServerMessageSchema = z.discriminatedUnion('type', [ResultResponseSchema, ErrorResponseSchema, EventSchema]);
+export type ServerMessage = z.infer<typeof ServerMessageSchema>;

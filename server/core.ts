@@ -1,0 +1,750 @@
+/**
+ * The transport-agnostic session core: handshake, validation at the boundary, per-session
+ * ordering, limits, the reply cache that makes retried requests exactly-once, the idle reaper,
+ * metrics and graceful shutdown. Transports feed it frames; it never knows which library carries
+ * them.
+ *
+ * @example
+ * const core = new ServerCore({ registry: defaultRegistry(), logger: pino() });
+ * await new WsTransport().listen(core, { host: '127.0.0.1', port: 0 });
+ */
+import { randomBytes } from 'node:crypto';
+
+import pino from 'pino';
+import type { Logger } from 'pino';
+import sharp from 'sharp';
+import type { z } from 'zod';
+
+import { InvalidActionError, InvalidOptionsError, InvalidStateError } from '../envs/core/env.ts';
+import type { Env, EnvTool } from '../envs/core/env.ts';
+import { defaultRegistry } from '../envs/index.ts';
+import { InvalidKwargsError, UnknownEnvError } from '../envs/core/registry.ts';
+import type { Registry } from '../envs/core/registry.ts';
+import { EnvContractError, ResetNeededError, TimeLimit, unwrap, Wrapper } from '../envs/core/wrappers.ts';
+import { decode, encode } from '../protocol/codec.ts';
+import { ProtocolError } from '../protocol/errors.ts';
+import type { ErrorCode } from '../protocol/errors.ts';
+import { PROTOCOL_VERSION, REQUEST_SCHEMAS, SUPPORTED_PROTOCOL_VERSIONS } from '../protocol/messages.ts';
+import type { Limits, RequestOf, RequestType, ResultOf, ServerEvent } from '../protocol/messages.ts';
+import { contains, isPlainObject, stackTensors } from '../protocol/spaces.ts';
+import { Tensor, TensorFormatError } from '../protocol/tensor.ts';
+import { ServerMetrics } from './metrics.ts';
+import { Session } from './session.ts';
+import { toolDescriptions } from './tools.ts';
+import type { ConnectionHandler, TransportConnection } from './transport.ts';
+
+export const SERVER_NAME = 'gymwire';
+export const SERVER_VERSION = '0.1.0';
+
+export const DEFAULT_LIMITS: Limits = {
+  max_frame_bytes: 64 * 1024 * 1024,
+  max_sessions_per_client: 1024,
+  max_sessions: 8192,
+  max_pending_per_session: 256,
+  idle_timeout_ms: 10 * 60 * 1000,
+  resume_grace_ms: 60 * 1000,
+  heartbeat_ms: 15 * 1000,
+};
+
+export interface ServerCoreOptions {
+  registry?: Registry;
+  logger?: Logger;
+  /** When set, hello must carry this token. */
+  token?: string | null;
+  limits?: Partial<Limits>;
+  /** Wrap every env with the passive checker (obs checked against the space on every step). */
+  checkEnvs?: boolean;
+  /** How often the reaper looks for idle sessions and expired clients. */
+  reapIntervalMs?: number;
+}
+
+/** Replies kept per client for retried requests: enough for every request in flight at a reconnect. */
+const REPLY_CACHE_ENTRIES = 1024;
+const REPLY_CACHE_BYTES = 64 * 1024 * 1024;
+
+/** Ops whose retry after a reconnect must not act twice. */
+const CACHED_OPS: ReadonlySet<RequestType> = new Set(['make', 'reset', 'step', 'reset_batch', 'step_batch', 'execute', 'set_state', 'close']);
+
+interface CachedReply {
+  bytes: Promise<Uint8Array>;
+  size: number;
+}
+
+/** A client identity that outlives its connections, so sessions can be resumed after a drop. */
+class ClientState {
+  readonly sessions = new Set<string>();
+  readonly replies = new Map<number, CachedReply>();
+  replyBytes = 0;
+  connection: Connection | null = null;
+  detachedAt: number | null = null;
+  /** Sessions being made right now: counted against the limits before they exist. */
+  reserved = 0;
+
+  constructor(
+    readonly id: string,
+    readonly resumeToken: string,
+    readonly name: string,
+  ) {}
+
+  remember(id: number, bytes: Promise<Uint8Array>): void {
+    const entry: CachedReply = { bytes, size: 0 };
+    this.replies.set(id, entry);
+    void bytes.then(
+      (b) => {
+        if (this.replies.get(id) !== entry) return;
+        entry.size = b.byteLength;
+        this.replyBytes += b.byteLength;
+        this.evict();
+      },
+      () => {},
+    );
+    this.evict();
+  }
+
+  private evict(): void {
+    while (this.replies.size > REPLY_CACHE_ENTRIES || this.replyBytes > REPLY_CACHE_BYTES) {
+      const oldest = this.replies.keys().next();
+      if (oldest.done) break;
+      const entry = this.replies.get(oldest.value)!;
+      this.replyBytes -= entry.size;
+      this.replies.delete(oldest.value);
+    }
+  }
+}
+
+/** One transport connection. */
+export class Connection implements ConnectionHandler {
+  client: ClientState | null = null;
+  closed = false;
+
+  constructor(
+    readonly id: string,
+    readonly transport: TransportConnection,
+    readonly log: Logger,
+    private readonly core: ServerCore,
+  ) {}
+
+  onFrame(frame: Uint8Array): void {
+    this.core.handleFrame(this, frame);
+  }
+
+  onClose(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.core.handleDisconnect(this);
+  }
+
+  send(bytes: Uint8Array): void {
+    if (!this.closed) this.transport.send(bytes);
+  }
+
+  sendError(id: number | null, err: ProtocolError): void {
+    this.send(encode({ id, type: 'error', error: err.toWire() }));
+  }
+}
+
+type Handler<T extends RequestType> = (conn: Connection, client: ClientState, req: RequestOf<T>) => ResultOf<T> | Promise<ResultOf<T>>;
+
+export class ServerCore {
+  readonly registry: Registry;
+  readonly log: Logger;
+  readonly limits: Limits;
+  readonly metrics = new ServerMetrics();
+  private readonly token: string | null;
+  private readonly checkEnvs: boolean;
+  private readonly sessions = new Map<string, Session>();
+  private readonly clients = new Map<string, ClientState>();
+  private readonly clientsByToken = new Map<string, ClientState>();
+  private readonly connections = new Set<Connection>();
+  private reaper: NodeJS.Timeout | null = null;
+  private shuttingDown = false;
+  private inFlight = 0;
+  private readonly handlers: { [T in RequestType]: Handler<T> };
+
+  constructor(opts: ServerCoreOptions = {}) {
+    this.registry = opts.registry ?? defaultRegistry();
+    this.log = opts.logger ?? pino({ level: 'silent' });
+    this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
+    this.token = opts.token ?? null;
+    this.checkEnvs = opts.checkEnvs ?? false;
+    this.handlers = {
+      hello: () => {
+        throw new ProtocolError('ENV_ERR_INVALID_MESSAGE', 'hello was already received on this connection');
+      },
+      list_envs: () => ({ envs: this.registry.list() }),
+      make: (conn, client, req) => this.make(conn, client, req),
+      reset: (_c, client, req) => this.reset(client, req),
+      step: (_c, client, req) => this.step(client, req),
+      reset_batch: (_c, client, req) => this.resetBatch(client, req),
+      step_batch: (_c, client, req) => this.stepBatch(client, req),
+      render: (_c, client, req) => this.render(client, req),
+      list_tools: (_c, client, req) => this.withSession(client, req.session_id, (s) => ({ tools: toolDescriptions(s.env.tools ?? []) })),
+      execute: (_c, client, req) => this.execute(client, req),
+      get_state: (_c, client, req) => this.getState(client, req),
+      set_state: (_c, client, req) => this.setState(client, req),
+      close: (_c, client, req) => this.closeRequest(client, req),
+      ping: (_c, _client, req) => ({ payload: req.payload, server_time_ms: Date.now() }),
+    };
+    const interval = opts.reapIntervalMs ?? Math.max(50, Math.min(5000, Math.floor(Math.min(this.limits.idle_timeout_ms || 5000, this.limits.resume_grace_ms || 5000) / 4)));
+    this.reaper = setInterval(() => this.reap(), interval);
+    this.reaper.unref();
+  }
+
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  get connectionCount(): number {
+    return this.connections.size;
+  }
+
+  get isShuttingDown(): boolean {
+    return this.shuttingDown;
+  }
+
+  /** Called by a transport for each accepted connection. */
+  accept(transport: TransportConnection): Connection {
+    const id = `c_${randomBytes(6).toString('base64url')}`;
+    const conn = new Connection(id, transport, this.log.child({ conn: id, remote: transport.remoteAddress }), this);
+    this.connections.add(conn);
+    this.metrics.connections.set(this.connections.size);
+    conn.log.debug('connection opened');
+    if (this.shuttingDown) {
+      conn.sendError(null, new ProtocolError('ENV_ERR_SHUTTING_DOWN', 'the server is shutting down'));
+      transport.close(1001, 'shutting down');
+    }
+    return conn;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Frames
+
+  handleFrame(conn: Connection, frame: Uint8Array): void {
+    if (frame.byteLength > this.limits.max_frame_bytes) {
+      return this.fail(conn, null, new ProtocolError('ENV_ERR_FRAME_TOO_LARGE', `frame of ${frame.byteLength} bytes exceeds max_frame_bytes ${this.limits.max_frame_bytes}`, { max_frame_bytes: this.limits.max_frame_bytes, size: frame.byteLength }));
+    }
+    let msg: unknown;
+    try {
+      msg = decode(frame);
+    } catch (err) {
+      if (err instanceof TensorFormatError) return this.fail(conn, null, new ProtocolError('ENV_ERR_BAD_TENSOR', `bad tensor: ${err.message}`));
+      return this.fail(conn, null, new ProtocolError('ENV_ERR_BAD_FRAME', `frame is not a msgpack message: ${(err as Error).message}`));
+    }
+    if (!isPlainObject(msg)) return this.fail(conn, null, new ProtocolError('ENV_ERR_INVALID_MESSAGE', 'a message must be a msgpack map with id and type'));
+    const id = typeof msg.id === 'number' && Number.isInteger(msg.id) && msg.id >= 0 ? msg.id : null;
+    const type = msg.type;
+    if (typeof type !== 'string' || !Object.hasOwn(REQUEST_SCHEMAS, type)) {
+      return this.fail(conn, id, new ProtocolError('ENV_ERR_UNKNOWN_TYPE', `unknown message type ${JSON.stringify(type)}`, { known: Object.keys(REQUEST_SCHEMAS) }));
+    }
+    const schema = REQUEST_SCHEMAS[type as RequestType] as z.ZodType;
+    const parsed = schema.safeParse(msg);
+    if (!parsed.success) {
+      const issues = parsed.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message }));
+      return this.fail(conn, id, new ProtocolError('ENV_ERR_INVALID_MESSAGE', `invalid ${type}: ${issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`, { issues }));
+    }
+    const req = parsed.data as RequestOf<RequestType>;
+    this.metrics.requests.inc({ type });
+    if (req.type === 'hello') return this.hello(conn, req);
+    const client = conn.client;
+    if (!client) return this.fail(conn, req.id, new ProtocolError('ENV_ERR_HANDSHAKE_REQUIRED', 'the first message on a connection must be hello'));
+    if (this.shuttingDown) return this.fail(conn, req.id, new ProtocolError('ENV_ERR_SHUTTING_DOWN', 'the server is shutting down and accepts no new requests'));
+
+    if (CACHED_OPS.has(req.type)) {
+      const cached = client.replies.get(req.id);
+      if (cached) {
+        // A retry after a reconnect: answer with what the first attempt produced, never act twice.
+        void cached.bytes.then((b) => client.connection?.send(b));
+        return;
+      }
+    }
+    const bytes = this.run(conn, client, req);
+    if (CACHED_OPS.has(req.type)) client.remember(req.id, bytes);
+    // The client may have reconnected while this ran: answer on its current connection.
+    void bytes.then((b) => (client.connection ?? conn).send(b));
+  }
+
+  private async run(conn: Connection, client: ClientState, req: RequestOf<RequestType>): Promise<Uint8Array> {
+    this.inFlight++;
+    try {
+      const handler = this.handlers[req.type] as Handler<RequestType>;
+      const result = await handler(conn, client, req);
+      return encode({ id: req.id, type: 'result', result });
+    } catch (err) {
+      const pe = this.toProtocolError(err, conn.log, req.type);
+      this.metrics.errors.inc({ code: pe.code });
+      return encode({ id: req.id, type: 'error', error: pe.toWire() });
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private fail(conn: Connection, id: number | null, err: ProtocolError): void {
+    this.metrics.errors.inc({ code: err.code });
+    conn.log.debug({ code: err.code, id }, err.message);
+    conn.sendError(id, err);
+  }
+
+  /** Maps anything thrown while serving a request to a wire error. Unknown failures are env or server faults, never client codes. */
+  private toProtocolError(err: unknown, log: Logger, op: string): ProtocolError {
+    if (err instanceof ProtocolError) return err;
+    if (err instanceof InvalidActionError) return new ProtocolError('ENV_ERR_INVALID_ACTION', err.message);
+    if (err instanceof ResetNeededError) return new ProtocolError('ENV_ERR_RESET_NEEDED', err.message);
+    if (err instanceof InvalidStateError) return new ProtocolError('ENV_ERR_INVALID_STATE', err.message);
+    if (err instanceof InvalidOptionsError) return new ProtocolError('ENV_ERR_INVALID_OPTIONS', err.message);
+    if (err instanceof UnknownEnvError) return new ProtocolError('ENV_ERR_UNKNOWN_ENV', err.message, { available: err.available });
+    if (err instanceof InvalidKwargsError) return new ProtocolError('ENV_ERR_INVALID_KWARGS', err.message, { issues: err.issues });
+    const e = err instanceof Error ? err : new Error(String(err));
+    log.warn({ err: e, op }, 'env failure');
+    return new ProtocolError('ENV_ERR_ENV_FAILURE', `${op} failed inside the env: ${e.name}: ${e.message}`, { error: e.name, contract: err instanceof EnvContractError });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Handshake and disconnects
+
+  private hello(conn: Connection, req: RequestOf<'hello'>): void {
+    if (conn.client) return this.fail(conn, req.id, new ProtocolError('ENV_ERR_INVALID_MESSAGE', 'hello was already received on this connection'));
+    if (!SUPPORTED_PROTOCOL_VERSIONS.includes(req.protocol_version)) {
+      this.fail(conn, req.id, new ProtocolError('ENV_ERR_VERSION_MISMATCH', `protocol version ${req.protocol_version} is not supported; this server speaks ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}`, { supported: SUPPORTED_PROTOCOL_VERSIONS }));
+      conn.transport.close(1002, 'protocol version mismatch');
+      return;
+    }
+    if (this.token !== null && req.token !== this.token) {
+      this.fail(conn, req.id, new ProtocolError('ENV_ERR_UNAUTHORIZED', req.token === undefined ? 'this server needs an auth token (hello.token)' : 'the auth token is wrong'));
+      conn.transport.close(1008, 'unauthorized');
+      return;
+    }
+    let client = req.resume_token ? this.clientsByToken.get(req.resume_token) : undefined;
+    const resumed = client !== undefined;
+    if (client) {
+      const old = client.connection;
+      if (old && old !== conn) {
+        // The old socket is half-open (the client would not reconnect otherwise): take over.
+        old.client = null;
+        old.transport.terminate();
+      }
+      conn.log.info({ client: client.id, sessions: client.sessions.size }, 'client resumed');
+    } else {
+      const clientId = `k_${randomBytes(6).toString('base64url')}`;
+      client = new ClientState(clientId, randomBytes(18).toString('base64url'), req.client_name ?? 'unnamed');
+      this.clients.set(clientId, client);
+      this.clientsByToken.set(client.resumeToken, client);
+      conn.log.debug({ client: clientId, name: client.name }, 'client greeted');
+    }
+    client.connection = conn;
+    client.detachedAt = null;
+    conn.client = client;
+    const welcome: ResultOf<'hello'> = {
+      protocol_version: PROTOCOL_VERSION,
+      server_name: SERVER_NAME,
+      server_version: SERVER_VERSION,
+      connection_id: conn.id,
+      resume_token: client.resumeToken,
+      resumed,
+      sessions: [...client.sessions],
+      limits: this.limits,
+    };
+    conn.send(encode({ id: req.id, type: 'result', result: welcome }));
+  }
+
+  handleDisconnect(conn: Connection): void {
+    this.connections.delete(conn);
+    this.metrics.connections.set(this.connections.size);
+    const client = conn.client;
+    conn.log.debug('connection closed');
+    if (!client || client.connection !== conn) return;
+    client.connection = null;
+    client.detachedAt = Date.now();
+    if (this.limits.resume_grace_ms <= 0) this.dropClient(client, 'client disconnected');
+  }
+
+  private dropClient(client: ClientState, reason: string): void {
+    for (const id of [...client.sessions]) {
+      const s = this.sessions.get(id);
+      if (s) void this.closeSession(s, reason);
+    }
+    this.clients.delete(client.id);
+    this.clientsByToken.delete(client.resumeToken);
+  }
+
+  private reap(): void {
+    const now = Date.now();
+    if (this.limits.idle_timeout_ms > 0) {
+      for (const s of this.sessions.values()) {
+        if (s.lock.pending === 0 && now - s.lastActive > this.limits.idle_timeout_ms) void this.closeSession(s, `idle for more than ${this.limits.idle_timeout_ms} ms`);
+      }
+    }
+    for (const client of this.clients.values()) {
+      if (client.connection === null && client.detachedAt !== null && now - client.detachedAt > this.limits.resume_grace_ms) {
+        this.log.info({ client: client.id, sessions: client.sessions.size }, 'client did not resume; reaping its sessions');
+        this.dropClient(client, 'client disconnected and did not resume');
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Sessions
+
+  private async make(conn: Connection, client: ClientState, req: RequestOf<'make'>): Promise<ResultOf<'make'>> {
+    if (client.sessions.size + client.reserved >= this.limits.max_sessions_per_client) {
+      throw new ProtocolError('ENV_ERR_TOO_MANY_SESSIONS', `this client already has ${client.sessions.size} sessions (max_sessions_per_client ${this.limits.max_sessions_per_client}); close some first`, { limit: 'max_sessions_per_client', max: this.limits.max_sessions_per_client });
+    }
+    if (this.sessions.size + this.reservedTotal() >= this.limits.max_sessions) {
+      throw new ProtocolError('ENV_ERR_TOO_MANY_SESSIONS', `the server has ${this.sessions.size} sessions open (max_sessions ${this.limits.max_sessions})`, { limit: 'max_sessions', max: this.limits.max_sessions });
+    }
+    client.reserved++;
+    let env: Env;
+    try {
+      env = await this.registry.make(req.env_id, req.kwargs ?? {}, { check: this.checkEnvs });
+    } finally {
+      client.reserved--;
+    }
+    const id = `s_${randomBytes(9).toString('base64url')}`;
+    const maxSteps = findTimeLimit(env);
+    const session = new Session(id, req.env_id, env, client.id, conn.log.child({ session: id, env: req.env_id }), maxSteps);
+    this.sessions.set(id, session);
+    client.sessions.add(id);
+    this.metrics.openSessions.inc({ env_id: req.env_id });
+    session.log.debug('session made');
+    return {
+      session_id: id,
+      env_id: req.env_id,
+      observation_space: env.observationSpace,
+      action_space: env.actionSpace,
+      metadata: env.metadata,
+      render_mode: env.renderMode ?? null,
+      max_episode_steps: maxSteps,
+      tools: toolDescriptions(env.tools ?? []),
+    };
+  }
+
+  private reservedTotal(): number {
+    let n = 0;
+    for (const c of this.clients.values()) n += c.reserved;
+    return n;
+  }
+
+  private lookup(client: ClientState, sessionId: string): Session {
+    const s = this.sessions.get(sessionId);
+    // Another client's session is reported as unknown: ids are capabilities, not something to probe.
+    if (!s || s.closed || s.ownerId !== client.id) {
+      throw new ProtocolError('ENV_ERR_UNKNOWN_SESSION', `no open session ${sessionId} (never made, closed, or reaped)`, { session_id: sessionId });
+    }
+    return s;
+  }
+
+  /** Runs fn with the session's lock held; synchronously when the lock is free and fn is sync. */
+  private withSession<T>(client: ClientState, sessionId: string, fn: (s: Session) => T | Promise<T>): T | Promise<T> {
+    const s = this.lookup(client, sessionId);
+    if (s.lock.pending >= this.limits.max_pending_per_session) {
+      throw new ProtocolError('ENV_ERR_TOO_MANY_PENDING', `session ${sessionId} already has ${s.lock.pending} requests waiting (max_pending_per_session ${this.limits.max_pending_per_session})`, { session_id: sessionId });
+    }
+    const run = (): T | Promise<T> => {
+      if (s.closed) {
+        s.lock.release();
+        throw new ProtocolError('ENV_ERR_UNKNOWN_SESSION', `session ${sessionId} was closed`, { session_id: sessionId });
+      }
+      s.touch();
+      let out: T | Promise<T>;
+      try {
+        out = fn(s);
+      } catch (err) {
+        s.lock.release();
+        throw err;
+      }
+      if (out instanceof Promise) return out.finally(() => s.lock.release());
+      s.lock.release();
+      return out;
+    };
+    if (s.lock.tryAcquire()) return run();
+    return s.lock.acquire().then(run);
+  }
+
+  private reset(client: ClientState, req: RequestOf<'reset'>) {
+    return this.withSession(client, req.session_id, async (s) => {
+      const r = await s.env.reset({ seed: req.seed ?? null, options: req.options ?? null });
+      s.autoresetPending = false;
+      s.failed = false;
+      this.metrics.resets.inc({ env_id: s.envId });
+      return { obs: r.obs, info: r.info };
+    });
+  }
+
+  private step(client: ClientState, req: RequestOf<'step'>) {
+    return this.withSession(client, req.session_id, (s) => {
+      const reason = contains(s.env.actionSpace, req.action);
+      if (reason) throw new ProtocolError('ENV_ERR_INVALID_ACTION', `action is not in the action space: ${reason}`, { session_id: s.id });
+      const start = process.hrtime.bigint();
+      const done = (r: Awaited<ReturnType<Env['step']>>) => {
+        this.metrics.steps.inc({ env_id: s.envId });
+        this.metrics.stepLatency.observe({ env_id: s.envId }, Number(process.hrtime.bigint() - start) / 1e9);
+        return { obs: r.obs, reward: r.reward, terminated: r.terminated, truncated: r.truncated, info: r.info };
+      };
+      const r = s.env.step(req.action);
+      return r instanceof Promise ? r.then(done) : done(r);
+    });
+  }
+
+  /** Locks every session of a batch (in request order, so batches cannot deadlock), then runs fn. */
+  private async withSessions<T>(client: ClientState, ids: readonly string[], fn: (sessions: Session[]) => Promise<T>): Promise<T> {
+    if (new Set(ids).size !== ids.length) throw new ProtocolError('ENV_ERR_INVALID_MESSAGE', 'session_ids lists a session more than once');
+    const sessions = ids.map((id) => this.lookup(client, id));
+    for (const s of sessions) {
+      if (s.lock.pending >= this.limits.max_pending_per_session) {
+        throw new ProtocolError('ENV_ERR_TOO_MANY_PENDING', `session ${s.id} already has ${s.lock.pending} requests waiting`, { session_id: s.id });
+      }
+    }
+    const waits: Promise<void>[] = [];
+    for (const s of sessions) if (!s.lock.tryAcquire()) waits.push(s.lock.acquire());
+    if (waits.length) await Promise.all(waits);
+    try {
+      const closed = sessions.find((s) => s.closed);
+      if (closed) throw new ProtocolError('ENV_ERR_UNKNOWN_SESSION', `session ${closed.id} was closed`, { session_id: closed.id });
+      for (const s of sessions) s.touch();
+      return await fn(sessions);
+    } finally {
+      for (const s of sessions) s.lock.release();
+    }
+  }
+
+  private resetBatch(client: ClientState, req: RequestOf<'reset_batch'>) {
+    if (req.seeds && req.seeds.length !== req.session_ids.length) {
+      throw new ProtocolError('ENV_ERR_INVALID_MESSAGE', `seeds has ${req.seeds.length} entries for ${req.session_ids.length} sessions`);
+    }
+    return this.withSessions(client, req.session_ids, async (sessions) => {
+      const results = await Promise.all(
+        sessions.map(async (s, i) => {
+          const r = await s.env.reset({ seed: req.seeds?.[i] ?? null, options: req.options ?? null });
+          s.autoresetPending = false;
+          s.failed = false;
+          this.metrics.resets.inc({ env_id: s.envId });
+          return r;
+        }),
+      );
+      return { obs: stackValues(results.map((r) => r.obs)), infos: results.map((r) => r.info) };
+    });
+  }
+
+  private stepBatch(client: ClientState, req: RequestOf<'step_batch'>) {
+    const n = req.session_ids.length;
+    const actions = splitActions(req.actions, n);
+    return this.withSessions(client, req.session_ids, async (sessions) => {
+      // Validate every action first so a bad one leaves the whole batch unapplied.
+      sessions.forEach((s, i) => {
+        if (s.autoresetPending && req.autoreset_mode === 'next_step') return; // action ignored on the reset step
+        const reason = contains(s.env.actionSpace, actions[i]);
+        if (reason) throw new ProtocolError('ENV_ERR_INVALID_ACTION', `action ${i} (session ${s.id}) is not in the action space: ${reason}`, { session_id: s.id, index: i });
+      });
+      const start = process.hrtime.bigint();
+      const rewards = new Float64Array(n);
+      const terminated = new Uint8Array(n);
+      const truncated = new Uint8Array(n);
+      const obs: unknown[] = new Array(n);
+      const infos: Record<string, unknown>[] = new Array(n);
+      const errors: ({ code: ErrorCode; message: string } | null)[] = new Array(n).fill(null);
+      const stepOne = async (s: Session, i: number): Promise<void> => {
+        try {
+          if (req.autoreset_mode === 'next_step' && s.autoresetPending) {
+            const r = await s.env.reset({ seed: null, options: null });
+            s.autoresetPending = false;
+            this.metrics.resets.inc({ env_id: s.envId });
+            obs[i] = r.obs;
+            infos[i] = r.info;
+            return;
+          }
+          const r = await s.env.step(actions[i]);
+          this.metrics.steps.inc({ env_id: s.envId });
+          rewards[i] = r.reward;
+          terminated[i] = r.terminated ? 1 : 0;
+          truncated[i] = r.truncated ? 1 : 0;
+          obs[i] = r.obs;
+          infos[i] = r.info;
+          const ended = r.terminated || r.truncated;
+          if (ended && req.autoreset_mode === 'next_step') s.autoresetPending = true;
+          if (ended && req.autoreset_mode === 'same_step') {
+            const rr = await s.env.reset({ seed: null, options: null });
+            this.metrics.resets.inc({ env_id: s.envId });
+            obs[i] = rr.obs;
+            infos[i] = { ...rr.info, final_obs: r.obs, final_info: r.info };
+          }
+        } catch (err) {
+          const pe = this.toProtocolError(err, s.log, 'step_batch');
+          errors[i] = { code: pe.code, message: pe.message };
+          s.failed = true;
+          infos[i] = {};
+        }
+      };
+      // Sync envs run in a plain loop; only async ones pay for promises.
+      await Promise.all(sessions.map(stepOne));
+      const envId = sessions[0]!.envId;
+      this.metrics.stepLatency.observe({ env_id: envId }, Number(process.hrtime.bigint() - start) / 1e9);
+      if (errors.some((e) => e)) fillFailedSlots(obs, errors);
+      return {
+        obs: stackValues(obs),
+        rewards: new Tensor('float64', [n], rewards),
+        terminated: new Tensor('bool', [n], terminated),
+        truncated: new Tensor('bool', [n], truncated),
+        infos,
+        errors,
+      };
+    });
+  }
+
+  private render(client: ClientState, req: RequestOf<'render'>) {
+    return this.withSession(client, req.session_id, async (s) => {
+      if (!s.env.render) throw new ProtocolError('ENV_ERR_UNSUPPORTED', `${s.envId} does not render`);
+      const frame = await s.env.render();
+      if (frame == null) {
+        throw new ProtocolError('ENV_ERR_UNSUPPORTED', `${s.envId} rendered nothing; make it with kwargs {render_mode: 'rgb_array'} (render modes: ${s.env.metadata.render_modes.join(', ') || 'none'})`);
+      }
+      if (typeof frame === 'string') return { format: 'tensor' as const, frame };
+      if (req.format === 'tensor') return { format: 'tensor' as const, frame };
+      const [height, width, channels] = frame.shape;
+      if (frame.dtype !== 'uint8' || frame.shape.length !== 3 || (channels !== 3 && channels !== 4)) {
+        throw new ProtocolError('ENV_ERR_UNSUPPORTED', `cannot encode a ${frame.dtype} [${frame.shape.join(', ')}] frame as ${req.format}; need uint8 [H, W, 3|4]`);
+      }
+      const img = sharp(Buffer.from(frame.bytes()), { raw: { width: width!, height: height!, channels: channels as 3 | 4 } });
+      const bytes = req.format === 'png' ? await img.png({ compressionLevel: 3 }).toBuffer() : await img.jpeg({ quality: req.quality ?? 90 }).toBuffer();
+      return { format: req.format, frame: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) };
+    });
+  }
+
+  private execute(client: ClientState, req: RequestOf<'execute'>) {
+    return this.withSession(client, req.session_id, async (s) => {
+      const tool = (s.env.tools ?? []).find((t) => t.name === req.tool) as EnvTool<unknown> | undefined;
+      if (!tool) {
+        throw new ProtocolError('ENV_ERR_UNKNOWN_TOOL', `${s.envId} has no tool ${JSON.stringify(req.tool)}; its tools: ${(s.env.tools ?? []).map((t) => t.name).join(', ') || 'none'}`, { tools: (s.env.tools ?? []).map((t) => t.name) });
+      }
+      const parsed = tool.inputSchema.safeParse(req.args);
+      if (!parsed.success) {
+        const issues = parsed.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message }));
+        throw new ProtocolError('ENV_ERR_INVALID_TOOL_ARGS', `invalid arguments for ${tool.name}: ${issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`, { issues });
+      }
+      const result = await tool.handler(parsed.data, { env: unwrap(s.env), wrapped: s.env });
+      return { result: result ?? null };
+    });
+  }
+
+  private getState(client: ClientState, req: RequestOf<'get_state'>) {
+    return this.withSession(client, req.session_id, async (s) => {
+      const get = s.env.getState;
+      if (!get) throw new ProtocolError('ENV_ERR_UNSUPPORTED', `${s.envId} does not support get_state`);
+      return { state: await get() };
+    });
+  }
+
+  private setState(client: ClientState, req: RequestOf<'set_state'>) {
+    return this.withSession(client, req.session_id, async (s) => {
+      const set = s.env.setState;
+      if (!set) throw new ProtocolError('ENV_ERR_UNSUPPORTED', `${s.envId} does not support set_state`);
+      await set(req.state);
+      s.autoresetPending = false;
+      s.failed = false;
+      return {};
+    });
+  }
+
+  private async closeRequest(client: ClientState, req: RequestOf<'close'>): Promise<ResultOf<'close'>> {
+    const s = this.sessions.get(req.session_id);
+    // Closing twice (or closing a reaped session) is not an error: close is idempotent.
+    if (!s || s.closed || s.ownerId !== client.id) return { closed: false };
+    await s.lock.acquire();
+    s.lock.release();
+    await this.closeSession(s, 'closed by the client', false);
+    return { closed: true };
+  }
+
+  private async closeSession(s: Session, reason: string, notify = true): Promise<void> {
+    if (s.closed) return;
+    s.closed = true;
+    this.sessions.delete(s.id);
+    this.metrics.openSessions.dec({ env_id: s.envId });
+    const client = this.clients.get(s.ownerId);
+    client?.sessions.delete(s.id);
+    s.log.debug({ reason }, 'session closed');
+    if (notify && client?.connection) {
+      const event: ServerEvent = { type: 'event', event: 'session_closed', session_id: s.id, reason };
+      client.connection.send(encode(event));
+    }
+    try {
+      await s.env.close?.();
+    } catch (err) {
+      s.log.warn({ err }, 'env close failed');
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Shutdown
+
+  /** Stops taking requests, answers those in flight (up to timeoutMs), then closes every session and connection. */
+  async shutdown(timeoutMs = 10_000): Promise<void> {
+    if (this.shuttingDown) return;
+    this.shuttingDown = true;
+    if (this.reaper) clearInterval(this.reaper);
+    const drained = (async () => {
+      while (this.inFlight > 0) await new Promise((r) => setTimeout(r, 5));
+    })();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([drained, new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+    clearTimeout(timer);
+    // Let the last answers reach the sockets before they close.
+    await new Promise((r) => setImmediate(r));
+    const event = encode({ type: 'event', event: 'shutdown', reason: 'the server is shutting down' } satisfies ServerEvent);
+    for (const conn of this.connections) {
+      conn.send(event);
+      conn.transport.close(1001, 'server shutting down');
+    }
+    await Promise.all([...this.sessions.values()].map((s) => this.closeSession(s, 'server shutting down', false)));
+    this.log.info('server shut down');
+  }
+}
+
+function findTimeLimit(env: Env): number | null {
+  let e: Env = env;
+  while (e instanceof Wrapper) {
+    if (e instanceof TimeLimit) return e.maxEpisodeSteps;
+    e = e.env;
+  }
+  return null;
+}
+
+/** Splits a batch's actions: a tensor stacked over sessions becomes zero-copy per-session views. */
+function splitActions(actions: unknown, n: number): unknown[] {
+  if (Array.isArray(actions)) {
+    if (actions.length !== n) throw new ProtocolError('ENV_ERR_INVALID_MESSAGE', `actions has ${actions.length} entries for ${n} sessions`);
+    return actions;
+  }
+  if (actions instanceof Tensor) {
+    if (actions.shape[0] !== n) throw new ProtocolError('ENV_ERR_INVALID_MESSAGE', `actions tensor has leading dimension ${actions.shape[0]} for ${n} sessions`);
+    const inner = actions.shape.slice(1);
+    if (inner.length === 0) {
+      // Scalars (Discrete actions) come back as plain numbers.
+      return Array.from({ length: n }, (_, i) => actions.at(i));
+    }
+    const per = actions.size / n;
+    return Array.from({ length: n }, (_, i) => new Tensor(actions.dtype, inner, actions.data.subarray(i * per, (i + 1) * per) as never));
+  }
+  throw new ProtocolError('ENV_ERR_INVALID_MESSAGE', 'actions must be an array of per-session actions or a tensor stacked over sessions');
+}
+
+/** Stacks per-session observations into one tensor when they share dtype and shape; else returns the array. */
+export function stackValues(values: unknown[]): unknown {
+  const first = values[0];
+  if (first instanceof Tensor) {
+    for (const v of values) {
+      if (!(v instanceof Tensor) || v.dtype !== first.dtype || v.shape.length !== first.shape.length || v.shape.some((d, i) => d !== first.shape[i])) return values;
+    }
+    return stackTensors(values as Tensor[], first.dtype, first.shape);
+  }
+  if (typeof first === 'number' && values.every((v) => typeof v === 'number' && Number.isInteger(v))) {
+    return Tensor.from('int64', [values.length], values as number[]);
+  }
+  return values;
+}
+
+function fillFailedSlots(obs: unknown[], errors: readonly unknown[]): void {
+  const template = obs.find((_, i) => !errors[i]);
+  for (let i = 0; i < obs.length; i++) {
+    if (!errors[i]) continue;
+    obs[i] = template instanceof Tensor ? Tensor.zeros(template.dtype, template.shape) : typeof template === 'number' ? 0 : null;
+  }
+}

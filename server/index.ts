@@ -1,0 +1,91 @@
+/**
+ * Starting a server: the session core behind one transport, on one port.
+ *
+ * @example
+ * const server = await startServer({ port: 0 });
+ * console.log(server.url); // ws://127.0.0.1:41234
+ * await server.close();
+ */
+import type { Logger } from 'pino';
+
+import type { Registry } from '../envs/core/registry.ts';
+import type { Limits } from '../protocol/messages.ts';
+import { ServerCore } from './core.ts';
+import type { HttpRoutes } from './http.ts';
+import { baseRoutes } from './http.ts';
+import type { ServerTransport } from './transport.ts';
+import { MemoryTransport } from './transports/memory.ts';
+import { UwsTransport } from './transports/uws.ts';
+import { WsTransport } from './transports/ws.ts';
+
+export type TransportName = 'ws' | 'uws' | 'memory';
+
+export interface ServerOptions {
+  host?: string;
+  /** 0 picks a free port. Default 8765. */
+  port?: number;
+  transport?: TransportName;
+  registry?: Registry;
+  logger?: Logger;
+  token?: string | null;
+  limits?: Partial<Limits>;
+  checkEnvs?: boolean;
+  /** Adds HTTP routes (MCP, the viewer) to the ws transport's server. */
+  mountRoutes?: (routes: HttpRoutes, core: ServerCore) => void;
+  reapIntervalMs?: number;
+}
+
+export interface RunningServer {
+  readonly core: ServerCore;
+  readonly transport: ServerTransport;
+  readonly host: string;
+  readonly port: number;
+  /** ws://host:port (empty for the memory transport). */
+  readonly url: string;
+  /** Graceful: answers in-flight requests, then closes sessions, connections and the socket. */
+  close(timeoutMs?: number): Promise<void>;
+}
+
+export async function startServer(opts: ServerOptions = {}): Promise<RunningServer> {
+  const host = opts.host ?? '127.0.0.1';
+  const core = new ServerCore({
+    registry: opts.registry,
+    logger: opts.logger,
+    token: opts.token,
+    limits: opts.limits,
+    checkEnvs: opts.checkEnvs,
+    reapIntervalMs: opts.reapIntervalMs,
+  });
+  const name = opts.transport ?? 'ws';
+  let transport: ServerTransport;
+  if (name === 'ws') {
+    const routes = baseRoutes(core);
+    opts.mountRoutes?.(routes, core);
+    transport = new WsTransport(routes);
+  } else if (name === 'uws') transport = new UwsTransport();
+  else transport = new MemoryTransport();
+  const { port } = await transport.listen(core, { host, port: opts.port ?? 8765 });
+  const url = name === 'memory' ? '' : `ws://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  core.log.info({ url, transport: name, envs: core.registry.ids().length }, 'gymwire listening');
+  let closing: Promise<void> | null = null;
+  return {
+    core,
+    transport,
+    host,
+    port,
+    url,
+    close(timeoutMs?: number) {
+      closing ??= (async () => {
+        await core.shutdown(timeoutMs);
+        await transport.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+export { ServerCore } from './core.ts';
+export { HttpRoutes } from './http.ts';
+export { MemoryTransport } from './transports/memory.ts';
+export { UwsTransport } from './transports/uws.ts';
+export { WsTransport } from './transports/ws.ts';

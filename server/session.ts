@@ -1,0 +1,73 @@
+/**
+ * A session: one env instance owned by one client, with its own request queue so that requests
+ * for it run in order while other sessions run independently.
+ */
+import type { Logger } from 'pino';
+
+import type { Env } from '../envs/core/env.ts';
+
+/**
+ * A FIFO lock. `tryAcquire` takes it synchronously when free (the fast path for sync envs);
+ * `acquire` queues. Batch requests enqueue on all their sessions in one tick, so two batches
+ * over the same sessions always meet in the same order and cannot deadlock.
+ */
+export class SessionLock {
+  private locked = false;
+  private readonly waiters: (() => void)[] = [];
+
+  get pending(): number {
+    return this.waiters.length + (this.locked ? 1 : 0);
+  }
+
+  get isLocked(): boolean {
+    return this.locked;
+  }
+
+  tryAcquire(): boolean {
+    if (this.locked) return false;
+    this.locked = true;
+    return true;
+  }
+
+  acquire(): Promise<void> {
+    if (this.tryAcquire()) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  release(): void {
+    const next = this.waiters.shift();
+    if (next) next();
+    else this.locked = false;
+  }
+
+  /** Resolves once nothing holds or waits for the lock. */
+  async idle(): Promise<void> {
+    while (this.pending > 0) {
+      await this.acquire();
+      this.release();
+    }
+  }
+}
+
+export class Session {
+  readonly lock = new SessionLock();
+  lastActive = Date.now();
+  closed = false;
+  /** Set when a batched step ended this session's episode; the next batched step resets it (next_step mode). */
+  autoresetPending = false;
+  /** Set after an env failure inside a batch: the session must be reset before it steps again. */
+  failed = false;
+
+  constructor(
+    readonly id: string,
+    readonly envId: string,
+    readonly env: Env,
+    readonly ownerId: string,
+    readonly log: Logger,
+    readonly maxEpisodeSteps: number | null,
+  ) {}
+
+  touch(): void {
+    this.lastActive = Date.now();
+  }
+}

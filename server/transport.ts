@@ -1,0 +1,38 @@
+/**
+ * The one transport interface. A transport accepts connections and hands each one to the session
+ * core as a {@link TransportConnection}; the core never knows which library carries the bytes.
+ * ws (default), uWebSockets.js and in-memory implement it and share one test suite.
+ */
+import type { ServerCore } from './core.ts';
+
+/** One client connection as the core sees it: binary frames in and out. */
+export interface TransportConnection {
+  /** Sends one binary frame. Returns false when the peer is gone. */
+  send(frame: Uint8Array): boolean;
+  /** Closes with a WebSocket close code. */
+  close(code?: number, reason?: string): void;
+  /** Drops the connection without a closing handshake (dead peers). */
+  terminate(): void;
+  readonly remoteAddress: string;
+}
+
+/** What the core gives a transport for each accepted connection. */
+export interface ConnectionHandler {
+  onFrame(frame: Uint8Array): void;
+  onClose(): void;
+  /** Called by transports that run their own heartbeats when the peer answered a ping. */
+  onPong?(): void;
+}
+
+export interface ListenOptions {
+  host: string;
+  port: number;
+}
+
+export interface ServerTransport {
+  readonly name: string;
+  /** Starts accepting; resolves with the bound port (port 0 picks a free one). */
+  listen(core: ServerCore, opts: ListenOptions): Promise<{ port: number }>;
+  /** Stops accepting and closes the listening socket. Existing connections are closed by the core. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,67 @@
+/**
+ * In-memory transport for tests: a linked pair of endpoints, no sockets. Frames are delivered on
+ * a later microtask so ordering and async behaviour match a real connection.
+ */
+import type { ServerCore } from '../core.ts';
+import type { ListenOptions, ServerTransport } from '../transport.ts';
+
+/** The client half, shaped like client/ts's ClientTransport (structurally; server code does not import the client). */
+export interface MemoryClientEnd {
+  send(frame: Uint8Array): void;
+  close(): void;
+  onmessage?: (frame: Uint8Array) => void;
+  onclose?: (code: number, reason: string) => void;
+}
+
+export class MemoryTransport implements ServerTransport {
+  readonly name = 'memory';
+  private core: ServerCore | null = null;
+  private readonly open = new Set<() => void>();
+
+  async listen(core: ServerCore, _opts?: ListenOptions): Promise<{ port: number }> {
+    this.core = core;
+    return { port: 0 };
+  }
+
+  /** Opens a new client connection to the core. */
+  connect(): MemoryClientEnd {
+    const core = this.core;
+    if (!core) throw new Error('MemoryTransport.connect before listen');
+    let closed = false;
+    const client: MemoryClientEnd = {
+      send: (frame) => {
+        if (closed) return;
+        const copy = frame.slice();
+        queueMicrotask(() => !closed && conn.onFrame(copy));
+      },
+      close: () => shut(1000, 'client closed'),
+    };
+    const shut = (code: number, reason: string) => {
+      if (closed) return;
+      closed = true;
+      this.open.delete(drop);
+      queueMicrotask(() => {
+        conn.onClose();
+        client.onclose?.(code, reason);
+      });
+    };
+    const drop = () => shut(1006, 'transport closed');
+    this.open.add(drop);
+    const conn = core.accept({
+      send: (frame) => {
+        if (closed) return false;
+        const copy = frame.slice();
+        queueMicrotask(() => !closed && client.onmessage?.(copy));
+        return true;
+      },
+      close: (code = 1000, reason = '') => shut(code, reason),
+      terminate: () => shut(1006, 'terminated'),
+      remoteAddress: 'memory',
+    });
+    return client;
+  }
+
+  async close(): Promise<void> {
+    for (const drop of [...this.open]) drop();
+  }
+}

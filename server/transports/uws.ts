@@ -1,0 +1,107 @@
+/**
+ * The fast transport: uWebSockets.js, taken as an optional dependency through an npm alias
+ * (`uws` -> @trufflesuite/uws-js-unofficial, whose linux-x64 build runs on glibc 2.36). It
+ * serves /healthz and /metrics itself; other HTTP routes (MCP, the viewer) need the ws transport.
+ */
+import type { Connection, ServerCore } from '../core.ts';
+import { healthBody } from '../http.ts';
+import type { ListenOptions, ServerTransport } from '../transport.ts';
+
+import type * as UwsModule from 'uws';
+
+type Uws = typeof UwsModule;
+type UwsSocket = UwsModule.WebSocket<{ conn?: Connection; closed?: boolean }>;
+
+/** Loads uWebSockets.js, or explains how to get it. */
+export async function loadUws(): Promise<Uws> {
+  try {
+    const mod = (await import('uws')) as Uws & { default?: Uws };
+    return mod.default ?? mod;
+  } catch (err) {
+    throw new Error(`the uws transport needs the optional dependency "uws" (npm alias of @trufflesuite/uws-js-unofficial); install it with npm install, or use --transport ws (${(err as Error).message})`, { cause: err });
+  }
+}
+
+export class UwsTransport implements ServerTransport {
+  readonly name = 'uws';
+  private uws: Uws | null = null;
+  private listenSocket: UwsModule.us_listen_socket | null = null;
+  private readonly sockets = new Set<UwsSocket>();
+
+  async listen(core: ServerCore, opts: ListenOptions): Promise<{ port: number }> {
+    const uws = await loadUws();
+    this.uws = uws;
+    const app = uws.App();
+    // uWS idles out sockets with no traffic; its automatic pings keep live peers alive (heartbeats).
+    const idleTimeout = core.limits.heartbeat_ms > 0 ? Math.max(8, Math.ceil((core.limits.heartbeat_ms * 2) / 1000)) : 0;
+    app.ws<{ conn?: Connection; closed?: boolean }>('/*', {
+      compression: uws.DISABLED,
+      maxPayloadLength: core.limits.max_frame_bytes * 2 + 1024,
+      maxBackpressure: 256 * 1024 * 1024,
+      idleTimeout,
+      sendPingsAutomatically: true,
+      open: (ws) => {
+        this.sockets.add(ws);
+        const data = ws.getUserData();
+        const remote = Buffer.from(ws.getRemoteAddressAsText()).toString();
+        data.conn = core.accept({
+          send: (frame) => {
+            if (data.closed) return false;
+            ws.send(frame, true, false);
+            return true;
+          },
+          close: (code, reason) => {
+            if (!data.closed) ws.end(code ?? 1000, reason ?? '');
+          },
+          terminate: () => {
+            if (!data.closed) ws.close();
+          },
+          remoteAddress: remote,
+        });
+      },
+      message: (ws, message) => {
+        // uWS reuses the message buffer after this callback returns; decoded tensors are views, so copy.
+        ws.getUserData().conn?.onFrame(new Uint8Array(message.slice(0)));
+      },
+      close: (ws) => {
+        const data = ws.getUserData();
+        data.closed = true;
+        this.sockets.delete(ws);
+        data.conn?.onClose();
+      },
+    });
+    app.get('/healthz', (res) => {
+      res.cork(() => {
+        res.writeStatus(core.isShuttingDown ? '503 Service Unavailable' : '200 OK').writeHeader('content-type', 'application/json').end(healthBody(core));
+      });
+    });
+    app.get('/metrics', (res) => {
+      let aborted = false;
+      res.onAborted(() => (aborted = true));
+      void core.metrics.registry.metrics().then((body) => {
+        if (aborted) return;
+        res.cork(() => res.writeHeader('content-type', core.metrics.registry.contentType).end(body));
+      });
+    });
+    app.any('/*', (res) => {
+      res.cork(() => res.writeStatus('404 Not Found').end('not found (this route needs --transport ws)'));
+    });
+    const port = await new Promise<number>((resolve, reject) => {
+      app.listen(opts.host, opts.port, (token) => {
+        if (!token) return reject(new Error(`uws could not listen on ${opts.host}:${opts.port}`));
+        this.listenSocket = token;
+        resolve(uws.us_socket_local_port(token));
+      });
+    });
+    return { port };
+  }
+
+  async close(): Promise<void> {
+    if (this.listenSocket && this.uws) this.uws.us_listen_socket_close(this.listenSocket);
+    this.listenSocket = null;
+    for (const ws of [...this.sockets]) {
+      const data = ws.getUserData();
+      if (!data.closed) ws.close();
+    }
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * The default transport: the `ws` library (with its native bufferutil addon) on a Node HTTP
+ * server that also answers the HTTP routes. Per-message deflate is off: it costs more than it
+ * saves on tensor payloads.
+ */
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+
+import { WebSocketServer } from 'ws';
+import type { WebSocket } from 'ws';
+
+import type { Connection, ServerCore } from '../core.ts';
+import type { HttpRoutes } from '../http.ts';
+import { baseRoutes } from '../http.ts';
+import type { ListenOptions, ServerTransport } from '../transport.ts';
+
+interface Tracked {
+  ws: WebSocket;
+  conn: Connection;
+  alive: boolean;
+}
+
+export class WsTransport implements ServerTransport {
+  readonly name = 'ws';
+  private http: Server | null = null;
+  private wss: WebSocketServer | null = null;
+  private heartbeat: NodeJS.Timeout | null = null;
+  private readonly tracked = new Set<Tracked>();
+
+  /** @param routes HTTP routes to serve besides the WebSocket upgrade (defaults to /healthz and /metrics). */
+  constructor(private readonly routes?: HttpRoutes) {}
+
+  /** The underlying HTTP server (for mounting more routes). */
+  get httpServer(): Server | null {
+    return this.http;
+  }
+
+  async listen(core: ServerCore, opts: ListenOptions): Promise<{ port: number }> {
+    const routes = this.routes ?? baseRoutes(core);
+    // The hard cap closes the socket; frames between max_frame_bytes and it get a typed error instead.
+    const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: core.limits.max_frame_bytes * 2 + 1024 });
+    const http = createServer((req, res) => routes.handle(req, res, (err) => core.log.error({ err, url: req.url }, 'http handler failed')));
+    http.on('upgrade', (req, socket, head) => {
+      wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+    });
+    wss.on('connection', (ws, req) => {
+      const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
+      let closed = false;
+      const conn = core.accept({
+        send: (frame) => {
+          if (closed || ws.readyState !== ws.OPEN) return false;
+          ws.send(frame, { binary: true });
+          return true;
+        },
+        close: (code, reason) => ws.close(code, reason),
+        terminate: () => ws.terminate(),
+        remoteAddress: remote,
+      });
+      const entry: Tracked = { ws, conn, alive: true };
+      this.tracked.add(entry);
+      ws.on('pong', () => (entry.alive = true));
+      ws.on('message', (data, isBinary) => {
+        entry.alive = true;
+        const frame = Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data;
+        // Text frames are not msgpack; the core answers them with ENV_ERR_BAD_FRAME like any garbage.
+        conn.onFrame(isBinary ? frame : Buffer.from(frame));
+      });
+      ws.on('close', () => {
+        closed = true;
+        this.tracked.delete(entry);
+        conn.onClose();
+      });
+      ws.on('error', (err) => conn.log.debug({ err }, 'socket error'));
+    });
+    await new Promise<void>((resolve, reject) => {
+      http.once('error', reject);
+      http.listen(opts.port, opts.host, () => resolve());
+    });
+    this.http = http;
+    this.wss = wss;
+    // Heartbeats: a peer that misses a whole interval is dead (half-open sockets leak nothing).
+    if (core.limits.heartbeat_ms > 0) {
+      this.heartbeat = setInterval(() => {
+        for (const t of this.tracked) {
+          if (!t.alive) {
+            t.conn.log.info('no heartbeat from peer; dropping the connection');
+            t.ws.terminate();
+            continue;
+          }
+          t.alive = false;
+          t.ws.ping();
+        }
+      }, core.limits.heartbeat_ms);
+      this.heartbeat.unref();
+    }
+    const addr = http.address();
+    return { port: typeof addr === 'object' && addr ? addr.port : opts.port };
+  }
+
+  async close(): Promise<void> {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    for (const t of this.tracked) t.ws.terminate();
+    this.wss?.close();
+    const http = this.http;
+    if (http) {
+      http.closeAllConnections?.();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    }
+    this.http = null;
+  }
+}
