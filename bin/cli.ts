@@ -1,0 +1,21 @@
+/**
+ * The `gymwire` command line: serve, envs, check, eval, rollout, mcp.
+ */
+import { Command } from 'commander';
+
+import { registerEnvs } from './commands/envs.ts';
+import { registerServe } from './commands/serve.ts';
+
+export function buildProgram(): Command {
+  const program = new Command('gymwire')
+    .description('Gymnasium-compatible environments over WebSockets')
+    .version('0.1.0')
+    .showHelpAfterError();
+  registerServe(program);
+  registerEnvs(program);
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  await buildProgram().parseAsync(argv);
+}

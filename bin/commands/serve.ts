@@ -1,0 +1,53 @@
+import type { Command } from 'commander';
+import pino from 'pino';
+
+import { startServer } from '../../server/index.ts';
+import type { TransportName } from '../../server/index.ts';
+
+export interface ServeOptions {
+  host: string;
+  port: string;
+  transport: TransportName;
+  token?: string;
+  logLevel: string;
+  idleTimeout: string;
+  maxSessions: string;
+  check?: boolean;
+}
+
+export function registerServe(program: Command): void {
+  program
+    .command('serve')
+    .description('serve every registered env over WebSockets (plus /healthz and /metrics on the same port)')
+    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .option('--port <port>', 'port (0 picks a free one)', '8765')
+    .option('--transport <name>', 'ws or uws', 'ws')
+    .option('--token <token>', 'require this auth token in hello (also GYMWIRE_TOKEN)')
+    .option('--log-level <level>', 'pino log level', 'info')
+    .option('--idle-timeout <ms>', 'close sessions idle this long (0 disables the reaper)', String(10 * 60 * 1000))
+    .option('--max-sessions <n>', 'sessions the server holds at most', '8192')
+    .option('--check', 'check every observation against its space (slower; for env development)')
+    .action(async (opts: ServeOptions) => {
+      if (opts.transport !== 'ws' && opts.transport !== 'uws') throw new Error(`--transport must be ws or uws, got ${opts.transport}`);
+      const logger = pino({ level: opts.logLevel }, pino.destination(2));
+      const server = await startServer({
+        host: opts.host,
+        port: Number(opts.port),
+        transport: opts.transport,
+        token: opts.token ?? process.env.GYMWIRE_TOKEN ?? null,
+        logger,
+        checkEnvs: opts.check ?? false,
+        limits: { idle_timeout_ms: Number(opts.idleTimeout), max_sessions: Number(opts.maxSessions) },
+      });
+      process.stdout.write(`gymwire serving ${server.core.registry.ids().length} envs on ${server.url} (transport ${opts.transport})\n`);
+      let stopping = false;
+      const stop = (signal: string) => {
+        if (stopping) process.exit(1);
+        stopping = true;
+        logger.info({ signal }, 'shutting down: answering in-flight requests');
+        void server.close(10_000).then(() => process.exit(0));
+      };
+      process.on('SIGINT', () => stop('SIGINT'));
+      process.on('SIGTERM', () => stop('SIGTERM'));
+    });
+}
