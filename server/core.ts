@@ -34,6 +34,20 @@ import { toolDescriptions } from './tools.ts';
 import type { ConnectionHandler, TransportConnection } from './transport.ts';
 
 export const SERVER_NAME = 'gymwire';
+
+export interface SessionSummary {
+  session_id: string;
+  env_id: string;
+  client: string;
+  created_at_ms: number;
+  last_active_ms: number;
+  steps: number;
+  episodes: number;
+  episode_return: number;
+  last_reward: number;
+}
+
+type RenderFrameOf = Tensor | string;
 export const SERVER_VERSION = '0.1.0';
 
 export const DEFAULT_LIMITS: Limits = {
@@ -464,6 +478,7 @@ export class ServerCore {
       const r = await s.env.reset({ seed: req.seed ?? null, options: req.options ?? null });
       s.autoresetPending = false;
       s.failed = false;
+      s.recordReset(r.obs, r.info);
       this.metrics.resets.inc({ env_id: s.envId });
       return { obs: r.obs, info: r.info };
     });
@@ -477,6 +492,7 @@ export class ServerCore {
       const done = (r: Awaited<ReturnType<Env['step']>>) => {
         this.metrics.steps.inc({ env_id: s.envId });
         this.metrics.stepLatency.observe({ env_id: s.envId }, Number(process.hrtime.bigint() - start) / 1e9);
+        s.recordStep(r.obs, r.reward, r.terminated || r.truncated, r.info);
         return { obs: r.obs, reward: r.reward, terminated: r.terminated, truncated: r.truncated, info: r.info };
       };
       const r = s.env.step(req.action);
@@ -516,6 +532,7 @@ export class ServerCore {
           const r = await s.env.reset({ seed: req.seeds?.[i] ?? null, options: req.options ?? null });
           s.autoresetPending = false;
           s.failed = false;
+          s.recordReset(r.obs, r.info);
           this.metrics.resets.inc({ env_id: s.envId });
           return r;
         }),
@@ -546,6 +563,7 @@ export class ServerCore {
           if (req.autoreset_mode === 'next_step' && s.autoresetPending) {
             const r = await s.env.reset({ seed: null, options: null });
             s.autoresetPending = false;
+            s.recordReset(r.obs, r.info);
             this.metrics.resets.inc({ env_id: s.envId });
             obs[i] = r.obs;
             infos[i] = r.info;
@@ -553,6 +571,7 @@ export class ServerCore {
           }
           const r = await s.env.step(actions[i]);
           this.metrics.steps.inc({ env_id: s.envId });
+          s.recordStep(r.obs, r.reward, r.terminated || r.truncated, r.info);
           rewards[i] = r.reward;
           terminated[i] = r.terminated ? 1 : 0;
           truncated[i] = r.truncated ? 1 : 0;
@@ -563,6 +582,7 @@ export class ServerCore {
           if (ended && req.autoreset_mode === 'same_step') {
             const rr = await s.env.reset({ seed: null, options: null });
             this.metrics.resets.inc({ env_id: s.envId });
+            s.recordReset(rr.obs, rr.info);
             obs[i] = rr.obs;
             infos[i] = { ...rr.info, final_obs: r.obs, final_info: r.info };
           }
@@ -669,6 +689,46 @@ export class ServerCore {
       await s.env.close?.();
     } catch (err) {
       s.log.warn({ err }, 'env close failed');
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Observation (the viewer, admin tools): read-only views of live sessions
+
+  /** A snapshot of every open session. */
+  listSessions(): SessionSummary[] {
+    return [...this.sessions.values()].map((s) => ({
+      session_id: s.id,
+      env_id: s.envId,
+      client: this.clients.get(s.ownerId)?.name ?? 'unknown',
+      created_at_ms: s.createdAt,
+      last_active_ms: s.lastActive,
+      steps: s.stats.steps,
+      episodes: s.stats.episodes,
+      episode_return: s.stats.episodeReturn,
+      last_reward: s.stats.lastReward,
+    }));
+  }
+
+  /** The session's latest observation and info (references; do not mutate), or null when unknown. */
+  peek(sessionId: string): { envId: string; obs: unknown; info: Record<string, unknown> | null; env: Env } | null {
+    const s = this.sessions.get(sessionId);
+    if (!s) return null;
+    return { envId: s.envId, obs: s.stats.lastObs, info: s.stats.lastInfo, env: s.env };
+  }
+
+  /** Renders a session's current frame under its lock (between steps), or null when it cannot render. */
+  async renderSession(sessionId: string): Promise<RenderFrameOf | null> {
+    const s = this.sessions.get(sessionId);
+    if (!s || !s.env.render) return null;
+    await s.lock.acquire();
+    try {
+      if (s.closed) return null;
+      return (await s.env.render()) ?? null;
+    } catch {
+      return null;
+    } finally {
+      s.lock.release();
     }
   }
 

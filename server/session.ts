@@ -57,6 +57,27 @@ export class Session {
   autoresetPending = false;
   /** Set after an env failure inside a batch: the session must be reset before it steps again. */
   failed = false;
+  readonly createdAt = Date.now();
+  /** Live statistics for the viewer and /metrics; cheap to keep (references, counters). */
+  readonly stats = { steps: 0, episodes: 0, episodeReturn: 0, lastReward: 0, lastObs: null as unknown, lastInfo: null as Record<string, unknown> | null };
+
+  /** Records a step's outcome. */
+  recordStep(obs: unknown, reward: number, ended: boolean, info: Record<string, unknown>): void {
+    const st = this.stats;
+    st.steps++;
+    st.lastReward = reward;
+    st.episodeReturn += reward;
+    st.lastObs = obs;
+    st.lastInfo = info;
+    if (ended) st.episodes++;
+  }
+
+  /** Records a reset's outcome. */
+  recordReset(obs: unknown, info: Record<string, unknown>): void {
+    this.stats.episodeReturn = 0;
+    this.stats.lastObs = obs;
+    this.stats.lastInfo = info;
+  }
 
   constructor(
     readonly id: string,
