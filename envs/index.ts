@@ -4,9 +4,11 @@
  */
 import { registerClassic } from './classic/index.ts';
 import { Registry } from './core/registry.ts';
+import { registerEvac } from './evac/index.ts';
 
 export function defaultRegistry(): Registry {
   const registry = new Registry();
   registerClassic(registry);
+  registerEvac(registry);
   return registry;
 }

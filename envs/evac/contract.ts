@@ -1,0 +1,248 @@
+/**
+ * The world-model contract: what a model directory holds (`manifest.json`, `world_model.onnx`,
+ * `reward.onnx`, optional `action_adapter.onnx`, a reset dataset) and how it is checked when it
+ * loads. {@link readModelDir} checks the manifest, that every file exists and that its sha256 matches;
+ * {@link checkSessions} checks the ONNX sessions' input/output metadata against the manifest and
+ * names the tensor, the expected shape and dtype on a mismatch. docs/world-models.md is the prose
+ * version of this file.
+ *
+ * @example
+ * const dir = await readModelDir('envs/evac/assets/tiny-64');
+ * checkSessions(dir.manifest, metadataFromWorker);
+ */
+import { createHash } from 'node:crypto';
+import { readFile, stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+
+export const MANIFEST_FORMAT = 'gymwire.world-model/v1';
+
+const FileEntry = z.object({ path: z.string().min(1), sha256: z.string().regex(/^[0-9a-f]{64}$/, 'a lowercase hex sha256') }).strict();
+
+export const ManifestSchema = z
+  .object({
+    format: z.literal(MANIFEST_FORMAT),
+    name: z.string().min(1),
+    description: z.string().optional(),
+    height: z.number().int().positive(),
+    width: z.number().int().positive(),
+    /** Frames generated per step (RLinf `chunk`). */
+    chunk: z.number().int().positive(),
+    context: z
+      .object({
+        frames: z.number().int().positive(),
+        /** `last`: the last k frames; `sparse`: EVAC's memory, history[floor(n*i/(k-1))] for i < k. */
+        selection: z.enum(['last', 'sparse']),
+      })
+      .strict(),
+    action: z
+      .object({
+        dim: z.number().int().positive(),
+        low: z.array(z.number()),
+        high: z.array(z.number()),
+        /** The model sees (action - mean) / std. */
+        mean: z.array(z.number()).optional(),
+        std: z.array(z.number().positive()).optional(),
+      })
+      .strict(),
+    reward: z
+      .object({
+        /** A frame succeeds when its probability is above this (0.5 matches torch.round). */
+        threshold: z.number().min(0).max(1).default(0.5),
+        coefficient: z.number().default(5),
+        relative: z.boolean().default(true),
+      })
+      .strict(),
+    /** Episode length in frames (RLinf counts elapsed steps in frames, chunk per step). */
+    maxEpisodeSteps: z.number().int().positive(),
+    files: z
+      .object({
+        world_model: FileEntry,
+        reward: FileEntry,
+        action_adapter: FileEntry.optional(),
+      })
+      .strict(),
+    /** Reset dataset folder, relative to the model directory. */
+    dataset: z.string().optional(),
+  })
+  .strict();
+export type Manifest = z.infer<typeof ManifestSchema>;
+
+/** A model directory that refuses to load: the message says which file or tensor and what was expected. */
+export class ModelContractError extends Error {
+  override readonly name = 'ModelContractError';
+}
+
+export interface ModelDir {
+  dir: string;
+  manifest: Manifest;
+  files: { world_model: string; reward: string; action_adapter: string | null };
+  datasetDir: string | null;
+}
+
+export function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** Reads and checks a model directory: manifest schema, files present, hashes matching. */
+export async function readModelDir(dir: string): Promise<ModelDir> {
+  const root = resolve(dir);
+  const manifestPath = join(root, 'manifest.json');
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await readFile(manifestPath, 'utf8'));
+  } catch (err) {
+    throw new ModelContractError(`cannot read ${manifestPath}: ${(err as Error).message}`);
+  }
+  const parsed = ManifestSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    throw new ModelContractError(`${manifestPath} is not a ${MANIFEST_FORMAT} manifest: ${issues}`);
+  }
+  const manifest = parsed.data;
+  const { dim, low, high, mean, std } = manifest.action;
+  for (const [name, arr] of Object.entries({ low, high, mean, std })) {
+    if (arr && arr.length !== dim) throw new ModelContractError(`${manifestPath}: action.${name} has ${arr.length} values, action.dim is ${dim}`);
+  }
+  const files: ModelDir['files'] = { world_model: '', reward: '', action_adapter: null };
+  for (const key of ['world_model', 'reward', 'action_adapter'] as const) {
+    const entry = manifest.files[key];
+    if (!entry) continue;
+    const path = join(root, entry.path);
+    let bytes: Uint8Array;
+    try {
+      bytes = await readFile(path);
+    } catch {
+      throw new ModelContractError(`model file ${key} is missing: ${path} (listed in manifest.files.${key})`);
+    }
+    const actual = sha256(bytes);
+    if (actual !== entry.sha256) {
+      throw new ModelContractError(`model file ${key} (${path}) has sha256 ${actual}, the manifest says ${entry.sha256}; regenerate it or fix the manifest`);
+    }
+    files[key] = path;
+  }
+  let datasetDir: string | null = null;
+  if (manifest.dataset) {
+    datasetDir = join(root, manifest.dataset);
+    const st = await stat(datasetDir).catch(() => null);
+    if (!st?.isDirectory()) throw new ModelContractError(`reset dataset folder ${datasetDir} (manifest.dataset) is missing`);
+  }
+  return { dir: root, manifest, files, datasetDir };
+}
+
+/** What a worker reports about one ONNX session (onnxruntime's inputMetadata/outputMetadata). */
+export interface TensorMeta {
+  name: string;
+  type: string;
+  shape: (number | string)[];
+}
+export interface SessionMeta {
+  inputs: TensorMeta[];
+  outputs: TensorMeta[];
+}
+export interface ModelMeta {
+  world_model: SessionMeta;
+  reward: SessionMeta;
+  action_adapter: SessionMeta | null;
+}
+
+/** `null` in an expected shape is a free (batch) dimension; `'any'` accepts a fixed or free size. */
+type Dim = number | null | 'any';
+interface Expected {
+  dtype: string;
+  shape: Dim[];
+  /** Batch-like free dimension: the model must leave it dynamic so sessions can be batched. */
+  freeLeading?: boolean;
+}
+
+const fmt = (shape: readonly Dim[] | readonly (number | string)[]) => `[${shape.map((d) => (d === null ? 'batch' : d === 'any' ? '*' : String(d))).join(', ')}]`;
+
+function checkTensor(file: string, kind: 'input' | 'output', meta: TensorMeta | undefined, name: string, exp: Expected): void {
+  const want = `${exp.dtype} ${fmt(exp.shape)}`;
+  if (!meta) throw new ModelContractError(`${file}: ${kind} "${name}" is missing; expected ${want}`);
+  const got = `${meta.type} ${fmt(meta.shape)}`;
+  if (meta.type !== exp.dtype) throw new ModelContractError(`${file}: ${kind} "${name}" is ${got}; expected ${want} (dtype ${exp.dtype}, not ${meta.type})`);
+  if (meta.shape.length !== exp.shape.length) {
+    throw new ModelContractError(`${file}: ${kind} "${name}" has rank ${meta.shape.length} (${got}); expected ${want}`);
+  }
+  exp.shape.forEach((d, i) => {
+    const actual = meta.shape[i]!;
+    const dynamic = typeof actual === 'string' || actual < 0;
+    if (d === null && !dynamic) {
+      throw new ModelContractError(`${file}: ${kind} "${name}" has a fixed batch size ${actual} (${got}); expected ${want} with a dynamic batch dimension`);
+    }
+    if (typeof d === 'number' && !dynamic && actual !== d) {
+      throw new ModelContractError(`${file}: ${kind} "${name}" has ${actual} at axis ${i} (${got}); expected ${want}`);
+    }
+  });
+}
+
+function checkNames(file: string, kind: 'input' | 'output', metas: TensorMeta[], allowed: string[]): void {
+  for (const m of metas) {
+    if (!allowed.includes(m.name)) throw new ModelContractError(`${file}: unexpected ${kind} "${m.name}"; the contract allows ${allowed.map((a) => `"${a}"`).join(', ')}`);
+  }
+}
+
+/** The optional inputs a world model declared; the env feeds exactly these. */
+export interface WorldModelInputs {
+  poses: boolean;
+  /** Per-sample noise shape (without the batch axis), or null when the model takes no noise. */
+  noise: number[] | null;
+}
+
+/**
+ * Checks the sessions' metadata against the manifest; throws {@link ModelContractError} naming
+ * the file, the tensor and the expected dtype and shape.
+ */
+export function checkSessions(manifest: Manifest, meta: ModelMeta): WorldModelInputs {
+  const { height: H, width: W, chunk: C } = manifest;
+  const T = manifest.context.frames;
+  const A = manifest.action.dim;
+  const byName = (list: TensorMeta[], name: string) => list.find((m) => m.name === name);
+
+  const wm = meta.world_model;
+  checkNames('world_model.onnx', 'input', wm.inputs, ['context', 'actions', 'poses', 'noise']);
+  checkTensor('world_model.onnx', 'input', byName(wm.inputs, 'context'), 'context', { dtype: 'uint8', shape: [null, T, H, W, 3] });
+  checkTensor('world_model.onnx', 'input', byName(wm.inputs, 'actions'), 'actions', { dtype: 'float32', shape: [null, C, A] });
+  const poses = byName(wm.inputs, 'poses');
+  if (poses) {
+    if (!meta.action_adapter) throw new ModelContractError('world_model.onnx takes "poses" but the model directory has no action_adapter.onnx to compute them');
+    checkTensor('world_model.onnx', 'input', poses, 'poses', { dtype: 'float32', shape: [null, C, 8] });
+  }
+  const noiseMeta = byName(wm.inputs, 'noise');
+  let noise: number[] | null = null;
+  if (noiseMeta) {
+    if (noiseMeta.type !== 'float32') throw new ModelContractError(`world_model.onnx: input "noise" is ${noiseMeta.type}; expected float32 [batch, ...fixed dims]`);
+    const rest = noiseMeta.shape.slice(1);
+    if (noiseMeta.shape.length < 2 || rest.some((d) => typeof d !== 'number' || d <= 0)) {
+      throw new ModelContractError(`world_model.onnx: input "noise" has shape ${fmt(noiseMeta.shape)}; expected float32 [batch, ...fixed dims]`);
+    }
+    checkTensor('world_model.onnx', 'input', noiseMeta, 'noise', { dtype: 'float32', shape: [null, ...(rest as number[])] });
+    noise = rest as number[];
+  }
+  checkNames('world_model.onnx', 'output', wm.outputs, ['frames']);
+  checkTensor('world_model.onnx', 'output', byName(wm.outputs, 'frames'), 'frames', { dtype: 'uint8', shape: [null, C, H, W, 3] });
+
+  const rw = meta.reward;
+  checkNames('reward.onnx', 'input', rw.inputs, ['frames']);
+  checkTensor('reward.onnx', 'input', byName(rw.inputs, 'frames'), 'frames', { dtype: 'uint8', shape: [null, H, W, 3] });
+  checkNames('reward.onnx', 'output', rw.outputs, ['prob']);
+  checkTensor('reward.onnx', 'output', byName(rw.outputs, 'prob'), 'prob', { dtype: 'float32', shape: [null, 1] });
+
+  const ad = meta.action_adapter;
+  if (ad) {
+    checkNames('action_adapter.onnx', 'input', ad.inputs, ['delta', 'pose']);
+    checkTensor('action_adapter.onnx', 'input', byName(ad.inputs, 'delta'), 'delta', { dtype: 'float32', shape: [null, C, A] });
+    checkTensor('action_adapter.onnx', 'input', byName(ad.inputs, 'pose'), 'pose', { dtype: 'float32', shape: [null, 8] });
+    checkNames('action_adapter.onnx', 'output', ad.outputs, ['poses']);
+    checkTensor('action_adapter.onnx', 'output', byName(ad.outputs, 'poses'), 'poses', { dtype: 'float32', shape: [null, C, 8] });
+  }
+  return { poses: Boolean(poses), noise };
+}
+
+/** Which history frames form the context (EVAC's sparse memory or the last k), for `n` frames so far. */
+export function contextIndices(selection: 'last' | 'sparse', k: number, n: number): number[] {
+  if (selection === 'last') return Array.from({ length: k }, (_, i) => Math.max(0, n - k + i));
+  const last = n - 1;
+  return Array.from({ length: k }, (_, i) => (k === 1 ? last : Math.floor((last * i) / (k - 1))));
+}

@@ -1,0 +1,71 @@
+/**
+ * The reset dataset: a folder with `episodes.json` and one first frame per episode (PNG or JPEG),
+ * EVAC's reset contract (first frame, task text, initial end-effector pose [x, y, z, qx, qy, qz,
+ * qw, gripper]). Frames are decoded once with sharp and resized to the model's resolution when they
+ * differ (bilinear, as RLinf resizes).
+ *
+ * @example
+ * const episodes = await readResetDataset('envs/evac/assets/tiny-64/dataset', 64, 64);
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import sharp from 'sharp';
+import { z } from 'zod';
+
+import { ModelContractError } from './contract.ts';
+
+export const DATASET_FORMAT = 'gymwire.evac-reset/v1';
+
+export const DatasetSchema = z
+  .object({
+    format: z.literal(DATASET_FORMAT),
+    episodes: z
+      .array(
+        z
+          .object({
+            image: z.string().regex(/\.(png|jpe?g)$/i, 'a .png or .jpg file name'),
+            task: z.string(),
+            init_ee_pose: z.array(z.number()).length(8),
+          })
+          .strict(),
+      )
+      .min(1),
+  })
+  .strict();
+export type DatasetFile = z.infer<typeof DatasetSchema>;
+
+export interface ResetEpisode {
+  task: string;
+  /** [x, y, z, qx, qy, qz, qw, gripper] */
+  initPose: number[];
+  /** uint8 [H,W,3] */
+  frame: Uint8Array;
+}
+
+export async function readResetDataset(dir: string, height: number, width: number): Promise<ResetEpisode[]> {
+  const path = join(dir, 'episodes.json');
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await readFile(path, 'utf8'));
+  } catch (err) {
+    throw new ModelContractError(`cannot read reset dataset ${path}: ${(err as Error).message}`);
+  }
+  const parsed = DatasetSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new ModelContractError(`${path} is not a ${DATASET_FORMAT} file: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  }
+  return Promise.all(
+    parsed.data.episodes.map(async (ep) => {
+      const file = join(dir, ep.image);
+      const { data } = await sharp(file)
+        .removeAlpha()
+        .resize(width, height, { fit: 'fill', kernel: 'linear' })
+        .raw()
+        .toBuffer({ resolveWithObject: true })
+        .catch((err: Error) => {
+          throw new ModelContractError(`cannot decode reset frame ${file}: ${err.message}`);
+        });
+      return { task: ep.task, initPose: ep.init_ee_pose, frame: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+    }),
+  );
+}

@@ -1,0 +1,79 @@
+/**
+ * Registers `gymwire/EvacWorldModel-v0`. One {@link WorldModelRuntime} per registration holds the
+ * ONNX sessions and the inference worker for every env made from this registry; it is returned so
+ * the owner (the server, a test) can `close()` it. Its worker is unreferenced while idle, so a
+ * process that forgets to close it still exits.
+ *
+ * @example
+ * const registry = new Registry();
+ * const runtime = registerEvac(registry, { logger });
+ * const env = await registry.make('gymwire/EvacWorldModel-v0', { resolution: 128 });
+ * await runtime.close();
+ */
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+
+import type { Registry } from '../core/registry.ts';
+import { InvalidOptionsError } from '../core/env.ts';
+import { readResetDataset } from './dataset.ts';
+import type { ResetEpisode } from './dataset.ts';
+import { EvacWorldModelEnv } from './env.ts';
+import type { RuntimeOptions } from './runtime.ts';
+import { WorldModelRuntime } from './runtime.ts';
+
+export { EvacWorldModelEnv } from './env.ts';
+export { WorldModelRuntime, LoadedWorldModel } from './runtime.ts';
+export { ModelContractError, readModelDir, checkSessions } from './contract.ts';
+
+export const EVAC_ENV_ID = 'gymwire/EvacWorldModel-v0';
+
+/** The bundled tiny model directory for a resolution (64, 128 or 256). */
+export function tinyModelDir(resolution: 64 | 128 | 256 = 64): string {
+  return fileURLToPath(new URL(`./assets/tiny-${resolution}`, import.meta.url));
+}
+
+export const EvacKwargsSchema = z
+  .object({
+    model_dir: z.string().min(1).optional().describe('A model directory following docs/world-models.md; default: the bundled tiny model'),
+    resolution: z.union([z.literal(64), z.literal(128), z.literal(256)]).optional().describe('Bundled tiny model resolution (default 64)'),
+    dataset_dir: z.string().min(1).optional().describe("Reset dataset folder; default: the model's"),
+    device: z.enum(['cpu', 'cuda']).optional().describe('Execution provider; CUDA falls back to the CPU (logged) when unavailable'),
+    use_rel_reward: z.boolean().optional(),
+    reward_coef: z.number().optional(),
+    max_episode_steps: z.number().int().positive().optional().describe('Episode length in frames'),
+    return_all_frames: z.boolean().optional(),
+    render_mode: z.enum(['rgb_array']).nullable().optional(),
+  })
+  .strict();
+export type EvacKwargs = z.infer<typeof EvacKwargsSchema>;
+
+export interface RegisterEvacOptions extends RuntimeOptions {
+  /** Share an existing runtime instead of creating one. */
+  runtime?: WorldModelRuntime;
+}
+
+export function registerEvac(registry: Registry, opts: RegisterEvacOptions = {}): WorldModelRuntime {
+  const runtime = opts.runtime ?? new WorldModelRuntime(opts);
+  const datasets = new Map<string, Promise<ResetEpisode[]>>();
+  registry.register<EvacKwargs>({
+    id: EVAC_ENV_ID,
+    description: "RLinf's EVAC world-model simulator: an ONNX world model generates each action chunk's frames and a classifier scores them (bundled: a tiny tabletop pick-and-lift).",
+    kwargsSchema: EvacKwargsSchema,
+    tags: ['world-model', 'vla', 'evac'],
+    entryPoint: async (kwargs) => {
+      if (kwargs.model_dir && kwargs.resolution) throw new InvalidOptionsError('give model_dir or resolution, not both (resolution picks a bundled tiny model)');
+      const model = await runtime.load(kwargs.model_dir ?? tinyModelDir(kwargs.resolution ?? 64), { device: kwargs.device });
+      const dir = kwargs.dataset_dir ?? model.dir.datasetDir;
+      if (!dir) throw new InvalidOptionsError(`model ${model.manifest.name} has no reset dataset; pass dataset_dir`);
+      const key = `${dir}|${model.manifest.height}x${model.manifest.width}`;
+      let episodes = datasets.get(key);
+      if (!episodes) {
+        episodes = readResetDataset(dir, model.manifest.height, model.manifest.width);
+        datasets.set(key, episodes);
+        episodes.catch(() => datasets.delete(key));
+      }
+      return new EvacWorldModelEnv(model, await episodes, kwargs);
+    },
+  });
+  return runtime;
+}

@@ -1,0 +1,319 @@
+/**
+ * The world-model runtime: one inference worker thread holding every ONNX session of the process,
+ * created once per model directory and device and kept until {@link WorldModelRuntime.close}, and a
+ * batcher that gathers chunk steps from all env sessions into one model run. A step waits at most
+ * `batchWindowMs` for company (or less, once `maxBatch` requests are queued); steps that arrive while
+ * a batch is running form the next batch. The main thread only copies inputs into one buffer and
+ * posts it, so the event loop stays free while the model runs.
+ *
+ * `registerEvac` creates one runtime and closes over it; the server (or a test) calls `close()` to
+ * release the sessions and end the worker. CUDA is used when asked for (`device: 'cuda'`, or the
+ * environment variable GYMWIRE_EVAC_DEVICE=cuda) and available; otherwise the runtime logs once
+ * that it fell back to the CPU.
+ *
+ * @example
+ * const runtime = new WorldModelRuntime({ logger, batchWindowMs: 2, maxBatch: 32 });
+ * const model = await runtime.load('envs/evac/assets/tiny-64');
+ * const { frames, probs } = await model.step({ context, actions, pose, noise });
+ * await runtime.close();
+ */
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import { pino } from 'pino';
+
+import type { Manifest, ModelDir, WorldModelInputs } from './contract.ts';
+import { checkSessions, readModelDir } from './contract.ts';
+import type { WorkerRequest, WorkerResponse } from './protocol.ts';
+
+export type Device = 'cpu' | 'cuda';
+
+export interface RuntimeOptions {
+  logger?: Logger;
+  /** Default device for models loaded without one; default GYMWIRE_EVAC_DEVICE or 'cpu'. */
+  device?: Device;
+  deviceId?: number;
+  /** How long a chunk step waits for others to share its run (ms). Default 2. */
+  batchWindowMs?: number;
+  /** Most chunk steps in one run. Default 32. 1 disables batching. */
+  maxBatch?: number;
+  /** onnxruntime intra-op threads in the worker; 0 lets onnxruntime choose. */
+  threads?: number;
+}
+
+/** One env's chunk step: flat arrays in the shapes of the contract, without the batch axis. */
+export interface ChunkRequest {
+  /** uint8 [T,H,W,3] */
+  context: Uint8Array;
+  /** float32 [C,A], already normalised */
+  actions: Float32Array;
+  /** float32 [8], the pose before the chunk */
+  pose: Float32Array;
+  /** float32 [...noise shape], or null when the model takes no noise */
+  noise: Float32Array | null;
+}
+
+export interface ChunkResult {
+  /** uint8 [C,H,W,3] */
+  frames: Uint8Array;
+  /** float32 [C] success probabilities */
+  probs: Float32Array;
+  /** float32 [C,8] poses from the action adapter, or null without one */
+  poses: Float32Array | null;
+}
+
+interface Pending {
+  req: ChunkRequest;
+  resolve(r: ChunkResult): void;
+  reject(e: Error): void;
+}
+
+/** Counters for tests, benchmarks and metrics. */
+export interface RuntimeStats {
+  runs: number;
+  steps: number;
+  maxBatchSeen: number;
+}
+
+/** A loaded, contract-checked model: its manifest, the inputs it takes, and a batched `step`. */
+export class LoadedWorldModel {
+  readonly provider: Device;
+  private queue: Pending[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private running = false;
+
+  constructor(
+    private readonly runtime: WorldModelRuntime,
+    readonly key: string,
+    readonly dir: ModelDir,
+    readonly inputs: WorldModelInputs,
+    provider: Device,
+  ) {
+    this.provider = provider;
+  }
+
+  get manifest(): Manifest {
+    return this.dir.manifest;
+  }
+
+  /** Queues one chunk step; it runs with whatever else arrives within the batch window. */
+  step(req: ChunkRequest): Promise<ChunkResult> {
+    const m = this.manifest;
+    const sizes = { context: m.context.frames * m.height * m.width * 3, actions: m.chunk * m.action.dim, pose: 8 };
+    for (const [name, n] of Object.entries(sizes)) {
+      const got = req[name as keyof typeof sizes].length;
+      if (got !== n) return Promise.reject(new Error(`chunk step ${name} has ${got} values, the model needs ${n}`));
+    }
+    return new Promise((resolve, reject) => {
+      this.queue.push({ req, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.running) return;
+    if (this.queue.length >= this.runtime.maxBatch) {
+      this.flush();
+      return;
+    }
+    this.timer ??= setTimeout(() => this.flush(), this.runtime.batchWindowMs);
+  }
+
+  private flush(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.running || this.queue.length === 0) return;
+    const batch = this.queue.splice(0, this.runtime.maxBatch);
+    this.running = true;
+    this.runBatch(batch)
+      .catch((err: Error) => {
+        for (const p of batch) p.reject(err);
+      })
+      .finally(() => {
+        this.running = false;
+        // Steps that queued during the run have waited long enough: run them now.
+        if (this.queue.length > 0) this.flush();
+      });
+  }
+
+  private async runBatch(batch: Pending[]): Promise<void> {
+    const m = this.manifest;
+    const B = batch.length;
+    const cat = <T extends Uint8Array | Float32Array>(parts: T[], Ctor: new (n: number) => T): T => {
+      const out = new Ctor(parts.reduce((n, p) => n + p.length, 0));
+      let o = 0;
+      for (const p of parts) {
+        out.set(p as never, o);
+        o += p.length;
+      }
+      return out;
+    };
+    const noiseShape = this.inputs.noise ?? [];
+    const noise = this.inputs.noise ? cat(batch.map((p) => p.req.noise ?? new Float32Array(noiseShape.reduce((a, b) => a * b, 1))), Float32Array) : null;
+    const msg: WorkerRequest = {
+      id: 0,
+      type: 'step',
+      key: this.key,
+      batch: B,
+      chunk: m.chunk,
+      height: m.height,
+      width: m.width,
+      contextFrames: m.context.frames,
+      actionDim: m.action.dim,
+      context: cat(
+        batch.map((p) => p.req.context),
+        Uint8Array,
+      ),
+      actions: cat(
+        batch.map((p) => p.req.actions),
+        Float32Array,
+      ),
+      pose: cat(
+        batch.map((p) => p.req.pose),
+        Float32Array,
+      ),
+      noise,
+      noiseShape,
+    };
+    const transfer = [msg.context.buffer, msg.actions.buffer, msg.pose.buffer, ...(noise ? [noise.buffer] : [])] as ArrayBuffer[];
+    const res = await this.runtime.request(msg, transfer);
+    if (res.type !== 'stepped') throw new Error(`worker answered ${res.type} to a step`);
+    this.runtime.recordRun(B);
+    const frameLen = m.chunk * m.height * m.width * 3;
+    batch.forEach((p, i) => {
+      p.resolve({
+        frames: res.frames.subarray(i * frameLen, (i + 1) * frameLen),
+        probs: res.probs.subarray(i * m.chunk, (i + 1) * m.chunk),
+        poses: res.poses ? res.poses.subarray(i * m.chunk * 8, (i + 1) * m.chunk * 8) : null,
+      });
+    });
+  }
+}
+
+export class WorldModelRuntime {
+  readonly batchWindowMs: number;
+  readonly maxBatch: number;
+  readonly device: Device;
+  readonly deviceId: number;
+  readonly stats: RuntimeStats = { runs: 0, steps: 0, maxBatchSeen: 0 };
+  private readonly logger: Logger;
+  private readonly threads: number;
+  private worker: Worker | null = null;
+  private nextId = 1;
+  private readonly waiting = new Map<number, { resolve(r: WorkerResponse): void; reject(e: Error): void }>();
+  private readonly models = new Map<string, Promise<LoadedWorldModel>>();
+  private fallbackLogged = false;
+  private closed = false;
+
+  constructor(opts: RuntimeOptions = {}) {
+    this.logger = opts.logger ?? pino({ level: 'silent' });
+    const envDevice = process.env.GYMWIRE_EVAC_DEVICE;
+    this.device = opts.device ?? (envDevice === 'cuda' ? 'cuda' : 'cpu');
+    this.deviceId = opts.deviceId ?? Number(process.env.GYMWIRE_EVAC_DEVICE_ID ?? 0);
+    this.batchWindowMs = opts.batchWindowMs ?? 2;
+    this.maxBatch = Math.max(1, opts.maxBatch ?? 32);
+    this.threads = opts.threads ?? 0;
+  }
+
+  /**
+   * Loads (once) and checks a model directory; later calls with the same directory and device share
+   * the sessions. Throws ModelContractError for a missing file, a bad hash or a contract mismatch.
+   */
+  load(dir: string, opts: { device?: Device } = {}): Promise<LoadedWorldModel> {
+    if (this.closed) return Promise.reject(new Error('the world-model runtime is closed'));
+    const device = opts.device ?? this.device;
+    const key = `${dir}|${device}`;
+    let model = this.models.get(key);
+    if (!model) {
+      model = this.loadUncached(dir, device, key);
+      this.models.set(key, model);
+      // A failed load is not cached, so fixing the directory and retrying works.
+      model.catch(() => this.models.delete(key));
+    }
+    return model;
+  }
+
+  private async loadUncached(dir: string, device: Device, key: string): Promise<LoadedWorldModel> {
+    const modelDir = await readModelDir(dir);
+    const res = await this.request({ id: 0, type: 'load', key, files: modelDir.files, device, deviceId: this.deviceId, threads: this.threads });
+    if (res.type !== 'loaded') throw new Error(`worker answered ${res.type} to a load`);
+    if (res.fallback !== null && !this.fallbackLogged) {
+      this.fallbackLogged = true;
+      this.logger.warn({ model: modelDir.manifest.name, reason: res.fallback }, 'CUDA execution provider unavailable; world models run on the CPU');
+    }
+    const inputs = checkSessions(modelDir.manifest, res.meta);
+    this.logger.info({ model: modelDir.manifest.name, provider: res.provider }, 'world model loaded');
+    return new LoadedWorldModel(this, key, modelDir, inputs, res.provider);
+  }
+
+  /** @internal */
+  recordRun(batch: number): void {
+    this.stats.runs++;
+    this.stats.steps += batch;
+    this.stats.maxBatchSeen = Math.max(this.stats.maxBatchSeen, batch);
+  }
+
+  /** @internal Sends one message to the worker and waits for its answer. */
+  request(msg: WorkerRequest, transfer: ArrayBuffer[] = []): Promise<WorkerResponse & { ok: true }> {
+    const worker = this.ensureWorker();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, {
+        resolve: (r) => (r.ok ? resolve(r) : reject(new Error(r.error))),
+        reject,
+      });
+      worker.ref();
+      worker.postMessage({ ...msg, id }, transfer);
+    });
+  }
+
+  private ensureWorker(): Worker {
+    if (this.closed) throw new Error('the world-model runtime is closed');
+    if (this.worker) return this.worker;
+    const url = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url);
+    // From TypeScript sources the worker is loaded through tsx (Node 20 workers do not inherit
+    // the main thread's loader hooks, and `--import tsx` registers them too late for the entry).
+    const worker = url.pathname.endsWith('.ts')
+      ? new Worker(`import(${JSON.stringify(tsxApi())}).then((m) => m.tsImport(${JSON.stringify(url.href)}, ${JSON.stringify(url.href)}))`, { eval: true })
+      : new Worker(fileURLToPath(url));
+    worker.on('message', (res: WorkerResponse) => {
+      const w = this.waiting.get(res.id);
+      this.waiting.delete(res.id);
+      if (this.waiting.size === 0) worker.unref();
+      w?.resolve(res);
+    });
+    worker.on('error', (err) => this.failAll(err));
+    worker.on('exit', (code) => {
+      if (this.worker === worker) this.worker = null;
+      this.failAll(new Error(`world-model worker exited with code ${code}`));
+    });
+    worker.unref();
+    this.worker = worker;
+    return worker;
+  }
+
+  private failAll(err: Error): void {
+    for (const w of this.waiting.values()) w.reject(err);
+    this.waiting.clear();
+    if (!this.closed) this.logger.error({ err }, 'world-model worker failed');
+  }
+
+  /** Releases every session and ends the worker; pending steps fail. Safe to call twice. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    const worker = this.worker;
+    if (worker) {
+      await this.request({ id: 0, type: 'close' }).catch(() => undefined);
+    }
+    this.closed = true;
+    if (worker) await worker.terminate();
+    this.worker = null;
+    this.models.clear();
+  }
+}
+
+function tsxApi(): string {
+  if (typeof import.meta.resolve === 'function') return import.meta.resolve('tsx/esm/api');
+  return pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href;
+}
