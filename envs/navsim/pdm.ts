@@ -1,0 +1,439 @@
+/**
+ * The PDM Score (NAVSIM v1) and the Extended PDM Score (v2), re-implemented from NAVSIM's
+ * `PDMScorer` (v1.1 @3e8291b and main @0a380a9): per-step ego areas (multiple lanes, non-drivable,
+ * oncoming), at-fault collisions with nuPlan's classification, drivable-area compliance, driving-
+ * direction compliance, time-to-collision over projections at 0, 0.3, 0.6 and 0.9 s, progress
+ * along the PDM centreline normalised by the best proposal (PDM-Closed or the agent), comfort, and
+ * for v2 traffic-light compliance, lane keeping, history comfort and the human penalty filter.
+ * Proposals are scored together, as NAVSIM scores PDM-Closed (index 0) and the agent (index 1).
+ *
+ * @example
+ * const world = buildWorld(scene, 2);
+ * const result = scoreProposals([pdmStates, agentStates], world, { version: 2 });
+ * result.proposals[1].pdms;
+ */
+import type { AgentTrack } from '../driving/agents.ts';
+import { isStaticType, makeTrack, sampleIndex } from '../driving/agents.ts';
+import type { VehicleParameters } from '../driving/bicycle.ts';
+import { PACIFICA, S, STATE_SIZE } from '../driving/bicycle.ts';
+import { comfortChecks } from '../driving/comfort.ts';
+import type { Coords } from '../driving/geometry.ts';
+import { GridIndex, Polyline, bounds, boxCorners, convexIntersects, pointInPolygon, polygonsIntersect, segmentIntersectsPolygon } from '../driving/geometry.ts';
+import type { Lane } from '../driving/map.ts';
+import { DrivingMap } from '../driving/map.ts';
+import type { Scene } from './scene.ts';
+
+export type Version = 1 | 2;
+
+/** Constants of NAVSIM's `PDMScorerConfig` and nuPlan's collision rules. */
+export const PDM = {
+  weightsV1: { ep: 5, ttc: 5, comfort: 2, ddc: 0 },
+  weightsV2: { ep: 5, ttc: 5, lk: 2, hc: 2, ec: 2 },
+  egoStoppedSpeed: 0.05,
+  trackStoppedSpeed: 0.05,
+  ttcStoppedSpeed: 5e-3,
+  ttcFutureIdcs: [0, 3, 6, 9],
+  aheadDeg: 30,
+  behindDeg: 150,
+  progressThreshold: 5,
+  ddcHorizonSteps: 10,
+  ddcCompliance: 2,
+  ddcViolation: 6,
+  lkDeviation: 0.5,
+  lkSteps: 20,
+  dt: 0.1,
+  numPoses: 40,
+} as const;
+
+export interface FrameObject {
+  token: string;
+  /** Corners FL, RL, RR, FR (objects) or a lane-connector polygon (red lights). */
+  polygon: Coords;
+  cx: number;
+  cy: number;
+  redLight: boolean;
+  minX: number; minY: number; maxX: number; maxY: number;
+}
+
+export interface UniqueObject {
+  type: string;
+  heading: number;
+  speed: number;
+  isStatic: boolean;
+}
+
+/** Everything scoring needs that does not depend on the proposals (NAVSIM's metric cache). */
+export interface ScoringWorld {
+  map: DrivingMap;
+  routeLaneIds: Set<string>;
+  centerline: Polyline;
+  /** Observation frames at 0.1 s, index = time index. */
+  frames: FrameObject[][];
+  unique: Map<string, UniqueObject>;
+  vehicle: VehicleParameters;
+  /** Polygons whose union is drivable for DAC (roadblocks, intersections, drivable areas, carparks). */
+  dacPolygons: Coords[];
+  dacIndex: GridIndex;
+  tracks: AgentTrack[];
+}
+
+/** Route lanes: the lanes of the route roadblocks. */
+export function routeLanes(map: DrivingMap, route: readonly string[]): Lane[] {
+  return map.lanesOfRoadblocks(route);
+}
+
+/**
+ * PDM-Closed's centreline: from the lane the ego is on, follow successors inside the route to its end
+ * (nuPlan's route-following Dijkstra reduces to this on a route without forks), concatenating centrelines.
+ */
+export function routeCenterline(map: DrivingMap, route: readonly string[], ego: { x: number; y: number; heading: number }): { line: Polyline; lanes: Lane[] } {
+  const routeSet = new Set(route);
+  const candidates = routeLanes(map, route);
+  let start: Lane | null = null;
+  let best = Infinity;
+  for (const l of candidates) {
+    const p = l.centerline.project(ego.x, ego.y);
+    const h = l.centerline.segmentHeading(p.segment);
+    const inside = pointInPolygon(ego.x, ego.y, l.polygon);
+    const cost = Math.sqrt(p.dist2) + (inside ? 0 : 100) + (Math.cos(h - ego.heading) < 0 ? 1000 : 0);
+    if (cost < best) { best = cost; start = l; }
+  }
+  if (!start) {
+    const n = map.nearestLane(ego.x, ego.y, ego.heading, 1e6);
+    if (!n) throw new Error('no lane near the ego');
+    start = n.lane;
+  }
+  const lanes: Lane[] = [start];
+  const seen = new Set([start.id]);
+  for (let i = 0; i < 200; i++) {
+    const cur = lanes[lanes.length - 1] as Lane;
+    const next = cur.outgoing.map((id) => map.lane(id)).filter((l): l is Lane => !!l && !seen.has(l.id));
+    if (next.length === 0) break;
+    const onRoute = next.filter((l) => routeSet.has(l.roadblockId));
+    if (onRoute.length === 0) break;
+    // Prefer the successor whose roadblock comes earliest on the route after the current one.
+    onRoute.sort((a, b) => route.indexOf(a.roadblockId) - route.indexOf(b.roadblockId));
+    const n = onRoute[0] as Lane;
+    seen.add(n.id);
+    lanes.push(n);
+  }
+  const pts: number[] = [];
+  for (const l of lanes) {
+    const c = l.centerline.coords;
+    for (let i = 0; i < c.length; i += 2) {
+      const x = c[i] as number, y = c[i + 1] as number;
+      const n = pts.length;
+      if (n >= 2 && Math.abs((pts[n - 2] as number) - x) < 1e-9 && Math.abs((pts[n - 1] as number) - y) < 1e-9) continue;
+      pts.push(x, y);
+    }
+  }
+  return { line: new Polyline(Float64Array.from(pts)), lanes };
+}
+
+/** Red on-route lane connectors at time `t` (piecewise constant from each entry's `t`). */
+export function redLightsAt(scene: Scene, t: number): string[] {
+  let red: string[] = [];
+  for (const e of scene.traffic_lights) if (e.t <= t + 1e-9) red = e.red;
+  return red;
+}
+
+/**
+ * Builds the scoring world for a scene: observation frames (v1: 51 frames to 5.0 s, v2: 41 to 4.0 s),
+ * red-light polygons of on-route lane connectors (v2), route lanes, centreline and DAC polygons.
+ */
+export function buildWorld(scene: Scene, version: Version, map: DrivingMap = new DrivingMap(scene.map)): ScoringWorld {
+  const tracks = scene.agents.map((a) => makeTrack(a));
+  const nFrames = version === 1 ? 51 : 41;
+  const routeIds = new Set(routeLanes(map, scene.route_roadblock_ids).map((l) => l.id));
+  const unique = new Map<string, UniqueObject>();
+  const frames: FrameObject[][] = [];
+  for (let f = 0; f < nFrames; f++) {
+    const t = f * PDM.dt;
+    const objs: FrameObject[] = [];
+    for (const tr of tracks) {
+      let k = sampleIndex(tr, t);
+      if (k < 0 && tr.t.length === 1) k = 0; // a single observation holds for the whole horizon
+      if (k < 0) continue;
+      const x = tr.s[5 * k] as number, y = tr.s[5 * k + 1] as number, h = tr.s[5 * k + 2] as number;
+      const corners = boxCorners({ x, y, heading: h, length: tr.length, width: tr.width });
+      const [minX, minY, maxX, maxY] = bounds(corners);
+      objs.push({ token: tr.token, polygon: corners, cx: x, cy: y, redLight: false, minX, minY, maxX, maxY });
+      if (!unique.has(tr.token)) {
+        const stat = isStaticType(tr.type);
+        unique.set(tr.token, { type: tr.type, heading: h, speed: stat ? 0 : Math.hypot(tr.s[5 * k + 3] as number, tr.s[5 * k + 4] as number), isStatic: stat });
+      }
+    }
+    if (version === 2) {
+      for (const id of redLightsAt(scene, 0)) {
+        const lane = map.lane(id);
+        if (!lane || !routeIds.has(id)) continue;
+        const [minX, minY, maxX, maxY] = bounds(lane.polygon);
+        objs.push({ token: `red_light_${id}`, polygon: lane.polygon, cx: (minX + maxX) / 2, cy: (minY + maxY) / 2, redLight: true, minX, minY, maxX, maxY });
+      }
+    }
+    frames.push(objs);
+  }
+  const dacPolygons = [
+    ...[...map.roadblocks.values()].filter((r) => r.kind === 'roadblock').map((r) => r.polygon),
+    ...map.intersections.map((a) => a.polygon),
+    ...map.drivableAreas.map((a) => a.polygon),
+    ...map.carparks.map((a) => a.polygon),
+  ];
+  return {
+    map,
+    routeLaneIds: routeIds,
+    centerline: routeCenterline(map, scene.route_roadblock_ids, scene.ego).line,
+    frames,
+    unique,
+    vehicle: PACIFICA,
+    dacPolygons,
+    dacIndex: new GridIndex(dacPolygons.map((p) => bounds(p))),
+    tracks,
+  };
+}
+
+/** Per-proposal sub-metrics before aggregation. */
+export interface ProposalMetrics {
+  nc: number;
+  dac: number;
+  ddc: number;
+  tlc: number;
+  ttc: number;
+  comfort: number;
+  lk: number;
+  hc: number;
+  progressRaw: number;
+  collisionStep: number | null;
+  ttcStep: number | null;
+  multipleLanesSteps: number[];
+  nonDrivableSteps: number[];
+  oncomingSteps: number[];
+}
+
+export interface ScoredProposal extends ProposalMetrics {
+  ep: number;
+  multiplicative: number;
+  /** v1: PDMS; v2: EPDMS without EC (/14), as NAVSIM's per-row `pdm_score`. */
+  pdms: number;
+}
+
+export interface ScoreOptions {
+  version: Version;
+  /** v2 history comfort: human past states at 0.1 s (flat, 11 per state) prepended to each proposal. */
+  historyStates?: Float64Array | null;
+}
+
+const D2R = Math.PI / 180;
+
+function relativeAngle(ex: number, ey: number, eh: number, ax: number, ay: number): number {
+  const vx = ax - ex, vy = ay - ey;
+  const n = Math.hypot(vx, vy);
+  return Math.acos((Math.cos(eh) * vx + Math.sin(eh) * vy) / n);
+}
+
+function egoGeometry(states: Float64Array, v: VehicleParameters): { corners: Float64Array[]; cx: Float64Array; cy: Float64Array } {
+  const n = states.length / STATE_SIZE;
+  const toCenter = (v.front + v.rear) / 2 - v.rear;
+  const length = v.front + v.rear;
+  const corners: Float64Array[] = [];
+  const cx = new Float64Array(n), cy = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const o = i * STATE_SIZE;
+    const h = states[o + S.HEADING] as number;
+    const x = (states[o + S.X] as number) + toCenter * Math.cos(h);
+    const y = (states[o + S.Y] as number) + toCenter * Math.sin(h);
+    cx[i] = x; cy[i] = y;
+    corners.push(boxCorners({ x, y, heading: h, length, width: v.width }));
+  }
+  return { corners, cx, cy };
+}
+
+function hits(poly: Coords, o: FrameObject, b: [number, number, number, number]): boolean {
+  if (b[2] < o.minX || b[0] > o.maxX || b[3] < o.minY || b[1] > o.maxY) return false;
+  return o.redLight ? polygonsIntersect(poly, o.polygon) : convexIntersects(poly, o.polygon);
+}
+
+/** Scores one proposal's simulated states (41 x 11, flat) against the world. */
+export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts: ScoreOptions): ProposalMetrics {
+  const n = states.length / STATE_SIZE;
+  const { map } = world;
+  const { corners, cx, cy } = egoGeometry(states, world.vehicle);
+  const multiple = new Uint8Array(n), nonDrivable = new Uint8Array(n), oncoming = new Uint8Array(n);
+  const scratch: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const c = corners[i] as Float64Array;
+    const counts = new Map<string, number>();
+    let inDrivable = 0;
+    for (let k = 0; k < 4; k++) {
+      const px = c[2 * k] as number, py = c[2 * k + 1] as number;
+      for (const id of map.lanesAt(px, py)) counts.set(id, (counts.get(id) ?? 0) + 1);
+      let inside = false;
+      for (const j of world.dacIndex.queryPoint(px, py, scratch)) if (pointInPolygon(px, py, world.dacPolygons[j] as Coords)) { inside = true; break; }
+      if (inside) inDrivable++;
+    }
+    let anyFull = false;
+    for (const v of counts.values()) if (v === 4) anyFull = true;
+    multiple[i] = counts.size > 1 && !anyFull ? 1 : 0;
+    nonDrivable[i] = inDrivable < 4 ? 1 : 0;
+    oncoming[i] = map.lanesAt(cx[i] as number, cy[i] as number).some((id) => world.routeLaneIds.has(id)) ? 0 : 1;
+  }
+
+  // NC
+  let nc = 1;
+  let collisionStep: number | null = null;
+  const ignored = new Set<string>();
+  for (let i = 0; i < n; i++) {
+    const poly = corners[i] as Float64Array;
+    const b = bounds(poly);
+    const frame = world.frames[i] ?? [];
+    for (const o of frame) {
+      if (o.redLight || ignored.has(o.token) || !hits(poly, o, b)) continue;
+      const u = world.unique.get(o.token) as UniqueObject;
+      const so = i * STATE_SIZE;
+      const egoSpeed = Math.hypot(states[so + S.VX] as number, states[so + S.VY] as number);
+      let atFault: boolean;
+      if (egoSpeed <= PDM.egoStoppedSpeed) atFault = false;
+      else if (u.isStatic || u.speed <= PDM.trackStoppedSpeed) atFault = true;
+      else if (relativeAngle(states[so + S.X] as number, states[so + S.Y] as number, states[so + S.HEADING] as number, o.cx, o.cy) > PDM.behindDeg * D2R) atFault = false;
+      else if (segmentIntersectsPolygon(poly[0] as number, poly[1] as number, poly[6] as number, poly[7] as number, o.polygon)) atFault = true;
+      else atFault = multiple[i] === 1 || nonDrivable[i] === 1;
+      if (atFault) {
+        nc = Math.min(nc, u.isStatic ? 0.5 : 0);
+        collisionStep = collisionStep === null ? i : Math.min(collisionStep, i);
+      } else ignored.add(o.token);
+    }
+  }
+
+  // DAC
+  const dac = nonDrivable.some((v) => v === 1) ? 0 : 1;
+
+  // TLC (v2): ego polygon touching a red on-route lane connector.
+  let tlc = 1;
+  if (opts.version === 2) {
+    for (let i = 0; i < n && tlc === 1; i++) {
+      const poly = corners[i] as Float64Array;
+      const b = bounds(poly);
+      for (const o of world.frames[i] ?? []) if (o.redLight && hits(poly, o, b)) { tlc = 0; break; }
+    }
+  }
+
+  // DDC: v1 counts intersections, v2 skips them.
+  const oncomingProgress = new Float64Array(n);
+  for (let i = 1; i < n; i++) {
+    if (!oncoming[i]) continue;
+    if (opts.version === 2 && map.inIntersection(cx[i] as number, cy[i] as number)) continue;
+    oncomingProgress[i] = Math.hypot((cx[i] as number) - (cx[i - 1] as number), (cy[i] as number) - (cy[i - 1] as number));
+  }
+  let maxOncoming = 0;
+  for (let i = 0; i < n; i++) {
+    let s = 0;
+    for (let k = Math.max(0, i - PDM.ddcHorizonSteps); k <= i; k++) s += oncomingProgress[k] as number;
+    maxOncoming = Math.max(maxOncoming, s);
+  }
+  const ddc = maxOncoming < PDM.ddcCompliance ? 1 : maxOncoming < PDM.ddcViolation ? 0.5 : 0;
+
+  // Progress
+  const p0 = world.centerline.project(cx[0] as number, cy[0] as number).s;
+  const p1 = world.centerline.project(cx[n - 1] as number, cy[n - 1] as number).s;
+  const progressRaw = Math.max(0, p1 - p0);
+
+  // TTC
+  let ttc = 1;
+  let ttcStep: number | null = null;
+  const ttcIgnored = new Set<string>();
+  const lastStep = opts.version === 1 ? n - 1 : PDM.numPoses - Math.max(...PDM.ttcFutureIdcs);
+  const shifted = new Float64Array(8);
+  for (let i = 0; i <= lastStep && i < n; i++) {
+    const so = i * STATE_SIZE;
+    const speed = Math.hypot(states[so + S.VX] as number, states[so + S.VY] as number);
+    const h = states[so + S.HEADING] as number;
+    const ex = states[so + S.X] as number, ey = states[so + S.Y] as number;
+    for (const fi of PDM.ttcFutureIdcs) {
+      const frame = world.frames[i + fi];
+      if (!frame) continue;
+      const dt = fi * PDM.dt;
+      const dx = Math.cos(h) * speed * dt, dy = Math.sin(h) * speed * dt;
+      const c = corners[i] as Float64Array;
+      for (let k = 0; k < 8; k += 2) { shifted[k] = (c[k] as number) + dx; shifted[k + 1] = (c[k + 1] as number) + dy; }
+      const b = bounds(shifted);
+      for (const o of frame) {
+        if (o.redLight || ttcIgnored.has(o.token) || speed < PDM.ttcStoppedSpeed || !hits(shifted, o, b)) continue;
+        const angle = relativeAngle(ex, ey, h, o.cx, o.cy);
+        const ahead = angle < PDM.aheadDeg * D2R;
+        const behind = angle > PDM.behindDeg * D2R;
+        const risky = multiple[i] === 1 || nonDrivable[i] === 1 || map.inIntersection(ex, ey);
+        if (ahead || (risky && !behind)) {
+          ttc = 0;
+          ttcStep = ttcStep === null ? i : Math.min(ttcStep, i);
+        } else ttcIgnored.add(o.token);
+      }
+    }
+  }
+
+  // Comfort (v1) on the simulated states; history comfort (v2) with the human's past prepended.
+  const comfort = comfortChecks(states, n).all ? 1 : 0;
+  let hc = 1;
+  if (opts.version === 2 && opts.historyStates && opts.historyStates.length > 0) {
+    const padded = new Float64Array(opts.historyStates.length + states.length);
+    padded.set(opts.historyStates, 0);
+    padded.set(states, opts.historyStates.length);
+    hc = comfortChecks(padded, padded.length / STATE_SIZE).all ? 1 : 0;
+  }
+
+  // LK (v2): > 0.5 m from the centreline for 20 consecutive non-intersection steps.
+  let lk = 1;
+  let run = 0;
+  for (let i = 0; i < n; i++) {
+    if (map.inIntersection(cx[i] as number, cy[i] as number)) continue;
+    const d = Math.sqrt(world.centerline.project(cx[i] as number, cy[i] as number).dist2);
+    run = d > PDM.lkDeviation ? run + 1 : 0;
+    if (run >= PDM.lkSteps) { lk = 0; break; }
+  }
+
+  const steps = (m: Uint8Array) => Array.from(m).flatMap((v, i) => (v ? [i] : []));
+  return { nc, dac, ddc, tlc, ttc, comfort, lk, hc, progressRaw, collisionStep, ttcStep, multipleLanesSteps: steps(multiple), nonDrivableSteps: steps(nonDrivable), oncomingSteps: steps(oncoming) };
+}
+
+/** Aggregates proposals as `_aggregate_scores` (v1) / `_aggregate_pdm_scores` (v2). */
+export function aggregate(metrics: ProposalMetrics[], version: Version): ScoredProposal[] {
+  const mult = metrics.map((m) => (version === 1 ? m.nc * m.dac : m.nc * m.dac * m.ddc * m.tlc));
+  const masked = metrics.map((m, i) => m.progressRaw * (mult[i] as number));
+  const norm = Math.max(...masked);
+  return metrics.map((m, i) => {
+    const mu = mult[i] as number;
+    let ep: number;
+    if (version === 1) ep = norm > PDM.progressThreshold ? (masked[i] as number) / norm : mu === 0 ? 0 : 1;
+    else ep = norm > PDM.progressThreshold ? Math.min(1, Math.max(0, m.progressRaw / norm)) : 1;
+    const w1 = PDM.weightsV1, w2 = PDM.weightsV2;
+    const weighted = version === 1
+      ? (w1.ep * ep + w1.ttc * m.ttc + w1.comfort * m.comfort + w1.ddc * m.ddc) / (w1.ep + w1.ttc + w1.comfort + w1.ddc)
+      : (w2.ep * ep + w2.ttc * m.ttc + w2.lk * m.lk + w2.hc * m.hc) / (w2.ep + w2.ttc + w2.lk + w2.hc);
+    return { ...m, ep, multiplicative: mu, pdms: mu * weighted };
+  });
+}
+
+/** Scores a batch of simulated proposals (each flat 41 x 11) together. */
+export function scoreProposals(states: Float64Array[], world: ScoringWorld, opts: ScoreOptions): ScoredProposal[] {
+  return aggregate(states.map((s) => proposalMetrics(s, world, opts)), opts.version);
+}
+
+/** The v2 score from sub-metrics, with EC: NC·DAC·DDC·TLC·(5EP + 5TTC + 2LK + 2HC + 2EC)/16. */
+export function epdms(m: { nc: number; dac: number; ddc: number; tlc: number; ep: number; ttc: number; lk: number; hc: number }, ec: number): number {
+  const w = PDM.weightsV2;
+  return m.nc * m.dac * m.ddc * m.tlc * ((w.ep * m.ep + w.ttc * m.ttc + w.lk * m.lk + w.hc * m.hc + w.ec * ec) / (w.ep + w.ttc + w.lk + w.hc + w.ec));
+}
+
+/** v2 PDMS without EC (/14) from sub-metrics. */
+export function pdmsV2(m: { nc: number; dac: number; ddc: number; tlc: number; ep: number; ttc: number; lk: number; hc: number }): number {
+  const w = PDM.weightsV2;
+  return m.nc * m.dac * m.ddc * m.tlc * ((w.ep * m.ep + w.ttc * m.ttc + w.lk * m.lk + w.hc * m.hc) / (w.ep + w.ttc + w.lk + w.hc));
+}
+
+export const FILTERED_KEYS = ['nc', 'dac', 'ddc', 'tlc', 'ep', 'ttc', 'lk', 'hc'] as const;
+
+/** v2 human penalty filter: every sub-metric the human scores 0 on becomes 1 for the agent. */
+export function humanFilter<T extends Record<(typeof FILTERED_KEYS)[number], number>>(agent: T, human: Record<(typeof FILTERED_KEYS)[number], number>): T {
+  const out = { ...agent };
+  for (const k of FILTERED_KEYS) if (human[k] === 0) (out as Record<string, number>)[k] = 1;
+  return out;
+}
