@@ -1,0 +1,287 @@
+/**
+ * An ONNX policy on onnxruntime-node. The model runs in a worker thread (ORT's `run` blocks the
+ * thread it is called on), on one session created at load and reused for every batch. Observations
+ * of all sessions in a call are stacked into one batch.
+ *
+ * Model contract: one input per observation tensor, `[N, ...obsShape]` (a Box observation: any
+ * single input; a Dict of Boxes: one input named after each key), a float dtype or the observation's
+ * own dtype. Outputs: `logits [N, n]` for a Discrete action space (actions sampled, or argmax with
+ * `greedy`, log-probs from the log-softmax) or `action [N, ...actShape]` for a Box one; optionally
+ * `value [N]`/`[N, 1]` and `log_prob [N]`. `check` compares all of this with the env's spaces before
+ * the rollout starts. `device: 'cuda'` uses the CUDA provider when its libraries are present and
+ * otherwise falls back to CPU, logging why once.
+ *
+ * @example
+ * const policy = await OnnxPolicy.load('cartpole-mlp.onnx', { device: 'cpu' });
+ * policy.check({ observationSpace, actionSpace });
+ * const { actions, logProbs, values } = await policy.act(observations, { sessions });
+ * await policy.close();
+ */
+import { Worker } from 'node:worker_threads';
+
+import { Random } from '../../../protocol/random.ts';
+import { spaceToString } from '../../../protocol/spaces.ts';
+import type { BoxSpace, Space } from '../../../protocol/spaces.ts';
+import { Tensor } from '../../../protocol/tensor.ts';
+import type { DType } from '../../../protocol/tensor.ts';
+import { PolicyMismatchError } from '../policy.ts';
+import type { ActContext, Policy, PolicyOutput, PolicySpaces } from '../policy.ts';
+
+export interface OnnxPolicyOptions {
+  /** 'cpu' (default) or 'cuda' (falls back to CPU, logged once, when CUDA cannot be loaded). */
+  device?: 'cpu' | 'cuda';
+  deviceId?: number;
+  /** ORT intra-op threads (default 1: the worker is already off the main thread). */
+  threads?: number;
+  /** Argmax instead of sampling for Discrete actions. */
+  greedy?: boolean;
+  /** Seed of the action sampler. */
+  seed?: number;
+  /** Where the CUDA fallback is reported (a pino logger fits). */
+  logger?: { warn(obj: object, msg: string): void };
+}
+
+export interface OnnxValueMeta {
+  name: string;
+  type: string | null;
+  /** Numbers for fixed dims, strings for symbolic ones; null when ORT does not say. */
+  shape: (number | string)[] | null;
+}
+
+interface WorkerTensor {
+  type: string;
+  dims: number[];
+  data: ArrayLike<number> & { buffer: ArrayBufferLike };
+}
+
+type WorkerMessage =
+  | { type: 'ready'; provider: string; fallback: string | null; inputs: OnnxValueMeta[]; outputs: OnnxValueMeta[] }
+  | { type: 'failed'; message: string }
+  | { type: 'result'; id: number; outputs: Record<string, WorkerTensor> }
+  | { type: 'error'; id: number; message: string };
+
+const FLOAT_INPUTS = new Set(['float32', 'float64']);
+const TYPED: Partial<Record<string, new (n: number) => ArrayLike<number> & { buffer: ArrayBufferLike; [i: number]: number }>> = {
+  float32: Float32Array,
+  float64: Float64Array,
+  uint8: Uint8Array,
+  int8: Int8Array,
+  int16: Int16Array,
+  uint16: Uint16Array,
+  int32: Int32Array,
+};
+
+/** The feed plan: which observation leaf fills which model input, with what element type. */
+interface Feed {
+  input: string;
+  key: string | null;
+  type: string;
+  shape: readonly number[];
+}
+
+export class OnnxPolicy implements Policy {
+  readonly name: string;
+  private nextId = 1;
+  private readonly waiting = new Map<number, { resolve(o: Record<string, WorkerTensor>): void; reject(e: Error): void }>();
+  private feeds: Feed[] | null = null;
+  private actionKind: { kind: 'discrete'; n: number; start: number } | { kind: 'box'; space: BoxSpace } | null = null;
+  private readonly rng: Random;
+  private closed = false;
+
+  private constructor(
+    private readonly worker: Worker,
+    readonly path: string,
+    /** The execution provider in use: 'cpu' or 'cuda'. */
+    readonly provider: string,
+    readonly inputs: readonly OnnxValueMeta[],
+    readonly outputs: readonly OnnxValueMeta[],
+    private readonly opts: OnnxPolicyOptions,
+  ) {
+    this.name = `onnx:${path.split('/').pop()}`;
+    this.rng = new Random(opts.seed ?? 0);
+    worker.on('message', (m: WorkerMessage) => this.onMessage(m));
+    worker.on('error', (err) => this.failAll(err));
+    worker.on('exit', (code) => this.failAll(new Error(`the ONNX worker exited (${code})`)));
+    worker.unref();
+  }
+
+  /** Loads the model in a fresh worker thread; throws when ORT cannot load it. */
+  static async load(path: string, opts: OnnxPolicyOptions = {}): Promise<OnnxPolicy> {
+    const worker = new Worker(new URL('./onnx-worker.mjs', import.meta.url), {
+      workerData: { path, device: opts.device ?? 'cpu', deviceId: opts.deviceId ?? 0, threads: opts.threads ?? 1 },
+    });
+    const ready = await new Promise<WorkerMessage>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    if (ready.type !== 'ready') {
+      await worker.terminate();
+      throw new Error(`cannot load ONNX model ${path}: ${ready.type === 'failed' ? ready.message : 'unexpected worker reply'}`);
+    }
+    if (ready.fallback !== null) {
+      opts.logger?.warn({ model: path, reason: ready.fallback }, 'CUDA execution provider unavailable; running the ONNX policy on CPU');
+    }
+    return new OnnxPolicy(worker, path, ready.provider, ready.inputs, ready.outputs, opts);
+  }
+
+  /** Matches the model's inputs and outputs with the env's spaces; throws naming the first mismatch. */
+  check(spaces: PolicySpaces): void {
+    this.feeds = this.planFeeds(spaces.observationSpace);
+    this.actionKind = this.planActions(spaces.actionSpace);
+  }
+
+  async act(observations: readonly unknown[], _ctx?: ActContext): Promise<PolicyOutput> {
+    const feeds = this.feeds;
+    const action = this.actionKind;
+    if (!feeds || !action) throw new PolicyMismatchError(`${this.name}: act() called before check()`);
+    const n = observations.length;
+    const msgFeeds: Record<string, { type: string; dims: number[]; data: ArrayLike<number> }> = {};
+    const transfer: ArrayBuffer[] = [];
+    for (const f of feeds) {
+      const per = f.shape.reduce((a, b) => a * b, 1);
+      const out = new TYPED[f.type]!(n * per);
+      observations.forEach((o, i) => {
+        const t = (f.key === null ? o : (o as Record<string, unknown>)[f.key]) as Tensor;
+        if (!(t instanceof Tensor) || t.size !== per) throw new PolicyMismatchError(`${this.name}: observation ${f.key ?? ''} of session ${i} is not a tensor of ${per} elements`);
+        const src = t.data as ArrayLike<number>;
+        for (let k = 0; k < per; k++) out[i * per + k] = Number(src[k]);
+      });
+      msgFeeds[f.input] = { type: f.type, dims: [n, ...f.shape], data: out };
+      transfer.push(out.buffer as ArrayBuffer);
+    }
+    const outputs = await this.run(msgFeeds, transfer);
+    return this.decode(outputs, n, action);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const exited = new Promise((r) => this.worker.once('exit', r));
+    this.worker.postMessage({ type: 'close' });
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 2000).unref())]);
+    await this.worker.terminate();
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private run(feeds: Record<string, unknown>, transfer: ArrayBuffer[]): Promise<Record<string, WorkerTensor>> {
+    if (this.closed) return Promise.reject(new Error(`${this.name} is closed`));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.worker.postMessage({ type: 'run', id, feeds }, transfer);
+    });
+  }
+
+  private onMessage(m: WorkerMessage): void {
+    if (m.type !== 'result' && m.type !== 'error') return;
+    const w = this.waiting.get(m.id);
+    if (!w) return;
+    this.waiting.delete(m.id);
+    if (m.type === 'result') w.resolve(m.outputs);
+    else w.reject(new Error(`${this.name}: inference failed: ${m.message}`));
+  }
+
+  private failAll(err: Error): void {
+    for (const w of this.waiting.values()) w.reject(err);
+    this.waiting.clear();
+  }
+
+  private planFeeds(space: Space): Feed[] {
+    const leaf = (input: OnnxValueMeta, key: string | null, s: Space): Feed => {
+      const where = `model input '${input.name}'${key !== null ? ` (observation key '${key}')` : ''}`;
+      if (s.type !== 'box') throw new PolicyMismatchError(`${where}: ONNX policies take Box observations, the env gives ${spaceToString(s)}`, { input: input.name });
+      const type = input.type ?? 'float32';
+      if (!TYPED[type]) throw new PolicyMismatchError(`${where} has element type ${type}, which the ONNX policy cannot feed`, { input: input.name });
+      if (!FLOAT_INPUTS.has(type) && type !== s.dtype) {
+        throw new PolicyMismatchError(`${where} expects ${type} but the observation is ${s.dtype}; only float inputs accept a conversion`, { input: input.name, expected: type, got: s.dtype });
+      }
+      if (input.shape) {
+        const dims = input.shape.slice(1);
+        const fits = dims.length === s.shape.length && dims.every((d, i) => typeof d !== 'number' || d === s.shape[i]);
+        if (!fits) {
+          throw new PolicyMismatchError(`${where} has shape [${input.shape.join(', ')}] but the observation is [${s.shape.join(', ')}] (expected [N, ${s.shape.join(', ')}])`, {
+            input: input.name,
+            expected: input.shape,
+            got: s.shape,
+          });
+        }
+      }
+      return { input: input.name, key, type, shape: s.shape };
+    };
+    if (space.type === 'dict') {
+      return this.inputs.map((input) => {
+        const sub = space.spaces[input.name];
+        if (!sub) throw new PolicyMismatchError(`model input '${input.name}' names no observation key (the env has: ${Object.keys(space.spaces).join(', ')})`, { input: input.name });
+        return leaf(input, input.name, sub);
+      });
+    }
+    if (this.inputs.length !== 1) {
+      throw new PolicyMismatchError(`the model has ${this.inputs.length} inputs (${this.inputs.map((i) => i.name).join(', ')}) but the observation is one ${spaceToString(space)}`);
+    }
+    return [leaf(this.inputs[0]!, null, space)];
+  }
+
+  private planActions(space: Space): NonNullable<OnnxPolicy['actionKind']> {
+    const out = (name: string) => this.outputs.find((o) => o.name === name);
+    const names = this.outputs.map((o) => o.name).join(', ');
+    if (space.type === 'discrete') {
+      const logits = out('logits');
+      if (!logits) throw new PolicyMismatchError(`a Discrete(${space.n}) action space needs a model output named 'logits' [N, ${space.n}]; the model has: ${names}`);
+      const last = logits.shape?.[logits.shape.length - 1];
+      if (typeof last === 'number' && last !== space.n) {
+        throw new PolicyMismatchError(`model output 'logits' has ${last} actions but the action space is Discrete(${space.n})`, { expected: space.n, got: last });
+      }
+      return { kind: 'discrete', n: space.n, start: space.start };
+    }
+    if (space.type === 'box') {
+      const action = out('action');
+      if (!action) throw new PolicyMismatchError(`a Box action space needs a model output named 'action' [N, ${space.shape.join(', ')}]; the model has: ${names}`);
+      const dims = action.shape?.slice(1);
+      if (dims && (dims.length !== space.shape.length || dims.some((d, i) => typeof d === 'number' && d !== space.shape[i]))) {
+        throw new PolicyMismatchError(`model output 'action' has shape [${action.shape!.join(', ')}] but the action space is [${space.shape.join(', ')}]`);
+      }
+      return { kind: 'box', space };
+    }
+    throw new PolicyMismatchError(`ONNX policies produce Discrete or Box actions; the env wants ${spaceToString(space)}`);
+  }
+
+  private decode(outputs: Record<string, WorkerTensor>, n: number, action: NonNullable<OnnxPolicy['actionKind']>): PolicyOutput {
+    const result: PolicyOutput = { actions: new Array<unknown>(n) };
+    const value = outputs['value'];
+    if (value) result.values = Float64Array.from({ length: n }, (_, i) => Number(value.data[i]));
+    const given = outputs['log_prob'];
+    if (action.kind === 'discrete') {
+      const logits = outputs['logits']!;
+      const logProbs = new Float64Array(n);
+      for (let i = 0; i < n; i++) {
+        let max = -Infinity;
+        for (let k = 0; k < action.n; k++) max = Math.max(max, Number(logits.data[i * action.n + k]));
+        let sum = 0;
+        for (let k = 0; k < action.n; k++) sum += Math.exp(Number(logits.data[i * action.n + k]) - max);
+        const logZ = max + Math.log(sum);
+        let a = 0;
+        if (this.opts.greedy) {
+          for (let k = 1; k < action.n; k++) if (Number(logits.data[i * action.n + k]) > Number(logits.data[i * action.n + a])) a = k;
+        } else {
+          let u = this.rng.random();
+          for (a = 0; a < action.n - 1; a++) {
+            u -= Math.exp(Number(logits.data[i * action.n + a]) - logZ);
+            if (u < 0) break;
+          }
+        }
+        logProbs[i] = Number(logits.data[i * action.n + a]) - logZ;
+        result.actions[i] = action.start + a;
+      }
+      result.logProbs = logProbs;
+    } else {
+      const data = outputs['action']!.data;
+      const per = action.space.shape.reduce((a, b) => a * b, 1);
+      for (let i = 0; i < n; i++) {
+        result.actions[i] = Tensor.from(action.space.dtype as DType, action.space.shape, Array.from({ length: per }, (_, k) => Number(data[i * per + k])));
+      }
+    }
+    if (given) result.logProbs = Float64Array.from({ length: n }, (_, i) => Number(given.data[i]));
+    return result;
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * Generates small seeded MLP policies as ONNX files: `obs [N, D] float32 -> logits [N, A], value [N, 1]`
+ * (a shared tanh trunk with an actor and a critic head). `npx tsx scripts/onnx/mlp.ts --out m.onnx`
+ * writes the CartPole one (D=4, A=2, hidden 64). Tests recompute the same network in plain TS from
+ * {@link mlpWeights} to check the ONNX policy's outputs.
+ */
+import { writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+
+import { Random } from '../../protocol/random.ts';
+import { OnnxGraph } from './writer.ts';
+
+export interface MlpSpec {
+  obsDim: number;
+  actions: number;
+  hidden: number;
+  seed: number;
+  /** Name of the model's single input (default `obs`). */
+  inputName?: string;
+}
+
+export interface MlpWeights {
+  spec: MlpSpec;
+  /** Row-major [in, out] matrices and [out] biases, as float32 values. */
+  w1: Float32Array;
+  b1: Float32Array;
+  wPi: Float32Array;
+  bPi: Float32Array;
+  wV: Float32Array;
+  bV: Float32Array;
+}
+
+export const CARTPOLE_MLP: MlpSpec = { obsDim: 4, actions: 2, hidden: 64, seed: 7 };
+
+export function mlpWeights(spec: MlpSpec): MlpWeights {
+  const rng = new Random(spec.seed);
+  const mat = (rows: number, cols: number) => Float32Array.from({ length: rows * cols }, () => rng.normal() / Math.sqrt(rows));
+  const vec = (n: number) => Float32Array.from({ length: n }, () => rng.uniform(-0.1, 0.1));
+  return { spec, w1: mat(spec.obsDim, spec.hidden), b1: vec(spec.hidden), wPi: mat(spec.hidden, spec.actions), bPi: vec(spec.actions), wV: mat(spec.hidden, 1), bV: vec(1) };
+}
+
+export function buildMlp(w: MlpWeights): Uint8Array {
+  const { obsDim, hidden, actions } = w.spec;
+  const input = w.spec.inputName ?? 'obs';
+  return new OnnxGraph()
+    .input(input, ['N', obsDim])
+    .initializer('w1', [obsDim, hidden], w.w1)
+    .initializer('b1', [hidden], w.b1)
+    .initializer('w_pi', [hidden, actions], w.wPi)
+    .initializer('b_pi', [actions], w.bPi)
+    .initializer('w_v', [hidden, 1], w.wV)
+    .initializer('b_v', [1], w.bV)
+    .node('Gemm', [input, 'w1', 'b1'], ['h_pre'])
+    .node('Tanh', ['h_pre'], ['h'])
+    .node('Gemm', ['h', 'w_pi', 'b_pi'], ['logits'])
+    .node('Gemm', ['h', 'w_v', 'b_v'], ['value'])
+    .output('logits', ['N', actions])
+    .output('value', ['N', 1])
+    .toBytes();
+}
+
+/** The same network in plain TS (float64 arithmetic on the float32 weights). */
+export function mlpForward(w: MlpWeights, obs: ArrayLike<number>): { logits: number[]; value: number } {
+  const { obsDim, hidden, actions } = w.spec;
+  const h = Array.from({ length: hidden }, (_, j) => {
+    let s = w.b1[j]!;
+    for (let i = 0; i < obsDim; i++) s += obs[i]! * w.w1[i * hidden + j]!;
+    return Math.tanh(s);
+  });
+  const head = (m: Float32Array, b: Float32Array, out: number, k: number) => h.reduce((s, x, j) => s + x * m[j * out + k]!, b[k]!);
+  return { logits: Array.from({ length: actions }, (_, k) => head(w.wPi, w.bPi, actions, k)), value: head(w.wV, w.bV, 1, 0) };
+}
+
+export async function writeMlp(path: string, spec: MlpSpec = CARTPOLE_MLP): Promise<MlpWeights> {
+  const w = mlpWeights(spec);
+  await writeFile(path, buildMlp(w));
+  return w;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const i = process.argv.indexOf('--out');
+  const out = i >= 0 ? process.argv[i + 1] : undefined;
+  if (!out) throw new Error('usage: tsx scripts/onnx/mlp.ts --out model.onnx');
+  await writeMlp(out);
+  process.stdout.write(`wrote ${out}\n`);
+}
