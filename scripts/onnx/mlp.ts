@@ -8,7 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 
 import { Random } from '../../protocol/random.ts';
-import { OnnxGraph } from './writer.ts';
+import { GraphBuilder } from '../../envs/evac/onnx/writer.ts';
 
 export interface MlpSpec {
   obsDim: number;
@@ -41,22 +41,13 @@ export function mlpWeights(spec: MlpSpec): MlpWeights {
 
 export function buildMlp(w: MlpWeights): Uint8Array {
   const { obsDim, hidden, actions } = w.spec;
-  const input = w.spec.inputName ?? 'obs';
-  return new OnnxGraph()
-    .input(input, ['N', obsDim])
-    .initializer('w1', [obsDim, hidden], w.w1)
-    .initializer('b1', [hidden], w.b1)
-    .initializer('w_pi', [hidden, actions], w.wPi)
-    .initializer('b_pi', [actions], w.bPi)
-    .initializer('w_v', [hidden, 1], w.wV)
-    .initializer('b_v', [1], w.bV)
-    .node('Gemm', [input, 'w1', 'b1'], ['h_pre'])
-    .node('Tanh', ['h_pre'], ['h'])
-    .node('Gemm', ['h', 'w_pi', 'b_pi'], ['logits'])
-    .node('Gemm', ['h', 'w_v', 'b_v'], ['value'])
-    .output('logits', ['N', actions])
-    .output('value', ['N', 1])
-    .toBytes();
+  const g = new GraphBuilder();
+  const obs = g.input(w.spec.inputName ?? 'obs', 'float32', ['N', obsDim]);
+  const f32 = (a: Float32Array, dims: number[]) => g.f32(Array.from(a), dims);
+  const h = g.op('Tanh', [g.op('Gemm', [obs, f32(w.w1, [obsDim, hidden]), f32(w.b1, [hidden])])]);
+  g.output(g.op('Gemm', [h, f32(w.wPi, [hidden, actions]), f32(w.bPi, [actions])]), 'logits', 'float32', ['N', actions]);
+  g.output(g.op('Gemm', [h, f32(w.wV, [hidden, 1]), f32(w.bV, [1])]), 'value', 'float32', ['N', 1]);
+  return g.toModel({ producer: 'gymwire scripts/onnx/mlp.ts' });
 }
 
 /** The same network in plain TS (float64 arithmetic on the float32 weights). */

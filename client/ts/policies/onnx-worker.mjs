@@ -10,6 +10,8 @@ const { path, device, deviceId, threads } = workerData;
 async function create() {
   const base = { intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all' };
   if (device === 'cuda') {
+    // The fallback is reported once by the caller; keep ORT's own stderr line about it quiet.
+    ort.env.logLevel = 'fatal';
     try {
       const session = await ort.InferenceSession.create(path, { ...base, executionProviders: [{ name: 'cuda', deviceId }], logSeverityLevel: 4 });
       return { session, provider: 'cuda', fallback: null };
