@@ -3,6 +3,7 @@
  */
 import { Command } from 'commander';
 
+import { registerCheck } from './commands/check.ts';
 import { registerEnvs } from './commands/envs.ts';
 import { registerServe } from './commands/serve.ts';
 
@@ -13,6 +14,7 @@ export function buildProgram(): Command {
     .showHelpAfterError();
   registerServe(program);
   registerEnvs(program);
+  registerCheck(program);
   return program;
 }
 

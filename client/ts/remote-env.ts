@@ -150,6 +150,7 @@ export class RemoteVectorEnv {
     const indices = opts.mask ? this.sessionIds.map((_, i) => i).filter((i) => opts.mask![i]) : this.sessionIds.map((_, i) => i);
     const allSeeds = typeof opts.seed === 'number' ? this.sessionIds.map((_, i) => (opts.seed as number) + i) : (opts.seed ?? null);
     const seeds = allSeeds ? indices.map((i) => allSeeds[i] ?? null) : null;
+    if (indices.length === 0) return { obs: [], infos: {} };
     const r = await this.client.request('reset_batch', { session_ids: indices.map((i) => this.sessionIds[i]!), seeds, options: opts.options ?? null });
     return { obs: r.obs, infos: mergeInfos(r.infos) };
   }

@@ -130,9 +130,9 @@ export class Registry {
     }
     let env: Env = await spec.entryPoint(parsed);
     if (opts.check) env = new PassiveEnvChecker(env);
-    env = new OrderEnforcing(env);
     const limit = opts.maxEpisodeSteps === undefined ? spec.maxEpisodeSteps : opts.maxEpisodeSteps;
     if (limit != null) env = new TimeLimit(env, limit);
-    return env;
+    // Outermost, so it sees TimeLimit's truncation and refuses steps past the end of an episode.
+    return new OrderEnforcing(env);
   }
 }

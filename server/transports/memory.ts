@@ -27,12 +27,15 @@ export class MemoryTransport implements ServerTransport {
   connect(): MemoryClientEnd {
     const core = this.core;
     if (!core) throw new Error('MemoryTransport.connect before listen');
+    // `closed` stops new sends at once; `gone` is set on the same microtask queue as deliveries,
+    // so frames sent before a close still arrive (like a WebSocket's close handshake).
     let closed = false;
+    let gone = false;
     const client: MemoryClientEnd = {
       send: (frame) => {
         if (closed) return;
         const copy = frame.slice();
-        queueMicrotask(() => !closed && conn.onFrame(copy));
+        queueMicrotask(() => !gone && conn.onFrame(copy));
       },
       close: () => shut(1000, 'client closed'),
     };
@@ -41,6 +44,7 @@ export class MemoryTransport implements ServerTransport {
       closed = true;
       this.open.delete(drop);
       queueMicrotask(() => {
+        gone = true;
         conn.onClose();
         client.onclose?.(code, reason);
       });
@@ -51,7 +55,7 @@ export class MemoryTransport implements ServerTransport {
       send: (frame) => {
         if (closed) return false;
         const copy = frame.slice();
-        queueMicrotask(() => !closed && client.onmessage?.(copy));
+        queueMicrotask(() => !gone && client.onmessage?.(copy));
         return true;
       },
       close: (code = 1000, reason = '') => shut(code, reason),

@@ -1,0 +1,636 @@
+/**
+ * The behavioural conformance suite, in the spirit of dm_env_rpc's compliance tests and
+ * Gymnasium's check_env: it runs against any gymwire server (any transport, any env) through the
+ * TypeScript client and raw frames. `gymwire check ws://HOST:PORT` and the test suite both use it.
+ *
+ * Each case passes, fails (throws) or is skipped with a reason (e.g. the env has no state
+ * support, or the server's limits are too large to probe cheaply).
+ */
+import { encode, decode } from '../../protocol/codec.ts';
+import { ProtocolError } from '../../protocol/errors.ts';
+import type { ErrorCode } from '../../protocol/errors.ts';
+import { PROTOCOL_VERSION } from '../../protocol/messages.ts';
+import { Random } from '../../protocol/random.ts';
+import { contains, isPlainObject, sample } from '../../protocol/spaces.ts';
+import type { Space } from '../../protocol/spaces.ts';
+import { Tensor } from '../../protocol/tensor.ts';
+import { connect } from '../../client/ts/client.ts';
+import type { ClientOptions, GymwireClient } from '../../client/ts/client.ts';
+import type { RemoteEnv } from '../../client/ts/remote-env.ts';
+import type { ClientTransport, Connector } from '../../client/ts/transport.ts';
+import { wsConnector } from '../../client/ts/transport.ts';
+
+export interface ConformanceTarget {
+  /** Opens a fresh transport to the server (a new connection each call). */
+  connector: Connector;
+  token?: string;
+  /** A label for reports. */
+  name: string;
+}
+
+export interface CaseContext {
+  target: ConformanceTarget;
+  envId: string;
+  /** A connected client with fast reconnects; closed by the runner. */
+  client(opts?: ClientOptions): Promise<GymwireClient>;
+  /** A raw connection for frame-level cases. */
+  raw(): Promise<RawConnection>;
+  /** Steps to try before giving up on seeing an episode end. */
+  maxSteps: number;
+}
+
+export type CaseResult = { status: 'pass' } | { status: 'skip'; reason: string } | undefined;
+export interface ConformanceCase {
+  name: string;
+  /** Cases that do not depend on the env run once per server. */
+  perServer?: boolean;
+  run(ctx: CaseContext): Promise<CaseResult | void>;
+}
+
+export class ConformanceFailure extends Error {
+  override readonly name = 'ConformanceFailure';
+}
+
+function check(cond: unknown, message: string): asserts cond {
+  if (!cond) throw new ConformanceFailure(message);
+}
+
+async function expectCode(p: Promise<unknown>, code: ErrorCode, what: string): Promise<ProtocolError> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof ProtocolError && err.code === code) return err;
+    throw new ConformanceFailure(`${what}: expected ${code}, got ${err instanceof ProtocolError ? err.code : String(err)}`);
+  }
+  throw new ConformanceFailure(`${what}: expected ${code}, but it succeeded`);
+}
+
+/** Deep equality over wire values (tensors by dtype, shape and bytes; NaN equals NaN). */
+export function valuesEqual(a: unknown, b: unknown): boolean {
+  if (a instanceof Tensor || b instanceof Tensor) return a instanceof Tensor && b instanceof Tensor && a.equals(b);
+  if (a instanceof Uint8Array || b instanceof Uint8Array) return a instanceof Uint8Array && b instanceof Uint8Array && Buffer.from(a).equals(Buffer.from(b));
+  if (Array.isArray(a) || Array.isArray(b)) return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((v, i) => valuesEqual(v, b[i]));
+  if (isPlainObject(a) || isPlainObject(b)) {
+    if (!isPlainObject(a) || !isPlainObject(b)) return false;
+    const ka = Object.keys(a).sort();
+    const kb = Object.keys(b).sort();
+    return ka.length === kb.length && ka.every((k, i) => k === kb[i] && valuesEqual(a[k], b[k]));
+  }
+  return Object.is(a, b) || a === b;
+}
+
+/** Frames in and out, no client logic: for handshake and malformed-frame cases. */
+export class RawConnection {
+  private readonly inbox: Record<string, unknown>[] = [];
+  private waiters: (() => void)[] = [];
+  closed = false;
+
+  constructor(readonly transport: ClientTransport) {
+    transport.onmessage = (frame) => {
+      this.inbox.push(decode(frame) as Record<string, unknown>);
+      for (const w of this.waiters.splice(0)) w();
+    };
+    transport.onclose = () => {
+      this.closed = true;
+      for (const w of this.waiters.splice(0)) w();
+    };
+  }
+
+  send(message: unknown): void {
+    this.transport.send(encode(message));
+  }
+
+  sendBytes(bytes: Uint8Array): void {
+    this.transport.send(bytes);
+  }
+
+  /** The next message that is not an event, within timeoutMs. */
+  async next(timeoutMs = 5000): Promise<Record<string, unknown>> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const i = this.inbox.findIndex((m) => m.type !== 'event');
+      if (i >= 0) return this.inbox.splice(i, 1)[0]!;
+      if (this.closed) throw new ConformanceFailure('the server closed the connection instead of answering');
+      const left = deadline - Date.now();
+      if (left <= 0) throw new ConformanceFailure(`no answer within ${timeoutMs} ms`);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+  }
+
+  async hello(token?: string): Promise<Record<string, unknown>> {
+    this.send({ id: 0, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: 'conformance', ...(token ? { token } : {}) });
+    const welcome = await this.next();
+    check(welcome.type === 'result', `hello failed: ${JSON.stringify(welcome.error)}`);
+    return welcome;
+  }
+
+  close(): void {
+    this.transport.close();
+  }
+}
+
+function errorCode(msg: Record<string, unknown>): string | undefined {
+  return msg.type === 'error' ? (msg.error as { code: string }).code : undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Invalid actions derived from the action space
+
+function invalidActions(space: Space): { what: string; action: unknown }[] {
+  const out: { what: string; action: unknown }[] = [{ what: 'a string', action: 'not an action' }];
+  if (space.type === 'box') {
+    const other = space.dtype === 'float64' ? 'float32' : 'float64';
+    out.push({ what: `wrong dtype (${other})`, action: Tensor.zeros(other, space.shape) });
+    out.push({ what: 'wrong shape', action: Tensor.zeros(space.dtype, [...space.shape, 2]) });
+    const hi = space.high.size ? space.high.at(0) : Infinity;
+    if (Number.isFinite(hi) && space.high.size) {
+      const t = Tensor.zeros(space.dtype, space.shape);
+      const above = space.dtype.startsWith('float') ? hi + Math.max(1, Math.abs(hi)) : hi + 1;
+      const values = space.low.toNumbers().map((lo, i) => (i === 0 ? above : Number.isFinite(lo) ? lo : 0));
+      out.push({ what: 'above high', action: Tensor.from(space.dtype, t.shape, values) });
+    }
+    if (space.dtype.startsWith('float') && space.low.size) out.push({ what: 'NaN', action: Tensor.from(space.dtype, space.shape, space.low.toNumbers().map(() => Number.NaN)) });
+  } else if (space.type === 'discrete') {
+    out.push({ what: 'out of range', action: space.start + space.n });
+    out.push({ what: 'non-integer', action: space.start + 0.5 });
+    out.push({ what: 'a tensor', action: Tensor.zeros('float32', [2]) });
+  } else if (space.type === 'dict') {
+    out.push({ what: 'missing keys', action: {} });
+  }
+  return out;
+}
+
+async function runEpisode(env: RemoteEnv, maxSteps: number, rng: Random): Promise<{ steps: number; terminated: boolean; truncated: boolean } | null> {
+  for (let i = 1; i <= maxSteps; i++) {
+    const r = await env.step(sample(env.actionSpace, rng));
+    check(typeof r.terminated === 'boolean' && typeof r.truncated === 'boolean', 'terminated and truncated must be booleans');
+    check(typeof r.reward === 'number' && Number.isFinite(r.reward), `reward must be a finite number, got ${r.reward}`);
+    if (r.terminated || r.truncated) return { steps: i, terminated: r.terminated, truncated: r.truncated };
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cases
+
+export const CASES: ConformanceCase[] = [
+  {
+    name: 'handshake: welcome carries version, limits and a resume token',
+    perServer: true,
+    async run(ctx) {
+      const c = await ctx.client();
+      check(c.welcome.protocol_version === PROTOCOL_VERSION, `protocol_version ${c.welcome.protocol_version}`);
+      check(c.welcome.resume_token.length >= 16, 'resume token too short to be unguessable');
+      check(c.limits.max_frame_bytes > 0 && c.limits.max_sessions > 0, 'limits missing');
+    },
+  },
+  {
+    name: 'handshake: version mismatch is refused with ENV_ERR_VERSION_MISMATCH',
+    perServer: true,
+    async run(ctx) {
+      const raw = await ctx.raw();
+      raw.send({ id: 1, type: 'hello', protocol_version: 999, token: ctx.target.token });
+      const msg = await raw.next();
+      check(errorCode(msg) === 'ENV_ERR_VERSION_MISMATCH', `got ${JSON.stringify(msg)}`);
+      check(Array.isArray((msg.error as { details: { supported: unknown } }).details.supported), 'details.supported missing');
+    },
+  },
+  {
+    name: 'handshake: requests before hello get ENV_ERR_HANDSHAKE_REQUIRED',
+    perServer: true,
+    async run(ctx) {
+      const raw = await ctx.raw();
+      raw.send({ id: 1, type: 'list_envs' });
+      const msg = await raw.next();
+      check(errorCode(msg) === 'ENV_ERR_HANDSHAKE_REQUIRED' && msg.id === 1, `got ${JSON.stringify(msg)}`);
+    },
+  },
+  {
+    name: 'bad frames get typed errors and the connection stays usable',
+    perServer: true,
+    async run(ctx) {
+      const raw = await ctx.raw();
+      await raw.hello(ctx.target.token);
+      const expect = async (what: string, code: string, send: () => void) => {
+        send();
+        const msg = await raw.next();
+        check(errorCode(msg) === code, `${what}: expected ${code}, got ${JSON.stringify(msg).slice(0, 200)}`);
+      };
+      await expect('not msgpack', 'ENV_ERR_BAD_FRAME', () => raw.sendBytes(new Uint8Array([0xc1, 0xff, 0x00])));
+      await expect('not a map', 'ENV_ERR_INVALID_MESSAGE', () => raw.send([1, 2, 3]));
+      await expect('unknown type', 'ENV_ERR_UNKNOWN_TYPE', () => raw.send({ id: 2, type: 'teleport' }));
+      await expect('schema violation', 'ENV_ERR_INVALID_MESSAGE', () => raw.send({ id: 3, type: 'make', env_id: 42 }));
+      // A float32 tensor header declaring 4 elements with 3 bytes of data.
+      await expect('tensor bytes not matching dtype and shape', 'ENV_ERR_BAD_TENSOR', () =>
+        raw.sendBytes(new Uint8Array([0x82, 0xa2, 0x69, 0x64, 0x04, 0xa1, 0x74, 0xc7, 0x09, 0x01, 10, 1, 4, 0, 0, 0, 1, 2, 3])),
+      );
+      raw.send({ id: 9, type: 'ping', payload: 'still here' });
+      const pong = await raw.next();
+      check(pong.type === 'result' && pong.id === 9, `connection unusable after bad frames: ${JSON.stringify(pong)}`);
+    },
+  },
+  {
+    name: 'list_envs includes the env; unknown env and bad kwargs are refused',
+    async run(ctx) {
+      const c = await ctx.client();
+      const envs = await c.listEnvs();
+      check(envs.some((e) => e.id === ctx.envId), `${ctx.envId} missing from list_envs`);
+      const err = await expectCode(c.make('gymwire/NoSuchEnv-v0'), 'ENV_ERR_UNKNOWN_ENV', 'unknown env');
+      check(Array.isArray(err.details.available), 'details.available missing');
+      await expectCode(c.make(ctx.envId, { no_such_kwarg_for_conformance: 1 }), 'ENV_ERR_INVALID_KWARGS', 'bad kwargs');
+    },
+  },
+  {
+    name: 'step before reset is ENV_ERR_RESET_NEEDED',
+    async run(ctx) {
+      const c = await ctx.client();
+      const env = await c.make(ctx.envId);
+      await expectCode(env.step(sample(env.actionSpace, new Random(0))), 'ENV_ERR_RESET_NEEDED', 'step before reset');
+    },
+  },
+  {
+    name: 'observations lie in the declared space with exact dtypes',
+    async run(ctx) {
+      const c = await ctx.client();
+      const env = await c.make(ctx.envId);
+      const rng = new Random(1);
+      const r = await env.reset({ seed: 1 });
+      const err = contains(env.observationSpace, r.obs);
+      check(err === null, `reset observation: ${err}`);
+      check(isPlainObject(r.info), 'reset info must be a map');
+      for (let i = 0; i < 20; i++) {
+        const s = await env.step(sample(env.actionSpace, rng));
+        const e = contains(env.observationSpace, s.obs);
+        check(e === null, `step ${i} observation: ${e}`);
+        check(isPlainObject(s.info), 'step info must be a map');
+        if (s.terminated || s.truncated) break;
+      }
+    },
+  },
+  {
+    name: 'seeded determinism: same seed and actions give the same observations and rewards',
+    async run(ctx) {
+      const c = await ctx.client();
+      const [a, b] = await Promise.all([c.make(ctx.envId), c.make(ctx.envId)]);
+      const ra = await a.reset({ seed: 123 });
+      const rb = await b.reset({ seed: 123 });
+      check(valuesEqual(ra.obs, rb.obs), 'reset(seed=123) gave different observations');
+      const rngA = new Random(7);
+      const rngB = new Random(7);
+      for (let i = 0; i < 10; i++) {
+        const sa = await a.step(sample(a.actionSpace, rngA));
+        const sb = await b.step(sample(b.actionSpace, rngB));
+        check(valuesEqual(sa.obs, sb.obs), `step ${i}: observations differ`);
+        check(Object.is(sa.reward, sb.reward), `step ${i}: rewards differ (${sa.reward} vs ${sb.reward})`);
+        check(sa.terminated === sb.terminated && sa.truncated === sb.truncated, `step ${i}: flags differ`);
+        if (sa.terminated || sa.truncated) break;
+      }
+      const other = await a.reset({ seed: 456 });
+      const again = await b.reset({ seed: 123 });
+      check(valuesEqual(again.obs, ra.obs), 'reset(seed=123) after other episodes differs from the first');
+      void other;
+    },
+  },
+  {
+    name: 'invalid actions get ENV_ERR_INVALID_ACTION and the session stays usable',
+    async run(ctx) {
+      const c = await ctx.client();
+      const env = await c.make(ctx.envId);
+      await env.reset({ seed: 3 });
+      for (const { what, action } of invalidActions(env.actionSpace)) {
+        await expectCode(env.step(action), 'ENV_ERR_INVALID_ACTION', `action ${what}`);
+      }
+      const s = await env.step(sample(env.actionSpace, new Random(3)));
+      check(typeof s.reward === 'number', 'valid step after invalid actions failed');
+    },
+  },
+  {
+    name: 'episodes end with terminated or truncated; stepping on needs a reset',
+    async run(ctx) {
+      const c = await ctx.client();
+      const env = await c.make(ctx.envId);
+      await env.reset({ seed: 5 });
+      const end = await runEpisode(env, ctx.maxSteps, new Random(5));
+      if (!end) return { status: 'skip', reason: `no episode ended within ${ctx.maxSteps} random steps` };
+      check(!(end.terminated && end.truncated) || end.steps === env.maxEpisodeSteps, 'terminated and truncated together before the time limit');
+      if (end.truncated && !end.terminated && env.maxEpisodeSteps !== null) check(end.steps === env.maxEpisodeSteps, `truncated at step ${end.steps}, limit ${env.maxEpisodeSteps}`);
+      await expectCode(env.step(sample(env.actionSpace, new Random(0))), 'ENV_ERR_RESET_NEEDED', 'step after the episode ended');
+      await env.reset();
+      return { status: 'pass' };
+    },
+  },
+  {
+    name: 'batched step, autoreset next_step: the step after an end resets with reward 0',
+    async run(ctx) {
+      const c = await ctx.client();
+      const vec = await c.makeVec(ctx.envId, 2, { autoresetMode: 'next_step' });
+      await vec.reset({ seed: 11 });
+      const rng = new Random(11);
+      for (let i = 0; i < ctx.maxSteps; i++) {
+        const out = await vec.step(vec.envs.map((e) => sample(e.actionSpace, rng)));
+        const ended = out.terminations.map((t, k) => t || out.truncations[k] === true);
+        if (!ended.some(Boolean)) continue;
+        const next = await vec.step(vec.envs.map((e) => sample(e.actionSpace, rng)));
+        ended.forEach((e, k) => {
+          if (!e) return;
+          check(next.rewards[k] === 0, `session ${k}: reward after autoreset is ${next.rewards[k]}, not 0`);
+          check(!next.terminations[k] && !next.truncations[k], `session ${k}: flags set on the autoreset step`);
+        });
+        return;
+      }
+      return { status: 'skip', reason: `no episode ended within ${ctx.maxSteps} batched steps` };
+    },
+  },
+  {
+    name: 'batched step, autoreset same_step: final_obs and final_info with masks',
+    async run(ctx) {
+      const c = await ctx.client();
+      const vec = await c.makeVec(ctx.envId, 2, { autoresetMode: 'same_step' });
+      await vec.reset({ seed: 12 });
+      const rng = new Random(12);
+      for (let i = 0; i < ctx.maxSteps; i++) {
+        const out = await vec.step(vec.envs.map((e) => sample(e.actionSpace, rng)));
+        const ended = out.terminations.map((t, k) => t || out.truncations[k] === true);
+        if (!ended.some(Boolean)) continue;
+        ended.forEach((e, k) => {
+          check(out.infos._final_obs?.[k] === e, `session ${k}: _final_obs mask is ${out.infos._final_obs?.[k]}, episode ended: ${e}`);
+          if (e) check(contains(vec.singleObservationSpace, out.infos.final_obs![k]) === null, 'final_obs outside the observation space');
+        });
+        // The session was reset in the same call: it steps on without a reset.
+        await vec.step(vec.envs.map((e) => sample(e.actionSpace, rng)));
+        return;
+      }
+      return { status: 'skip', reason: `no episode ended within ${ctx.maxSteps} batched steps` };
+    },
+  },
+  {
+    name: 'batched step, autoreset disabled: the caller resets ended sessions by mask',
+    async run(ctx) {
+      const c = await ctx.client();
+      const vec = await c.makeVec(ctx.envId, 2, { autoresetMode: 'disabled' });
+      await vec.reset({ seed: 13 });
+      const rng = new Random(13);
+      for (let i = 0; i < ctx.maxSteps; i++) {
+        const out = await vec.step(vec.envs.map((e) => sample(e.actionSpace, rng)));
+        const ended = out.terminations.map((t, k) => t || out.truncations[k] === true);
+        if (!ended.some(Boolean)) continue;
+        let refused = false;
+        try {
+          await vec.step(vec.envs.map((e) => sample(e.actionSpace, rng)));
+        } catch {
+          refused = true;
+        }
+        check(refused, 'stepping an ended session without a reset was accepted in disabled mode');
+        // The refused batch failed only the ended sessions; the others stepped and may have ended too.
+        await vec.reset({ mask: ended });
+        await vec.step(vec.envs.map((e) => sample(e.actionSpace, rng)));
+        return;
+      }
+      return { status: 'skip', reason: `no episode ended within ${ctx.maxSteps} batched steps` };
+    },
+  },
+  {
+    name: 'batched reset and step agree with single-session reset and step',
+    async run(ctx) {
+      const c = await ctx.client();
+      const vec = await c.makeVec(ctx.envId, 2, { autoresetMode: 'disabled' });
+      const single = await c.make(ctx.envId);
+      const r = await vec.reset({ seed: 21 });
+      const s = await single.reset({ seed: 21 });
+      const firstObs = Array.isArray(r.obs) ? r.obs[0] : r.obs instanceof Tensor ? sliceFirst(r.obs) : undefined;
+      check(valuesEqual(firstObs, s.obs), 'batched reset observation differs from a single reset with the same seed');
+      const rng = new Random(21);
+      const action = sample(single.actionSpace, rng);
+      const out = await vec.step([action, action]);
+      const one = await single.step(action);
+      check(out.rewards[0] === one.reward, `batched reward ${out.rewards[0]} != single ${one.reward}`);
+    },
+  },
+  {
+    name: 'tools: listed as function schemas, unknown tools and bad arguments refused',
+    async run(ctx) {
+      const c = await ctx.client();
+      const env = await c.make(ctx.envId);
+      const tools = await env.listTools();
+      for (const t of tools) {
+        check(t.type === 'function' && typeof t.function.name === 'string' && typeof t.function.parameters === 'object', `malformed tool ${JSON.stringify(t)}`);
+      }
+      await expectCode(env.callTool('no_such_tool_for_conformance', {}), 'ENV_ERR_UNKNOWN_TOOL', 'unknown tool');
+      const withRequired = tools.find((t) => Array.isArray(t.function.parameters.required) && (t.function.parameters.required as unknown[]).length > 0);
+      if (!withRequired) return tools.length ? { status: 'pass' } : { status: 'skip', reason: 'the env has no tools' };
+      await env.reset({ seed: 1 });
+      await expectCode(env.callTool(withRequired.function.name, {}), 'ENV_ERR_INVALID_TOOL_ARGS', `${withRequired.function.name} without its required arguments`);
+      return { status: 'pass' };
+    },
+  },
+  {
+    name: 'get_state/set_state reproduce the same future',
+    async run(ctx) {
+      const c = await ctx.client();
+      const env = await c.make(ctx.envId);
+      await env.reset({ seed: 31 });
+      let state: Uint8Array;
+      try {
+        state = await env.getState();
+      } catch (err) {
+        if (err instanceof ProtocolError && err.code === 'ENV_ERR_UNSUPPORTED') return { status: 'skip', reason: 'the env does not support state' };
+        throw err;
+      }
+      const rng = new Random(31);
+      const actions = Array.from({ length: 5 }, () => sample(env.actionSpace, rng));
+      const play = async () => {
+        const out: unknown[] = [];
+        for (const a of actions) {
+          const s = await env.step(a);
+          out.push([s.obs, s.reward, s.terminated, s.truncated]);
+          if (s.terminated || s.truncated) break;
+        }
+        return out;
+      };
+      const first = await play();
+      await env.setState(state);
+      const second = await play();
+      check(valuesEqual(first, second), 'the future after set_state differs from the future after get_state');
+      await expectCode(env.setState(new Uint8Array([1, 2, 3])), 'ENV_ERR_INVALID_STATE', 'set_state with garbage bytes');
+      return { status: 'pass' };
+    },
+  },
+  {
+    name: 'render answers with a frame or ENV_ERR_UNSUPPORTED',
+    async run(ctx) {
+      const c = await ctx.client();
+      const probe = await c.make(ctx.envId);
+      const modes = (probe.metadata.render_modes as string[] | undefined) ?? [];
+      await probe.close();
+      let env = probe;
+      if (modes.includes('rgb_array')) {
+        try {
+          env = await c.make(ctx.envId, { render_mode: 'rgb_array' });
+        } catch {
+          return { status: 'skip', reason: "the env lists rgb_array but does not take a render_mode kwarg" };
+        }
+      } else return { status: 'skip', reason: 'the env lists no rgb_array render mode' };
+      await env.reset({ seed: 1 });
+      try {
+        const frame = await env.render('tensor');
+        check(frame instanceof Tensor || typeof frame === 'string', 'render tensor format returned neither a tensor nor text');
+      } catch (err) {
+        if (err instanceof ProtocolError && err.code === 'ENV_ERR_UNSUPPORTED') return { status: 'skip', reason: 'the env rendered nothing' };
+        throw err;
+      }
+      const png = await env.render('png');
+      check(png instanceof Uint8Array && png[1] === 0x50 && png[2] === 0x4e && png[3] === 0x47, 'render png format did not return PNG bytes');
+      return { status: 'pass' };
+    },
+  },
+  {
+    name: 'close is idempotent and a closed session is unknown',
+    async run(ctx) {
+      const c = await ctx.client();
+      const env = await c.make(ctx.envId);
+      await env.reset({ seed: 1 });
+      const first = await c.request('close', { session_id: env.sessionId });
+      const second = await c.request('close', { session_id: env.sessionId });
+      check(first.closed && !second.closed, `close answers ${first.closed}, ${second.closed}`);
+      await expectCode(env.step(sample(env.actionSpace, new Random(0))), 'ENV_ERR_UNKNOWN_SESSION', 'step after close');
+    },
+  },
+  {
+    name: 'sessions are private to the client that made them',
+    async run(ctx) {
+      const a = await ctx.client();
+      const b = await ctx.client();
+      const env = await a.make(ctx.envId);
+      await expectCode(b.request('reset', { session_id: env.sessionId }), 'ENV_ERR_UNKNOWN_SESSION', "another client's session");
+    },
+  },
+  {
+    name: 'limits: oversize frames and too many sessions are refused with clear errors',
+    perServer: true,
+    async run(ctx) {
+      const c = await ctx.client();
+      const limits = c.limits;
+      const probed: string[] = [];
+      if (limits.max_frame_bytes <= 16 * 1024 * 1024) {
+        const raw = await ctx.raw();
+        await raw.hello(ctx.target.token);
+        raw.send({ id: 5, type: 'ping', payload: new Uint8Array(limits.max_frame_bytes + 1) });
+        const msg = await raw.next(15_000);
+        check(errorCode(msg) === 'ENV_ERR_FRAME_TOO_LARGE', `oversize frame: ${JSON.stringify(msg).slice(0, 200)}`);
+        probed.push('frame');
+      }
+      if (limits.max_sessions_per_client <= 64) {
+        const made = await Promise.allSettled(Array.from({ length: limits.max_sessions_per_client + 1 }, () => c.make('gymwire/CartPole-v1')));
+        const refused = made.filter((m) => m.status === 'rejected');
+        check(refused.length === 1, `${refused.length} makes refused past max_sessions_per_client=${limits.max_sessions_per_client}`);
+        const reason = (refused[0] as PromiseRejectedResult).reason;
+        check(reason instanceof ProtocolError && reason.code === 'ENV_ERR_TOO_MANY_SESSIONS', `refused with ${String(reason)}`);
+        probed.push('sessions');
+      }
+      if (!probed.length) return { status: 'skip', reason: 'limits too large to probe cheaply' };
+      return { status: 'pass' };
+    },
+  },
+  {
+    name: 'reconnect: sessions resume and a retried step is applied once',
+    async run(ctx) {
+      const c = await ctx.client();
+      const [a, b] = await Promise.all([c.make(ctx.envId), c.make(ctx.envId)]);
+      await a.reset({ seed: 41 });
+      await b.reset({ seed: 41 });
+      const rng = new Random(41);
+      const actions = [sample(a.actionSpace, rng), sample(a.actionSpace, rng)];
+      // Send a step and drop the socket at once: the step may or may not have run; either way it must run once.
+      const pending = a.step(actions[0]);
+      c.simulateConnectionLoss();
+      const a1 = await pending;
+      if (a1.terminated || a1.truncated) return { status: 'skip', reason: 'episode ended on its first step' };
+      const a2 = await a.step(actions[1]);
+      const b1 = await b.step(actions[0]);
+      const b2 = await b.step(actions[1]);
+      check(c.welcome.resumed, 'the reconnect did not resume the client');
+      check(valuesEqual(a1.obs, b1.obs) && valuesEqual(a2.obs, b2.obs) && a2.reward === b2.reward, 'the session after the reconnect diverged from its twin: a step was lost or applied twice');
+      return { status: 'pass' };
+    },
+  },
+];
+
+function sliceFirst(t: Tensor): Tensor {
+  const inner = t.shape.slice(1);
+  const per = t.size / (t.shape[0] ?? 1);
+  return new Tensor(t.dtype, inner, t.data.subarray(0, per) as never);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runner
+
+export interface CaseReport {
+  env: string;
+  name: string;
+  status: 'pass' | 'fail' | 'skip';
+  ms: number;
+  message?: string;
+}
+
+export interface RunOptions {
+  envIds?: string[];
+  maxSteps?: number;
+  onReport?: (report: CaseReport) => void;
+  /** Only cases whose name includes this. */
+  filter?: string;
+}
+
+export function targetFromUrl(url: string, token?: string): ConformanceTarget {
+  return { connector: wsConnector(url), token, name: url };
+}
+
+/** Runs every case against every env (all the server lists, by default). */
+export async function runConformance(target: ConformanceTarget, opts: RunOptions = {}): Promise<CaseReport[]> {
+  const reports: CaseReport[] = [];
+  const lister = await connect(target.connector, { token: target.token, reconnect: false });
+  const envIds = opts.envIds ?? (await lister.listEnvs()).map((e) => e.id);
+  await lister.close();
+  const cases = CASES.filter((c) => !opts.filter || c.name.includes(opts.filter));
+  const serverCases = cases.filter((c) => c.perServer);
+  const envCases = cases.filter((c) => !c.perServer);
+  const jobs: [string, ConformanceCase][] = [...serverCases.map((c) => ['(server)', c] as [string, ConformanceCase]), ...envIds.flatMap((id) => envCases.map((c) => [id, c] as [string, ConformanceCase]))];
+  for (const [envId, kase] of jobs) {
+    const clients: GymwireClient[] = [];
+    const raws: RawConnection[] = [];
+    const ctx: CaseContext = {
+      target,
+      envId: envId === '(server)' ? (envIds[0] ?? 'gymwire/CartPole-v1') : envId,
+      maxSteps: opts.maxSteps ?? 600,
+      client: async (o) => {
+        const c = await connect(target.connector, { token: target.token, reconnectDelayMs: 10, requestTimeoutMs: 60_000, clientName: 'gymwire-conformance', ...o });
+        clients.push(c);
+        return c;
+      },
+      raw: async () => {
+        const r = new RawConnection(await target.connector());
+        raws.push(r);
+        return r;
+      },
+    };
+    const start = performance.now();
+    let report: CaseReport;
+    try {
+      const result = (await kase.run(ctx)) ?? { status: 'pass' };
+      report = { env: envId, name: kase.name, status: result.status, ms: performance.now() - start, ...(result.status === 'skip' ? { message: result.reason } : {}) };
+    } catch (err) {
+      report = { env: envId, name: kase.name, status: 'fail', ms: performance.now() - start, message: err instanceof Error ? `${err.name}: ${err.message}` : String(err) };
+    } finally {
+      await Promise.allSettled(clients.map((c) => c.closeAll()));
+      for (const r of raws) r.close();
+    }
+    reports.push(report);
+    opts.onReport?.(report);
+  }
+  return reports;
+}
