@@ -1,0 +1,56 @@
+"""gymwire: Gymnasium environments served over WebSockets, from Python.
+
+``gymwire.make(url, env_id, **kwargs)`` returns a ``gymnasium.Env`` for a remote session;
+``gymwire.make_vec(url, env_id, num_envs)`` a ``gymnasium.vector.VectorEnv`` stepping all its
+sessions in one frame; :class:`Client`/:class:`AsyncClient` share one connection between many
+sessions. See docs/python-sdk.md.
+
+Example::
+
+    import gymwire
+    env = gymwire.make("ws://127.0.0.1:8765", "gymwire/CartPole-v1")
+    obs, info = env.reset(seed=0)
+"""
+
+from .client import PROTOCOL_VERSION, AsyncClient, Client
+from .env import AsyncRemoteEnv, GymwireEnv, make
+from .errors import (
+    ClientClosedError,
+    ConnectFailedError,
+    ConnectionLostError,
+    GymwireError,
+    InvalidActionError,
+    RequestTimeoutError,
+    SdkError,
+    ServerError,
+    SessionLostError,
+    VersionMismatchError,
+)
+from .tools import ToolEnvironment, ToolSet
+from .vector import AsyncRemoteVectorEnv, GymwireVectorEnv, make_vec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "AsyncClient",
+    "AsyncRemoteEnv",
+    "AsyncRemoteVectorEnv",
+    "Client",
+    "ClientClosedError",
+    "ConnectFailedError",
+    "ConnectionLostError",
+    "GymwireEnv",
+    "GymwireError",
+    "GymwireVectorEnv",
+    "InvalidActionError",
+    "RequestTimeoutError",
+    "SdkError",
+    "ServerError",
+    "SessionLostError",
+    "ToolEnvironment",
+    "ToolSet",
+    "VersionMismatchError",
+    "make",
+    "make_vec",
+]

@@ -1,0 +1,451 @@
+"""The gymwire client: one WebSocket connection carrying pipelined requests for any number of sessions.
+
+:class:`AsyncClient` is the asyncio client. When the connection drops it reconnects with backoff,
+presents its resume token so the server re-attaches its sessions, and re-sends every request still
+waiting for an answer with its original id; the server answers retried ids from its reply cache, so
+a step that already ran is never applied twice (as ``client/ts/client.ts`` does). Every request has
+a timeout, so nothing waits forever.
+
+:class:`Client` is the synchronous face: it owns an event loop in a background thread and runs the
+async client there, so its methods are safe to call from any thread.
+
+Example::
+
+    client = Client("ws://127.0.0.1:8765")
+    env = client.make("gymwire/CartPole-v1")      # a gymnasium.Env
+    obs, info = env.reset(seed=42)
+    client.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, TypeVar
+
+import websockets
+from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import connect as ws_connect
+
+from . import errors as E
+from .codec import pack, unpack
+
+if TYPE_CHECKING:
+    from .env import AsyncRemoteEnv, GymwireEnv
+    from .vector import AsyncRemoteVectorEnv, GymwireVectorEnv
+
+PROTOCOL_VERSION = 1
+T = TypeVar("T")
+
+#: Close codes after which reconnecting cannot help (unauthorized, protocol version mismatch).
+_FATAL_CLOSE_CODES = (1008, 1002)
+
+
+@dataclass
+class _Pending:
+    type: str
+    frame: bytes
+    future: asyncio.Future[Any]
+
+
+class AsyncClient:
+    """An asyncio gymwire client; create it with ``await AsyncClient.connect(url)``.
+
+    Options: ``token`` (auth), ``request_timeout`` (seconds per request, default 120; ``None``
+    disables), ``reconnect`` (default True), ``reconnect_timeout`` (give up after, default 60 s),
+    ``connect_timeout`` (default 10 s), ``on_event`` (called with server events and
+    ``{"type": "reconnected"|"disconnected", ...}``), ``protocol_version`` (for tests).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        client_name: str = "gymwire-py",
+        request_timeout: float | None = 120.0,
+        reconnect: bool = True,
+        reconnect_timeout: float = 60.0,
+        reconnect_delay: float = 0.05,
+        connect_timeout: float = 10.0,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        protocol_version: int = PROTOCOL_VERSION,
+    ) -> None:
+        self.url = url
+        self.token = token
+        self.client_name = client_name
+        self.request_timeout = request_timeout
+        self.reconnect = reconnect
+        self.reconnect_timeout = reconnect_timeout
+        self.reconnect_delay = reconnect_delay
+        self.connect_timeout = connect_timeout
+        self.on_event = on_event
+        self.protocol_version = protocol_version
+        self._ws: ClientConnection | None = None
+        self._state = "connecting"
+        self._next_id = 1
+        self._pending: dict[int, _Pending] = {}
+        self._welcome: dict[str, Any] | None = None
+        self._resume_token: str | None = None
+        self._envs: dict[str, Any] = {}
+        self._reconnecting: asyncio.Task[None] | None = None
+        self._readers: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    async def connect(cls, url: str, **opts: Any) -> AsyncClient:
+        """Connects and performs the hello/welcome handshake."""
+        client = cls(url, **opts)
+        await client._open()
+        return client
+
+    @property
+    def welcome(self) -> dict[str, Any]:
+        if self._welcome is None:
+            raise E.SdkError("not connected")
+        return self._welcome
+
+    @property
+    def limits(self) -> dict[str, Any]:
+        return self.welcome["limits"]
+
+    @property
+    def is_open(self) -> bool:
+        return self._state == "open"
+
+    async def list_envs(self) -> list[dict[str, Any]]:
+        """The envs the server hosts: ``[{id, description, max_episode_steps, tags, kwargs_schema}]``."""
+        return (await self.request("list_envs", {}))["envs"]
+
+    async def make(self, env_id: str, kwargs: dict[str, Any] | None = None) -> AsyncRemoteEnv:
+        """Makes a session of ``env_id``; kwargs are validated by the env's schema on the server."""
+        from .env import AsyncRemoteEnv
+
+        made = await self.request("make", {"env_id": env_id, "kwargs": kwargs or {}})
+        env = AsyncRemoteEnv(self, made)
+        self._envs[made["session_id"]] = env
+        return env
+
+    async def make_vec(self, env_id: str, num_envs: int, kwargs: dict[str, Any] | None = None, autoreset_mode: str = "next_step") -> AsyncRemoteVectorEnv:
+        """Makes ``num_envs`` sessions stepped together, one frame per step."""
+        from .vector import AsyncRemoteVectorEnv
+
+        envs = await asyncio.gather(*(self.make(env_id, kwargs) for _ in range(num_envs)))
+        return AsyncRemoteVectorEnv(self, list(envs), autoreset_mode)
+
+    async def ping(self, payload: Any = None) -> float:
+        """Round-trip time in seconds."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        await self.request("ping", {} if payload is None else {"payload": payload})
+        return loop.time() - start
+
+    async def request(self, type: str, fields: dict[str, Any], timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
+        """Sends one request and waits for its result (requests may be pipelined)."""
+        if self._state == "closed":
+            raise E.ClientClosedError("the client is closed")
+        timeout = self.request_timeout if timeout is ... else timeout
+        rid = self._next_id
+        self._next_id += 1
+        frame = pack({**fields, "id": rid, "type": type})
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = _Pending(type, frame, future)
+        # While reconnecting the request waits in _pending; it goes out after the resume.
+        if self._state == "open" and self._ws is not None:
+            await self._send(self._ws, frame)
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except asyncio.TimeoutError:
+            raise E.RequestTimeoutError(f"{type} got no answer within {timeout} s", {"id": rid, "type": type}) from None
+        finally:
+            self._pending.pop(rid, None)
+
+    async def close(self) -> None:
+        """Closes the connection; the server reaps this client's sessions after its grace period."""
+        if self._state == "closed":
+            return
+        self._state = "closed"
+        self._fail_all(E.ClientClosedError("the client was closed"))
+        if self._reconnecting is not None:
+            self._reconnecting.cancel()
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            await ws.close()
+        for task in list(self._readers):
+            task.cancel()
+
+    async def close_all(self) -> None:
+        """Closes every session this client made, then the connection."""
+        await asyncio.gather(*(env.close() for env in list(self._envs.values())), return_exceptions=True)
+        await self.close()
+
+    def forget(self, session_id: str) -> None:
+        self._envs.pop(session_id, None)
+
+    async def simulate_connection_loss(self) -> None:
+        """Drops the socket without telling the server, as a network failure would (for tests)."""
+        if self._ws is not None:
+            self._ws.transport.abort()
+
+    # ------------------------------------------------------------------------------------------
+
+    async def _open(self) -> None:
+        try:
+            ws = await self._dial()
+            welcome = await self._handshake(ws)
+        except BaseException:
+            self._state = "closed"
+            raise
+        self._accept_welcome(welcome)
+        self._state = "open"
+
+    async def _dial(self) -> ClientConnection:
+        try:
+            ws = await asyncio.wait_for(
+                ws_connect(self.url, compression=None, max_size=None, open_timeout=self.connect_timeout, ping_interval=None),
+                self.connect_timeout,
+            )
+        except (OSError, asyncio.TimeoutError, websockets.exceptions.WebSocketException) as err:
+            raise E.ConnectFailedError(f"could not connect to {self.url}: {err}", {"url": self.url}) from err
+        self._ws = ws
+        task = asyncio.get_running_loop().create_task(self._read(ws))
+        self._readers.add(task)
+        task.add_done_callback(self._readers.discard)
+        return ws
+
+    async def _handshake(self, ws: ClientConnection) -> dict[str, Any]:
+        rid = self._next_id
+        self._next_id += 1
+        hello: dict[str, Any] = {"id": rid, "type": "hello", "protocol_version": self.protocol_version, "client_name": self.client_name}
+        if self.token is not None:
+            hello["token"] = self.token
+        if self._resume_token is not None:
+            hello["resume_token"] = self._resume_token
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = _Pending("hello", b"", future)
+        try:
+            await self._send(ws, pack(hello))
+            welcome = await asyncio.wait_for(future, self.connect_timeout)
+        except asyncio.TimeoutError:
+            await ws.close()
+            raise E.ConnectFailedError(f"no welcome from {self.url} within {self.connect_timeout} s") from None
+        except E.ServerVersionMismatchError:
+            raise
+        finally:
+            self._pending.pop(rid, None)
+        version = welcome.get("protocol_version")
+        if version != self.protocol_version:
+            await ws.close()
+            raise E.VersionMismatchError(
+                f"the server speaks protocol version {version}, this client speaks {self.protocol_version}",
+                {"server": version, "client": self.protocol_version},
+            )
+        return welcome
+
+    def _accept_welcome(self, welcome: dict[str, Any]) -> None:
+        self._welcome = welcome
+        self._resume_token = welcome["resume_token"]
+
+    async def _send(self, ws: ClientConnection, frame: bytes) -> None:
+        try:
+            await ws.send(frame)
+        except websockets.exceptions.ConnectionClosed:
+            pass  # the reader notices the drop; pending requests are re-sent after the resume
+
+    async def _read(self, ws: ClientConnection) -> None:
+        try:
+            async for frame in ws:
+                if isinstance(frame, bytes):
+                    self._on_frame(frame)
+        except websockets.exceptions.ConnectionClosed:
+            pass
+        except asyncio.CancelledError:
+            return
+        if self._ws is ws:
+            self._ws = None
+            rcvd = ws.close_rcvd
+            self._on_disconnect(rcvd.code if rcvd else 1006, rcvd.reason if rcvd else "")
+        else:
+            # A handshake on this socket may still be waiting (the server closed during hello).
+            for rid, p in list(self._pending.items()):
+                if p.type == "hello" and not p.future.done():
+                    p.future.set_exception(E.ConnectionLostError("connection closed during the handshake"))
+
+    def _on_frame(self, frame: bytes) -> None:
+        try:
+            msg = unpack(frame)
+        except Exception as err:  # noqa: BLE001 - a bad frame from the server must not kill the reader
+            self._emit({"type": "event", "event": "shutdown", "reason": f"unreadable frame from server: {err}"})
+            return
+        if not isinstance(msg, dict):
+            return
+        kind = msg.get("type")
+        if kind == "event":
+            if msg.get("event") == "session_closed" and msg.get("session_id") in self._envs:
+                self._envs[msg["session_id"]].mark_closed(msg.get("reason", ""))
+            self._emit(msg)
+            return
+        rid = msg.get("id")
+        if rid is None:
+            error = msg.get("error") or {}
+            self._emit({"type": "event", "event": "shutdown", "reason": f"server error without id: {error.get('code')}: {error.get('message')}"})
+            return
+        entry = self._pending.get(rid)
+        if entry is None or entry.future.done():
+            return  # answered after a timeout, or a duplicate answer after a resume
+        if kind == "error":
+            entry.future.set_exception(E.server_error(msg.get("error") or {}))
+        elif kind == "result" and isinstance(msg.get("result"), dict):
+            entry.future.set_result(msg["result"])
+        else:
+            entry.future.set_exception(E.BadResponseError(f"the server's answer to {entry.type} is not a result or an error: {msg!r}"))
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        if self.on_event is not None:
+            try:
+                self.on_event(event)
+            except Exception:  # noqa: BLE001 - a user callback must not break the connection
+                pass
+
+    def _on_disconnect(self, code: int, reason: str) -> None:
+        if self._state == "closed":
+            return
+        self._emit({"type": "disconnected", "code": code, "reason": reason})
+        if not self.reconnect or code in _FATAL_CLOSE_CODES or self._state == "connecting":
+            self._state = "closed"
+            self._fail_all(E.ConnectionLostError(f"connection closed ({code}{': ' + reason if reason else ''})", {"code": code}))
+            return
+        self._state = "reconnecting"
+        if self._reconnecting is None:
+            self._reconnecting = asyncio.get_running_loop().create_task(self._reconnect_loop())
+
+    async def _reconnect_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.reconnect_timeout
+        delay = self.reconnect_delay
+        last_error: BaseException | None = None
+        try:
+            while self._state == "reconnecting" and loop.time() < deadline:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                try:
+                    ws = await self._dial()
+                    if self._state != "reconnecting":
+                        await ws.close()
+                        return
+                    welcome = await self._handshake(ws)
+                except (E.ServerError, E.VersionMismatchError) as err:
+                    last_error = err
+                    break  # refused (auth, version): retrying will not help
+                except E.SdkError as err:
+                    last_error = err
+                    continue
+                self._accept_welcome(welcome)
+                self._state = "open"
+                if not welcome.get("resumed"):
+                    # The server forgot us (restarted, or the grace period passed): sessions are gone.
+                    for env in list(self._envs.values()):
+                        env.mark_closed("the server did not resume this client's sessions")
+                    self._fail_all(
+                        E.SessionLostError("reconnected, but the server no longer has this client's sessions"),
+                        lambda p: p.type not in ("list_envs", "ping", "make"),
+                    )
+                # Re-send what is still waiting, in the original order, with the original ids.
+                for rid in sorted(self._pending):
+                    p = self._pending[rid]
+                    if p.type != "hello" and not p.future.done():
+                        await self._send(ws, p.frame)
+                self._emit({"type": "reconnected", "resumed": bool(welcome.get("resumed"))})
+                return
+            if self._state == "reconnecting":
+                self._state = "closed"
+                self._fail_all(E.ConnectionLostError(f"could not reconnect to {self.url}: {last_error or 'timed out'}"))
+        finally:
+            self._reconnecting = None
+
+    def _fail_all(self, err: Exception, which: Callable[[_Pending], bool] = lambda p: True) -> None:
+        for p in list(self._pending.values()):
+            if which(p) and not p.future.done():
+                p.future.set_exception(err)
+
+
+class Client:
+    """A synchronous gymwire client, safe to use from any thread.
+
+    It owns an event loop in a daemon thread and runs an :class:`AsyncClient` there; every method
+    blocks the calling thread until the loop has the answer. Options are :class:`AsyncClient`'s.
+    """
+
+    def __init__(self, url: str, **opts: Any) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="gymwire-client", daemon=True)
+        self._thread.start()
+        self._closed = False
+        try:
+            self.aclient: AsyncClient = self.run(AsyncClient.connect(url, **opts))
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Runs a coroutine on the client's loop and returns its result (from any thread but the loop's own)."""
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("a blocking gymwire call was made on the client's own event loop; use the async API there")
+        if self._closed and not self._thread.is_alive():
+            coro.close()
+            raise E.ClientClosedError("the client is closed")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    @property
+    def welcome(self) -> dict[str, Any]:
+        return self.aclient.welcome
+
+    def list_envs(self) -> list[dict[str, Any]]:
+        return self.run(self.aclient.list_envs())
+
+    def make(self, env_id: str, **kwargs: Any) -> GymwireEnv:
+        """A ``gymnasium.Env`` for a new session of ``env_id`` on this client."""
+        from .env import GymwireEnv
+
+        return GymwireEnv(self, self.run(self.aclient.make(env_id, kwargs)))
+
+    def make_vec(self, env_id: str, num_envs: int, autoreset_mode: str = "next_step", **kwargs: Any) -> GymwireVectorEnv:
+        """A ``gymnasium.vector.VectorEnv`` of ``num_envs`` sessions on this client."""
+        from .vector import GymwireVectorEnv
+
+        return GymwireVectorEnv(self, self.run(self.aclient.make_vec(env_id, num_envs, kwargs, autoreset_mode)))
+
+    def ping(self) -> float:
+        return self.run(self.aclient.ping())
+
+    def simulate_connection_loss(self) -> None:
+        self.run(self.aclient.simulate_connection_loss())
+
+    def close(self) -> None:
+        """Closes the connection and stops the loop thread; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.run(self.aclient.close())
+        finally:
+            self._stop_loop()
+
+    def _stop_loop(self) -> None:
+        self._closed = True
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5)
+        if not self._loop.is_running():
+            self._loop.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

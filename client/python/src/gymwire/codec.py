@@ -1,0 +1,121 @@
+"""The wire codec: msgpack with tensors as extension type 1.
+
+A tensor's extension payload is ``[dtype code u8][ndim u8][ndim x u32 LE dims][raw LE data]``
+(``protocol/tensor.ts``). Decoding returns a read-only ``np.frombuffer`` view over the received
+frame, so large observations are not copied; call ``.copy()`` before mutating one. Encoding takes
+any ``np.ndarray`` (made C-contiguous and little-endian first) and numpy scalars become plain
+msgpack numbers.
+
+Example::
+
+    frame = pack({"id": 1, "type": "step", "action": np.zeros(2, np.float32)})
+    unpack(frame)["action"]  # array([0., 0.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from typing import Any
+
+import msgpack
+import numpy as np
+
+TENSOR_EXT_TYPE = 1
+
+#: Wire dtype names in code order: a dtype's code is its index here (protocol/tensor.ts DTYPES).
+DTYPES: tuple[str, ...] = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+)
+DTYPE_CODE: dict[str, int] = {name: i for i, name in enumerate(DTYPES)}
+_NP_DTYPES: tuple[np.dtype, ...] = tuple(np.dtype(name).newbyteorder("<") for name in DTYPES)
+_LITTLE = sys.byteorder == "little"
+
+
+class TensorFormatError(ValueError):
+    """The bytes of a tensor do not match its dtype and shape, or its dtype has no wire code."""
+
+
+def wire_dtype_name(dtype: np.dtype) -> str:
+    """The wire name of a numpy dtype; raises :class:`TensorFormatError` for dtypes with none."""
+    name = np.dtype(dtype).name
+    if name not in DTYPE_CODE:
+        raise TensorFormatError(f"dtype {name} has no wire encoding; use one of {', '.join(DTYPES)}")
+    return name
+
+
+def encode_tensor(array: np.ndarray) -> msgpack.ExtType:
+    """Encodes an ndarray as extension type 1."""
+    code = DTYPE_CODE[wire_dtype_name(array.dtype)]
+    if array.ndim > 255:
+        raise TensorFormatError(f"tensors have at most 255 dimensions, got {array.ndim}")
+    arr = array if array.flags.c_contiguous else np.ascontiguousarray(array)
+    if not _LITTLE or arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
+    header = struct.pack(f"<BB{arr.ndim}I", code, arr.ndim, *arr.shape)
+    return msgpack.ExtType(TENSOR_EXT_TYPE, header + arr.tobytes())
+
+
+def decode_tensor(payload: bytes) -> np.ndarray:
+    """Decodes an extension type 1 payload into a read-only view (no copy)."""
+    if len(payload) < 2:
+        raise TensorFormatError("tensor payload shorter than its 2-byte header")
+    code, ndim = payload[0], payload[1]
+    if code >= len(DTYPES):
+        raise TensorFormatError(f"unknown tensor dtype code {code}")
+    offset = 2 + 4 * ndim
+    if len(payload) < offset:
+        raise TensorFormatError(f"tensor header declares {ndim} dims but the payload is {len(payload)} bytes")
+    shape = struct.unpack_from(f"<{ndim}I", payload, 2)
+    dtype = _NP_DTYPES[code]
+    count = 1
+    for d in shape:
+        count *= d
+    if len(payload) - offset != count * dtype.itemsize:
+        raise TensorFormatError(
+            f"{DTYPES[code]} tensor of shape {list(shape)} needs {count * dtype.itemsize} bytes, got {len(payload) - offset}"
+        )
+    return np.frombuffer(payload, dtype=dtype, count=count, offset=offset).reshape(shape)
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, np.ndarray):
+        return encode_tensor(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, (tuple, set, frozenset)):
+        return list(obj)
+    if isinstance(obj, memoryview):
+        return bytes(obj)
+    raise TypeError(f"cannot send a {type(obj).__name__} over the wire: use numbers, strings, bytes, lists, dicts or numpy arrays")
+
+
+def _ext_hook(code: int, data: bytes) -> Any:
+    if code == TENSOR_EXT_TYPE:
+        return decode_tensor(data)
+    return msgpack.ExtType(code, data)
+
+
+def pack(value: Any) -> bytes:
+    """Encodes one message (tensors included)."""
+    return msgpack.packb(value, default=_default, use_bin_type=True, strict_types=False)
+
+
+def unpack(frame: bytes) -> Any:
+    """Decodes one message: maps to dicts, bin to bytes, tensors to read-only ndarrays."""
+    return msgpack.unpackb(frame, ext_hook=_ext_hook, raw=False, strict_map_key=False, use_list=True)

@@ -1,0 +1,222 @@
+"""Remote sessions stepped together as a Gymnasium vector env: one frame per step for all of them.
+
+:class:`AsyncRemoteVectorEnv` sends ``reset_batch``/``step_batch`` for its sessions;
+:class:`GymwireVectorEnv` is the ``gymnasium.vector.VectorEnv`` on top. Autoreset follows
+Gymnasium 1.x in all three modes (``next_step``, ``same_step``, ``disabled``, declared in
+``metadata["autoreset_mode"]``); infos are dicts of arrays with ``_key`` masks, built exactly as
+``gymnasium.vector.VectorEnv._add_info`` builds them (``final_obs``/``final_info`` in same-step mode).
+
+Example::
+
+    envs = gymwire.make_vec("ws://127.0.0.1:8765", "gymwire/CartPole-v1", num_envs=16)
+    obs, infos = envs.reset(seed=0)
+    obs, rewards, terminations, truncations, infos = envs.step(envs.action_space.sample())
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces as gs
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
+
+from . import errors as E
+from .spaces import value_from_wire, value_to_wire
+
+if TYPE_CHECKING:
+    from .client import AsyncClient, Client
+    from .env import AsyncRemoteEnv
+
+_MODES = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP, "disabled": AutoresetMode.DISABLED}
+
+
+def _mode_name(mode: str | AutoresetMode) -> str:
+    if isinstance(mode, AutoresetMode):
+        return mode.value
+    if mode not in _MODES:
+        raise ValueError(f"autoreset_mode must be one of {', '.join(_MODES)}, got {mode!r}")
+    return mode
+
+
+class _InfoBuilder(gym.vector.VectorEnv[Any, Any, Any]):
+    """Borrows VectorEnv._add_info so infos match Gymnasium's byte for byte."""
+
+    def __init__(self, num_envs: int) -> None:
+        self.num_envs = num_envs
+
+
+class AsyncRemoteVectorEnv:
+    """``num_envs`` remote sessions of one env id, stepped in one ``step_batch`` frame."""
+
+    def __init__(self, client: AsyncClient, envs: list[AsyncRemoteEnv], autoreset_mode: str | AutoresetMode = "next_step") -> None:
+        if not envs:
+            raise ValueError("a vector env needs at least one session")
+        self.client = client
+        self.envs = envs
+        self.num_envs = len(envs)
+        self.session_ids = [e.session_id for e in envs]
+        self.autoreset_mode = _mode_name(autoreset_mode)
+        self.single_observation_space = envs[0].observation_space
+        self.single_action_space = envs[0].action_space
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.metadata: dict[str, Any] = {**envs[0].metadata, "autoreset_mode": _MODES[self.autoreset_mode]}
+        self._info = _InfoBuilder(self.num_envs)
+        self._last_obs: Any = None
+
+    async def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """Resets every session (or those in ``options["reset_mask"]``); an int seed gives session i ``seed + i``."""
+        options = dict(options) if options else {}
+        mask = options.pop("reset_mask", None)
+        if isinstance(seed, int):
+            seeds: list[int | None] | None = [seed + i for i in range(self.num_envs)]
+        elif seed is None:
+            seeds = None
+        else:
+            if len(seed) != self.num_envs:
+                raise ValueError(f"seed list has {len(seed)} entries for {self.num_envs} envs")
+            seeds = list(seed)
+        indices = list(range(self.num_envs))
+        if mask is not None:
+            mask = np.asarray(mask, dtype=np.bool_)
+            if mask.shape != (self.num_envs,) or not mask.any():
+                raise ValueError(f"options['reset_mask'] must be a bool array of shape ({self.num_envs},) with at least one True")
+            indices = [i for i in indices if mask[i]]
+        r = await self.client.request(
+            "reset_batch",
+            {
+                "session_ids": [self.session_ids[i] for i in indices],
+                "seeds": None if seeds is None else [seeds[i] for i in indices],
+                "options": options or None,
+            },
+        )
+        part = self._batch_obs(r["obs"], len(indices))
+        if mask is None or self._last_obs is None:
+            obs = part
+        else:
+            items = list(iterate(self.observation_space, self._last_obs))
+            for i, item in zip(indices, iterate(batch_space(self.single_observation_space, len(indices)), part)):
+                items[i] = item
+            obs = concatenate(self.single_observation_space, items, create_empty_array(self.single_observation_space, self.num_envs))
+        self._last_obs = obs
+        infos: dict[str, Any] = {}
+        for j, i in enumerate(indices):
+            infos = self._info._add_info(infos, self._info_from_wire(r["infos"][j]), i)
+        return obs, infos
+
+    async def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        r = await self.client.request(
+            "step_batch",
+            {"session_ids": self.session_ids, "actions": self._actions_to_wire(actions), "autoreset_mode": self.autoreset_mode},
+        )
+        errors = r.get("errors") or []
+        for i, err in enumerate(errors):
+            if err:
+                raise E.server_error({"code": err["code"], "message": f"env {i} (session {self.session_ids[i]}): {err['message']}", "details": {"index": i}})
+        obs = self._batch_obs(r["obs"], self.num_envs)
+        self._last_obs = obs
+        infos: dict[str, Any] = {}
+        for i, info in enumerate(r["infos"]):
+            if info:
+                infos = self._info._add_info(infos, self._info_from_wire(info), i)
+        return (
+            obs,
+            np.asarray(r["rewards"], dtype=np.float64),
+            np.asarray(r["terminated"], dtype=np.bool_),
+            np.asarray(r["truncated"], dtype=np.bool_),
+            infos,
+        )
+
+    async def close(self) -> None:
+        for env in self.envs:
+            await env.close()
+
+    # ------------------------------------------------------------------------------------------
+
+    def _actions_to_wire(self, actions: Any) -> Any:
+        space = self.single_action_space
+        if isinstance(space, gs.Discrete):
+            arr = np.asarray(actions)
+            if arr.dtype.kind == "f" and np.all(arr == np.round(arr)):
+                arr = arr.astype(np.int64)
+            return arr.astype(np.int64, copy=False) if arr.dtype.kind in "biu" else arr
+        if isinstance(space, (gs.Box, gs.MultiDiscrete, gs.MultiBinary)) and isinstance(actions, (np.ndarray, list, tuple)):
+            arr = np.asarray(actions)
+            if arr.ndim >= 1 and arr.shape[0] == self.num_envs:
+                return np.stack([value_to_wire(space, a) for a in arr]) if arr.dtype != space.dtype else arr
+        return [value_to_wire(space, a) for a in iterate(self.action_space, actions)]
+
+    def _batch_obs(self, wire_obs: Any, n: int) -> Any:
+        space = self.single_observation_space
+        if isinstance(wire_obs, np.ndarray) and isinstance(space, (gs.Box, gs.Discrete, gs.MultiDiscrete)):
+            return wire_obs.astype(space.dtype, copy=False) if isinstance(space, gs.Discrete) else wire_obs
+        if isinstance(wire_obs, np.ndarray) and isinstance(space, gs.MultiBinary):
+            return wire_obs.astype(np.int8, copy=False)
+        values = [value_from_wire(space, v) for v in wire_obs]
+        return concatenate(space, values, create_empty_array(space, n))
+
+    def _info_from_wire(self, info: dict[str, Any]) -> dict[str, Any]:
+        if "final_obs" in info:
+            info = {**info, "final_obs": value_from_wire(self.single_observation_space, info["final_obs"])}
+        return info
+
+
+class GymwireVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
+    """Remote sessions as a ``gymnasium.vector.VectorEnv``; made by :func:`gymwire.make_vec`."""
+
+    def __init__(self, client: Client, remote: AsyncRemoteVectorEnv, *, owns_client: bool = False) -> None:
+        self._client = client
+        self._remote = remote
+        self._owns_client = owns_client
+        self.num_envs = remote.num_envs
+        self.single_observation_space = remote.single_observation_space
+        self.single_action_space = remote.single_action_space
+        self.observation_space = remote.observation_space
+        self.action_space = remote.action_space
+        self.metadata = remote.metadata
+        self.render_mode = remote.envs[0].render_mode
+        self._closed = False
+
+    @property
+    def remote(self) -> AsyncRemoteVectorEnv:
+        return self._remote
+
+    @property
+    def autoreset_mode(self) -> AutoresetMode:
+        return _MODES[self._remote.autoreset_mode]
+
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        if isinstance(seed, int):
+            super().reset(seed=seed)
+        return self._client.run(self._remote.reset(seed=seed, options=options))
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        return self._client.run(self._remote.step(actions))
+
+    def close_extras(self, **kwargs: Any) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._client.run(self._remote.close())
+        except (E.GymwireError, RuntimeError):
+            pass
+        finally:
+            if self._owns_client:
+                self._client.close()
+
+
+def make_vec(url: str, env_id: str, num_envs: int, autoreset_mode: str | AutoresetMode = "next_step", *, client_options: dict[str, Any] | None = None, **kwargs: Any) -> GymwireVectorEnv:
+    """Connects to ``url`` and makes ``num_envs`` sessions of ``env_id`` as one ``gymnasium.vector.VectorEnv``."""
+    from .client import Client
+
+    client = Client(url, **(client_options or {}))
+    try:
+        remote = client.run(client.aclient.make_vec(env_id, num_envs, kwargs, _mode_name(autoreset_mode)))
+    except BaseException:
+        client.close()
+        raise
+    return GymwireVectorEnv(client, remote, owns_client=True)

@@ -1,0 +1,124 @@
+"""Fixtures: a live gymwire server (``node bin/gymwire.js serve --port 0``) for the whole session.
+
+The server is started lazily (also at collection time, because check_env is parametrised over
+whatever ``list_envs`` returns) and stopped when pytest finishes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+URL_RE = re.compile(r"on (ws://[0-9A-Za-z.:\[\]-]+)")
+
+
+class ServerProcess:
+    """One `gymwire serve` child process; ``url`` is parsed from its first stdout line."""
+
+    def __init__(self, *args: str) -> None:
+        node = shutil.which("node")
+        if node is None:
+            raise RuntimeError("node is not on PATH; the Python tests need the gymwire server (node bin/gymwire.js serve)")
+        self.proc = subprocess.Popen(
+            [node, str(REPO / "bin" / "gymwire.js"), "serve", "--port", "0", "--log-level", "warn", *args],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "NODE_ENV": "test"},
+        )
+        self.output: list[str] = []
+        self.url = self._wait_for_url()
+        # Keep draining stdout so the child never blocks on a full pipe.
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _wait_for_url(self) -> str:
+        assert self.proc.stdout is not None
+        timer = threading.Timer(60, self.proc.kill)
+        timer.start()
+        try:
+            for line in self.proc.stdout:
+                self.output.append(line)
+                m = URL_RE.search(line)
+                if m:
+                    return m.group(1)
+        finally:
+            timer.cancel()
+        raise RuntimeError("gymwire serve exited before printing its URL:\n" + "".join(self.output))
+
+    def _drain(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.output.append(line)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+_shared: ServerProcess | None = None
+_env_list: list[dict[str, Any]] | None = None
+
+
+def shared_server() -> ServerProcess:
+    global _shared
+    if _shared is None:
+        _shared = ServerProcess()
+    return _shared
+
+
+def server_envs() -> list[dict[str, Any]]:
+    """Every env the server lists (cached)."""
+    global _env_list
+    if _env_list is None:
+        import gymwire
+
+        with gymwire.Client(shared_server().url) as client:
+            _env_list = client.list_envs()
+    return _env_list
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _shared is not None:
+        _shared.stop()
+
+
+@pytest.fixture(scope="session")
+def server() -> ServerProcess:
+    return shared_server()
+
+
+@pytest.fixture(scope="session")
+def url(server: ServerProcess) -> str:
+    return server.url
+
+
+@pytest.fixture
+def client(url: str):
+    import gymwire
+
+    c = gymwire.Client(url, request_timeout=30)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def cartpole(url: str):
+    import gymwire
+
+    env = gymwire.make(url, "gymwire/CartPole-v1")
+    yield env
+    env.close()
