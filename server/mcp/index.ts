@@ -1,0 +1,14 @@
+/**
+ * gymwire over the Model Context Protocol: every env reachable as tools from any MCP client.
+ *
+ * @example
+ * import { mountMcp } from './server/mcp/index.ts';
+ * const server = await startServer({ port: 0, mountRoutes: (routes, core) => mountMcp(routes, core) });
+ */
+export { mountMcp } from './http.ts';
+export type { McpEndpoint, McpHttpOptions } from './http.ts';
+export { coreLink } from './link.ts';
+export type { CoreLink, GymwireLink } from './link.ts';
+export { GymwireMcp, TOOL_INPUTS } from './tools.ts';
+export type { FixedToolName, GymwireMcpOptions } from './tools.ts';
+export { actionJsonSchema, fromJson, toJson } from './values.ts';

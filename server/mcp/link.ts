@@ -1,0 +1,116 @@
+/**
+ * The link between the MCP tool layer and a gymwire core: anything that answers gymwire requests.
+ *
+ * Over HTTP the link is in-process ({@link coreLink}): a connection accepted by the core like any
+ * WebSocket connection, speaking the real wire protocol through protocol/codec.ts, so the hello,
+ * auth token, limits, validation and idle reaping are exactly those a WebSocket client gets. The
+ * stdio bridge (`gymwire mcp`) uses a GymwireClient instead; it has the same `request` shape.
+ *
+ * @example
+ * const link = await coreLink(core, { token: 'secret', clientName: 'mcp' });
+ * const { envs } = await link.request('list_envs', {});
+ * link.close();
+ */
+import { decode, encode } from '../../protocol/codec.ts';
+import { ProtocolError } from '../../protocol/errors.ts';
+import { EventSchema, PROTOCOL_VERSION, ServerMessageSchema } from '../../protocol/messages.ts';
+import type { RequestInput, RequestType, ResultOf, ServerEvent } from '../../protocol/messages.ts';
+import type { ServerCore } from '../core.ts';
+
+/** What the MCP tool layer needs from gymwire: one request at a time (or pipelined), typed by op. */
+export interface GymwireLink {
+  request<T extends RequestType>(type: T, fields: RequestInput<T>): Promise<ResultOf<T>>;
+}
+
+/** A link to a core in the same process, closed with `close()` (which detaches its sessions). */
+export interface CoreLink extends GymwireLink {
+  /** Server events (a session closed by the reaper, shutdown). */
+  onEvent: ((event: ServerEvent) => void) | null;
+  /** Called once when the connection closes, from either side (the server shutting down, say). */
+  onClose: ((reason: string) => void) | null;
+  readonly closed: boolean;
+  close(): void;
+}
+
+interface Pending {
+  resolve(result: unknown): void;
+  reject(err: Error): void;
+}
+
+/**
+ * Opens an in-process connection to `core` and performs the hello handshake. Rejects with the
+ * core's ProtocolError (ENV_ERR_UNAUTHORIZED for a missing or wrong token) when hello is refused.
+ */
+export async function coreLink(core: ServerCore, opts: { token?: string; clientName?: string; remoteAddress?: string } = {}): Promise<CoreLink> {
+  const pending = new Map<number, Pending>();
+  let nextId = 1;
+  let closed = false;
+  const fail = (err: Error) => {
+    for (const p of pending.values()) p.reject(err);
+    pending.clear();
+  };
+  const shut = (reason: string) => {
+    if (closed) return;
+    closed = true;
+    fail(new ProtocolError('ENV_ERR_SHUTTING_DOWN', `the gymwire connection closed: ${reason}`));
+    conn.onClose();
+    link.onClose?.(reason);
+  };
+  const conn = core.accept({
+    send: (frame) => {
+      if (closed) return false;
+      const copy = frame.slice();
+      queueMicrotask(() => onFrame(copy));
+      return true;
+    },
+    // Deferred: an error frame the core sent just before closing (a refused hello) is read first.
+    close: (_code, reason) => queueMicrotask(() => shut(reason || 'closed by the server')),
+    terminate: () => queueMicrotask(() => shut('terminated by the server')),
+    remoteAddress: opts.remoteAddress ?? 'mcp',
+  });
+
+  const link: CoreLink = {
+    onEvent: null,
+    onClose: null,
+    get closed() {
+      return closed;
+    },
+    request<T extends RequestType>(type: T, fields: RequestInput<T>): Promise<ResultOf<T>> {
+      if (closed) return Promise.reject(new ProtocolError('ENV_ERR_SHUTTING_DOWN', 'the gymwire connection is closed'));
+      const id = nextId++;
+      const frame = encode({ ...fields, id, type });
+      return new Promise<ResultOf<T>>((resolve, reject) => {
+        pending.set(id, { resolve: resolve as (r: unknown) => void, reject });
+        queueMicrotask(() => !closed && conn.onFrame(frame));
+      });
+    },
+    close: () => shut('closed by the MCP session'),
+  };
+
+  function onFrame(frame: Uint8Array): void {
+    if (closed) return;
+    const parsed = ServerMessageSchema.safeParse(decode(frame));
+    if (!parsed.success) return;
+    const msg = parsed.data;
+    if (msg.type === 'event') {
+      link.onEvent?.(EventSchema.parse(msg));
+      return;
+    }
+    if (msg.type === 'error' && msg.id === null) {
+      fail(ProtocolError.fromWire(msg.error));
+      return;
+    }
+    const entry = pending.get(msg.id as number);
+    if (!entry) return;
+    pending.delete(msg.id as number);
+    if (msg.type === 'error') entry.reject(ProtocolError.fromWire(msg.error));
+    else entry.resolve(msg.result);
+  }
+
+  await link.request('hello', {
+    protocol_version: PROTOCOL_VERSION,
+    client_name: opts.clientName ?? 'gymwire-mcp',
+    ...(opts.token !== undefined ? { token: opts.token } : {}),
+  });
+  return link;
+}
