@@ -144,6 +144,7 @@ export class Tensor<D extends DType = DType> {
     if (ArrayBuffer.isView(data) && data instanceof CTOR[dtype]) return new Tensor(dtype, shape, data as TypedArrayFor<D>);
     const out = new CTOR[dtype](shapeSize(shape));
     const src = data as ArrayLike<number | bigint>;
+    if (src.length !== out.length) throw new TensorFormatError(`${dtype} tensor of shape [${shape.join(', ')}] needs ${out.length} elements, got ${src.length}`);
     for (let i = 0; i < out.length; i++) {
       const v = src[i]!;
       if (isBigIntDType(dtype)) (out as BigInt64Array)[i] = typeof v === 'bigint' ? v : BigInt(Math.trunc(v));
