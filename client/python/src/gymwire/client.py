@@ -171,8 +171,10 @@ class AsyncClient:
         ws, self._ws = self._ws, None
         if ws is not None:
             await ws.close()
-        for task in list(self._readers):
+        readers = list(self._readers)
+        for task in readers:
             task.cancel()
+        await asyncio.gather(*readers, return_exceptions=True)
 
     async def close_all(self) -> None:
         """Closes every session this client made, then the connection."""
@@ -439,6 +441,17 @@ class Client:
     def _stop_loop(self) -> None:
         self._closed = True
         if self._thread.is_alive():
+
+            async def drain() -> None:
+                tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+            try:
+                asyncio.run_coroutine_threadsafe(drain(), self._loop).result(5)
+            except Exception:  # noqa: BLE001 - best effort: the loop is going away either way
+                pass
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=5)
         if not self._loop.is_running():

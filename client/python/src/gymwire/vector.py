@@ -34,8 +34,9 @@ _MODES = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_
 
 
 def _mode_name(mode: str | AutoresetMode) -> str:
-    if isinstance(mode, AutoresetMode):
-        return mode.value
+    for name, value in _MODES.items():
+        if mode == value or mode == value.value:
+            return name
     if mode not in _MODES:
         raise ValueError(f"autoreset_mode must be one of {', '.join(_MODES)}, got {mode!r}")
     return mode
