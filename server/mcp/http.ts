@@ -112,6 +112,7 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
     const mcp = new GymwireMcp(link, { logger: log });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
+      enableJsonResponse: true,
       onsessioninitialized: (id) => {
         s.id = id;
         starting.delete(s);

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { defineTool, InvalidActionError } from '../../envs/core/env.ts';
 import type { Env, ResetOptions, StepResult } from '../../envs/core/env.ts';
 import { defaultRegistry } from '../../envs/index.ts';
+import type { Limits } from '../../protocol/messages.ts';
 import { Random } from '../../protocol/random.ts';
 import { box, dict } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
@@ -96,13 +97,13 @@ export interface McpTestServer {
   mcpUrl: string;
 }
 
-export async function startMcpServer(opts: { token?: string; mcp?: McpHttpOptions; idleTimeoutMs?: number } = {}): Promise<McpTestServer> {
+export async function startMcpServer(opts: { token?: string; mcp?: McpHttpOptions; limits?: Partial<Limits> } = {}): Promise<McpTestServer> {
   let endpoint: McpEndpoint | null = null;
   const server = await startServer({
     port: 0,
     registry: testRegistry(),
     token: opts.token ?? null,
-    limits: opts.idleTimeoutMs !== undefined ? { idle_timeout_ms: opts.idleTimeoutMs } : undefined,
+    limits: opts.limits,
     mountRoutes: (routes, core) => {
       endpoint = mountMcp(routes, core, opts.mcp);
     },

@@ -1,0 +1,213 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import sharp from 'sharp';
+import { afterEach, describe, expect, it } from 'vitest';
+
+import { CAMERA_ENV, callErr, callOk, httpClient, startMcpServer } from './helpers.ts';
+import type { McpTestServer } from './helpers.ts';
+
+const FIXED = ['list_envs', 'make_env', 'reset', 'step', 'render', 'close_env', 'list_session_tools', 'call_session_tool'];
+const CARTPOLE = 'gymwire/CartPole-v1';
+
+let t: McpTestServer | null = null;
+const clients: Client[] = [];
+afterEach(async () => {
+  await Promise.allSettled(clients.splice(0).map((c) => c.close()));
+  await t?.server.close();
+  t = null;
+});
+
+async function setup(opts: Parameters<typeof startMcpServer>[0] = {}, token?: string): Promise<Client> {
+  t = await startMcpServer(opts);
+  const c = await httpClient(t.mcpUrl, token);
+  clients.push(c);
+  return c;
+}
+
+const until = async (cond: () => boolean, ms = 3000) => {
+  const end = Date.now() + ms;
+  while (!cond() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+  return cond();
+};
+
+describe('MCP over Streamable HTTP', () => {
+  it('lists the fixed tools with input schemas from the protocol schemas', async () => {
+    const c = await setup();
+    const { tools } = await c.listTools();
+    expect(tools.map((x) => x.name)).toEqual(FIXED);
+    const make = tools.find((x) => x.name === 'make_env')!;
+    expect(make.inputSchema.required).toEqual(['env_id']);
+    expect(make.inputSchema.properties?.env_id).toMatchObject({ type: 'string', minLength: 1, maxLength: 256 });
+    expect(make.inputSchema.additionalProperties).toBe(false);
+    const step = tools.find((x) => x.name === 'step')!;
+    expect(step.inputSchema.required).toEqual(['session_id', 'action']);
+    const { envs } = await callOk(c, 'list_envs');
+    expect((envs as { id: string }[]).map((e) => e.id)).toContain(CARTPOLE);
+  });
+
+  it('plays a full CartPole episode through make_env, reset, step and close_env', async () => {
+    const c = await setup();
+    const made = await callOk(c, 'make_env', { env_id: CARTPOLE });
+    expect(made).toMatchObject({ env_id: CARTPOLE, action_space: 'Discrete(2)', action_schema: { type: 'integer', minimum: 0, maximum: 1 }, max_episode_steps: 500 });
+    const id = made.session_id as string;
+    const first = await callOk(c, 'reset', { session_id: id, seed: 7 });
+    expect(first.obs).toMatchObject({ dtype: 'float32', shape: [4] });
+    let total = 0;
+    let last: Record<string, unknown> = {};
+    for (let i = 0; i < 500; i++) {
+      // Push the cart the way the pole leans: a long episode, ended by the pole or the 500-step limit.
+      const [, , angle, velocity] = (last.obs as { values: number[] } | undefined)?.values ?? ((first.obs as { values: number[] }).values);
+      last = await callOk(c, 'step', { session_id: id, action: angle! + 0.5 * velocity! > 0 ? 1 : 0 });
+      total += last.reward as number;
+      if (last.terminated || last.truncated) break;
+    }
+    expect(last.terminated || last.truncated).toBe(true);
+    expect(last.episode_return).toBe(total);
+    expect(last.episode_steps).toBe(total);
+    expect(total).toBeGreaterThan(100);
+    expect(await callErr(c, 'step', { session_id: id, action: 0 })).toMatch(/^ENV_ERR_RESET_NEEDED: /);
+    // The same seed gives the same first observation.
+    expect((await callOk(c, 'reset', { session_id: id, seed: 7 })).obs).toEqual(first.obs);
+    expect(await callOk(c, 'close_env', { session_id: id })).toEqual({ session_id: id, closed: true });
+    expect(t!.server.core.sessionCount).toBe(0);
+  });
+
+  it('publishes env tools as MCP tools with list_changed, and attaches camera frames as PNG', async () => {
+    const c = await setup();
+    let changed = 0;
+    c.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      changed++;
+    });
+    const made = await callOk(c, 'make_env', { env_id: CAMERA_ENV });
+    const id = made.session_id as string;
+    expect(made.tools).toEqual([
+      { name: 'drive', mcp_tool: 'drive', description: 'Drive one tick with a throttle in [0, 1].' },
+      { name: 'get_speed', mcp_tool: 'get_speed', description: 'The current speed.' },
+    ]);
+    expect(await until(() => changed === 1)).toBe(true);
+    const { tools } = await c.listTools();
+    const drive = tools.find((x) => x.name === 'drive')!;
+    expect(drive.inputSchema.required).toEqual(['session_id', 'throttle']);
+    expect(drive.inputSchema.properties?.throttle).toMatchObject({ type: 'number', minimum: 0, maximum: 1 });
+
+    const reset = (await c.callTool({ name: 'reset', arguments: { session_id: id, seed: 1 } })) as CallToolResult;
+    const image = reset.content.find((x) => x.type === 'image');
+    expect(image).toMatchObject({ type: 'image', mimeType: 'image/png' });
+    const meta = await sharp(Buffer.from((image as { data: string }).data, 'base64')).metadata();
+    expect([meta.format, meta.width, meta.height, meta.channels]).toEqual(['png', 24, 16, 3]);
+    expect((reset.structuredContent as { obs: { camera: unknown } }).obs.camera).toMatchObject({ dtype: 'uint8', shape: [16, 24, 3] });
+
+    const driven = await callOk(c, 'drive', { session_id: id, throttle: 0.5 });
+    expect(driven).toMatchObject({ tool: 'drive', terminated: false, truncated: false, info: { t: 1 }, episode_steps: 1 });
+    expect(driven.reward).toBeCloseTo((driven.result as { reward: number }).reward);
+    const viaGeneric = await callOk(c, 'call_session_tool', { session_id: id, tool: 'get_speed', args: {} });
+    expect((viaGeneric.result as { speed: number }).speed).toBeGreaterThan(0.5);
+    const listed = await callOk(c, 'list_session_tools', { session_id: id });
+    expect((listed.tools as { name: string }[]).map((x) => x.name)).toEqual(['drive', 'get_speed']);
+
+    const stepped = (await c.callTool({ name: 'step', arguments: { session_id: id, action: [0.1, 0] } })) as CallToolResult;
+    expect(stepped.isError).toBeFalsy();
+    expect(stepped.content.filter((x) => x.type === 'image')).toHaveLength(1);
+
+    const rendered = (await c.callTool({ name: 'render', arguments: { session_id: id } })) as CallToolResult;
+    expect(rendered.content[0]).toMatchObject({ type: 'image', mimeType: 'image/png' });
+
+    await callOk(c, 'close_env', { session_id: id });
+    expect(await until(() => changed === 2)).toBe(true);
+    expect((await c.listTools()).tools.map((x) => x.name)).toEqual(FIXED);
+  });
+
+  it('answers bad tool arguments with an MCP tool error carrying the validation message', async () => {
+    const c = await setup();
+    expect(await callErr(c, 'step', { session_id: 5 })).toBe(
+      'Input validation error: Invalid arguments for tool step: session_id: Invalid input: expected string, received number; action: action is required',
+    );
+    expect(await callErr(c, 'make_env', { env_id: CARTPOLE, colour: 'red' })).toMatch(/^Input validation error: .*Unrecognized key: "colour"/);
+    expect(await callErr(c, 'reset', { session_id: 'x', seed: -1 })).toMatch(/^Input validation error: .*seed: Too small/);
+    expect(await callErr(c, 'make_env', { env_id: 'gymwire/Nope-v0' })).toMatch(/^ENV_ERR_UNKNOWN_ENV: /);
+    expect(await callErr(c, 'make_env', { env_id: CARTPOLE, kwargs: { render_mode: 'human' } })).toMatch(/^ENV_ERR_INVALID_KWARGS: /);
+    const cart = (await callOk(c, 'make_env', { env_id: CARTPOLE })).session_id as string;
+    await callOk(c, 'reset', { session_id: cart, seed: 0 });
+    expect(await callErr(c, 'step', { session_id: cart, action: 2 })).toBe('ENV_ERR_INVALID_ACTION: action is not in the action space: 2 is outside [0, 1]');
+    const cam = (await callOk(c, 'make_env', { env_id: CAMERA_ENV })).session_id as string;
+    await callOk(c, 'reset', { session_id: cam, seed: 0 });
+    expect(await callErr(c, 'step', { session_id: cam, action: [1, 2, 3] })).toMatch(/^ENV_ERR_INVALID_ACTION: action needs 2 numbers for shape \[2\], got 3/);
+    expect(await callErr(c, 'drive', { session_id: cam, throttle: 5 })).toMatch(/^ENV_ERR_INVALID_TOOL_ARGS: .*throttle: Too big/);
+    expect(await callErr(c, 'drive', { throttle: 0.5 })).toMatch(/^Input validation error: .*session_id/);
+    expect(await callErr(c, 'call_session_tool', { session_id: cam, tool: 'fly' })).toMatch(/^ENV_ERR_UNKNOWN_TOOL: /);
+    expect(await callErr(c, 'teleport', {})).toMatch(/Tool teleport not found/);
+    const res = (await c.callTool({ name: 'step', arguments: { session_id: cart, action: 9 } })) as CallToolResult;
+    expect(res.structuredContent).toMatchObject({ error: { code: 'ENV_ERR_INVALID_ACTION' } });
+  });
+
+  it('answers an unknown or closed session clearly', async () => {
+    const c = await setup();
+    expect(await callErr(c, 'step', { session_id: 's_nope', action: 0 })).toBe('ENV_ERR_UNKNOWN_SESSION: no session "s_nope" in this MCP session; make one with make_env');
+    const id = (await callOk(c, 'make_env', { env_id: CARTPOLE })).session_id as string;
+    expect(await callErr(c, 'reset', { session_id: 's_nope' })).toMatch(`open sessions: ${id}`);
+    await callOk(c, 'close_env', { session_id: id });
+    expect(await callErr(c, 'reset', { session_id: id })).toBe(`ENV_ERR_UNKNOWN_SESSION: session ${id} is closed (closed by close_env); make a new one with make_env`);
+    expect(await callOk(c, 'close_env', { session_id: id })).toMatchObject({ closed: false });
+    // Another MCP session cannot reach this one's sessions.
+    const mine = (await callOk(c, 'make_env', { env_id: CARTPOLE })).session_id as string;
+    const other = await httpClient(t!.mcpUrl);
+    clients.push(other);
+    expect(await callErr(other, 'reset', { session_id: mine })).toMatch(/^ENV_ERR_UNKNOWN_SESSION: /);
+  });
+
+  it('closes the gymwire sessions when the MCP session ends', async () => {
+    t = await startMcpServer();
+    const transport = new StreamableHTTPClientTransport(new URL(t.mcpUrl));
+    const c = new Client({ name: 'ending', version: '0' });
+    await c.connect(transport);
+    await callOk(c, 'make_env', { env_id: CARTPOLE });
+    await callOk(c, 'make_env', { env_id: CAMERA_ENV });
+    expect(t.server.core.sessionCount).toBe(2);
+    expect(t.endpoint.sessionCount).toBe(1);
+    await transport.terminateSession();
+    await c.close();
+    expect(await until(() => t!.server.core.sessionCount === 0 && t!.endpoint.sessionCount === 0 && t!.server.core.connectionCount === 0)).toBe(true);
+  });
+
+  it('reaps idle MCP sessions, and reports sessions the core reaped as closed', async () => {
+    const c = await setup({ mcp: { idleTimeoutMs: 300 } });
+    await callOk(c, 'make_env', { env_id: CARTPOLE });
+    expect(await until(() => t!.endpoint.sessionCount === 0 && t!.server.core.sessionCount === 0)).toBe(true);
+    await expect(c.callTool({ name: 'list_envs', arguments: {} })).rejects.toThrow(/404|Session not found/);
+    await t!.server.close();
+
+    // The core's own idle reaper (the WebSocket limit) closes idle gymwire sessions of a live MCP session.
+    const c2 = await setup({ limits: { idle_timeout_ms: 200 }, mcp: { idleTimeoutMs: 0 } });
+    const id = (await callOk(c2, 'make_env', { env_id: CARTPOLE })).session_id as string;
+    expect(await until(() => t!.server.core.sessionCount === 0)).toBe(true);
+    expect(await callErr(c2, 'reset', { session_id: id })).toMatch(new RegExp(`^ENV_ERR_UNKNOWN_SESSION: session ${id} is closed \\(.*idle`));
+  });
+
+  it('applies the core limits to MCP sessions', async () => {
+    const c = await setup({ limits: { max_sessions_per_client: 2 } });
+    await callOk(c, 'make_env', { env_id: CARTPOLE });
+    await callOk(c, 'make_env', { env_id: CARTPOLE });
+    expect(await callErr(c, 'make_env', { env_id: CARTPOLE })).toMatch(/^ENV_ERR_TOO_MANY_SESSIONS: /);
+  });
+
+  it('enforces the auth token: HTTP 401 without it or with a wrong one', async () => {
+    t = await startMcpServer({ token: 'sekret' });
+    await expect(httpClient(t.mcpUrl)).rejects.toMatchObject({ code: 401, message: expect.stringMatching(/needs an auth token/) });
+    await expect(httpClient(t.mcpUrl, 'wrong')).rejects.toMatchObject({ code: 401, message: expect.stringMatching(/auth token is wrong/) });
+    expect(t.server.core.connectionCount).toBe(0);
+    const c = await httpClient(t.mcpUrl, 'sekret');
+    clients.push(c);
+    expect((await callOk(c, 'list_envs')).envs).toBeInstanceOf(Array);
+    // A session's later requests must carry the token it was opened with.
+    const sid = (c.transport as StreamableHTTPClientTransport).sessionId!;
+    const res = await fetch(t.mcpUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/list' }),
+    });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
+  });
+});

@@ -1,0 +1,85 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { startServer } from '../../server/index.ts';
+import type { RunningServer } from '../../server/index.ts';
+import { CAMERA_ENV, callErr, callOk, testRegistry } from './helpers.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** `node bin/gymwire.js mcp` once the CLI registers the command; until then the same command through registerMcp. */
+const ENTRY = readFileSync(`${ROOT}bin/cli.ts`, 'utf8').includes('registerMcp') ? 'bin/gymwire.js' : 'test/mcp/fixtures/mcp-cli.js';
+
+let server: RunningServer;
+beforeAll(async () => {
+  server = await startServer({ port: 0, registry: testRegistry(), token: 'sekret' });
+});
+afterAll(async () => {
+  await server.close();
+});
+
+function bridge(token: string | null): { client: Client; transport: StdioClientTransport; stderr: () => string } {
+  const args = [ENTRY, 'mcp', '--url', server.url, ...(token !== null ? ['--token', token] : [])];
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '' };
+  const transport = new StdioClientTransport({ command: process.execPath, args, cwd: ROOT, env, stderr: 'pipe' });
+  let err = '';
+  transport.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  return { client: new Client({ name: 'gymwire-stdio-test', version: '0' }), transport, stderr: () => err };
+}
+
+describe('MCP over stdio (gymwire mcp --url)', () => {
+  it('lists tools, plays a CartPole episode, reports bad arguments and unknown sessions, then closes its sessions', async () => {
+    const { client, transport } = bridge('sekret');
+    await client.connect(transport);
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name)).toEqual(['list_envs', 'make_env', 'reset', 'step', 'render', 'close_env', 'list_session_tools', 'call_session_tool']);
+
+      const id = (await callOk(client, 'make_env', { env_id: 'gymwire/CartPole-v1' })).session_id as string;
+      expect(server.core.sessionCount).toBe(1);
+      await callOk(client, 'reset', { session_id: id, seed: 3 });
+      let last: Record<string, unknown> = {};
+      let steps = 0;
+      // Always pushing right tips the pole within a few dozen steps.
+      while (steps < 500 && !last.terminated && !last.truncated) {
+        last = await callOk(client, 'step', { session_id: id, action: 1 });
+        steps++;
+      }
+      expect(last.terminated).toBe(true);
+      expect(last.episode_return).toBe(steps);
+
+      expect(await callErr(client, 'step', { session_id: id })).toMatch(/^Input validation error: Invalid arguments for tool step: action: action is required/);
+      expect(await callErr(client, 'reset', { session_id: id, seed: 'x' })).toMatch(/^Input validation error: .*seed: Invalid input/);
+      expect(await callErr(client, 'step', { session_id: 's_missing', action: 1 })).toMatch(/^ENV_ERR_UNKNOWN_SESSION: no session "s_missing"/);
+      await callOk(client, 'close_env', { session_id: id });
+      expect(await callErr(client, 'step', { session_id: id, action: 1 })).toMatch(/^ENV_ERR_UNKNOWN_SESSION: session .* is closed/);
+
+      // Env tools are MCP tools over stdio too.
+      const cam = (await callOk(client, 'make_env', { env_id: CAMERA_ENV })).session_id as string;
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain('drive');
+      await callOk(client, 'reset', { session_id: cam, seed: 0 });
+      expect(await callOk(client, 'drive', { session_id: cam, throttle: 1 })).toMatchObject({ tool: 'drive', terminated: false });
+      expect(server.core.sessionCount).toBe(1);
+    } finally {
+      await client.close();
+    }
+    // The bridge closes what it made when its MCP client goes away.
+    const end = Date.now() + 5000;
+    while (server.core.sessionCount > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    expect(server.core.sessionCount).toBe(0);
+  }, 30_000);
+
+  it('enforces the auth token: the bridge exits with the refusal when the token is missing or wrong', async () => {
+    for (const token of [null, 'wrong']) {
+      const { client, transport, stderr } = bridge(token);
+      await expect(client.connect(transport)).rejects.toThrow();
+      const end = Date.now() + 5000;
+      while (!/gymwire mcp: .*auth token/.test(stderr()) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+      expect(stderr()).toMatch(token === null ? /needs an auth token/ : /auth token is wrong/);
+      await client.close().catch(() => {});
+    }
+  }, 30_000);
+});
