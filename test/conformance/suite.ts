@@ -468,14 +468,13 @@ export const CASES: ConformanceCase[] = [
       const probe = await c.make(ctx.envId);
       const modes = (probe.metadata.render_modes as string[] | undefined) ?? [];
       await probe.close();
-      let env = probe;
-      if (modes.includes('rgb_array')) {
-        try {
-          env = await c.make(ctx.envId, { render_mode: 'rgb_array' });
-        } catch {
-          return { status: 'skip', reason: "the env lists rgb_array but does not take a render_mode kwarg" };
-        }
-      } else return { status: 'skip', reason: 'the env lists no rgb_array render mode' };
+      if (!modes.includes('rgb_array')) return { status: 'skip', reason: 'the env lists no rgb_array render mode' };
+      let env: RemoteEnv;
+      try {
+        env = await c.make(ctx.envId, { render_mode: 'rgb_array' });
+      } catch {
+        return { status: 'skip', reason: 'the env lists rgb_array but does not take a render_mode kwarg' };
+      }
       await env.reset({ seed: 1 });
       try {
         const frame = await env.render('tensor');

@@ -1,0 +1,201 @@
+/**
+ * One suite over every transport: ordering, isolation, bad input, limits, lifecycle.
+ */
+import WebSocket from 'ws';
+import { afterEach, describe, expect, it } from 'vitest';
+
+import { connect } from '../../client/ts/client.ts';
+import { CartPoleEnv } from '../../envs/classic/cartpole.ts';
+import type { ClientEvent, GymwireClient } from '../../client/ts/client.ts';
+import { ProtocolError } from '../../protocol/errors.ts';
+import { Tensor } from '../../protocol/tensor.ts';
+import { valuesEqual } from '../conformance/suite.ts';
+import { testRegistry } from '../helpers/envs.ts';
+import { startTestServer, TRANSPORTS } from '../helpers/servers.ts';
+import type { TestServer } from '../helpers/servers.ts';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
+});
+
+async function serve(transport: (typeof TRANSPORTS)[number], opts: Parameters<typeof startTestServer>[1] = {}): Promise<TestServer> {
+  const srv = await startTestServer(transport, { registry: testRegistry(), ...opts });
+  cleanups.push(() => srv.close());
+  return srv;
+}
+
+async function client(srv: TestServer, opts: Parameters<typeof connect>[1] = {}): Promise<GymwireClient> {
+  const c = await connect(srv.connector, { reconnectDelayMs: 10, ...opts });
+  cleanups.push(() => c.close());
+  return c;
+}
+
+const codeOf = async (p: Promise<unknown>) => p.then(() => 'ok', (e: unknown) => (e instanceof ProtocolError ? e.code : String(e)));
+
+describe.each(TRANSPORTS)('transport %s', (transport) => {
+  it('answers pipelined requests for one session in order', async () => {
+    const srv = await serve(transport);
+    const c = await client(srv);
+    const env = await c.make('test/Counter-v0');
+    await env.reset();
+    const results = await Promise.all(Array.from({ length: 200 }, () => env.step(0)));
+    expect(results.map((r) => r.obs)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+  });
+
+  it('runs sessions independently: a slow session does not hold up another', async () => {
+    const srv = await serve(transport);
+    const c = await client(srv);
+    const slow = await c.make('test/Counter-v0', { delay_ms: 300 });
+    const fast = await c.make('test/Counter-v0');
+    await Promise.all([slow.reset(), fast.reset()]);
+    const slowStep = slow.step(0);
+    const start = performance.now();
+    for (let i = 0; i < 20; i++) await fast.step(0);
+    expect(performance.now() - start).toBeLessThan(250);
+    await slowStep;
+  });
+
+  it('isolates an env that throws: env-failure code, other sessions unaffected, session still usable', async () => {
+    const srv = await serve(transport);
+    const c = await client(srv);
+    const [a, b] = await Promise.all([c.make('test/Counter-v0'), c.make('test/Counter-v0')]);
+    await Promise.all([a.reset(), b.reset()]);
+    const [failed, fine] = await Promise.all([codeOf(a.step(1)), b.step(0)]);
+    expect(failed).toBe('ENV_ERR_ENV_FAILURE');
+    expect(fine.obs).toBe(1);
+    expect((await a.step(0)).obs).toBe(1);
+  });
+
+  it('reports an env failure inside a batch per session and keeps the others', async () => {
+    const srv = await serve(transport);
+    const c = await client(srv);
+    const vec = await c.makeVec('test/Counter-v0', 3, { autoresetMode: 'disabled' });
+    await vec.reset();
+    const r = await c.request('step_batch', { session_ids: vec.sessionIds, actions: [0, 1, 0], autoreset_mode: 'disabled' });
+    expect(r.errors[0]).toBeNull();
+    expect(r.errors[1]?.code).toBe('ENV_ERR_ENV_FAILURE');
+    expect((r.obs as Tensor).toNumbers()).toEqual([1, 0, 1]);
+  });
+
+  it('refuses NaN and out-of-space actions without touching the env', async () => {
+    const srv = await serve(transport);
+    const c = await client(srv);
+    const env = await c.make('gymwire/Conformance-v0');
+    await env.reset({ seed: 1 });
+    const state = await env.getState();
+    expect(await codeOf(env.step(Tensor.from('float32', [2], [Number.NaN, 0])))).toBe('ENV_ERR_INVALID_ACTION');
+    expect(await codeOf(env.step(Tensor.from('float32', [2], [5, 0])))).toBe('ENV_ERR_INVALID_ACTION');
+    expect(valuesEqual(await env.getState(), state)).toBe(true);
+  });
+
+  it('enforces the pending-requests limit per session', async () => {
+    const srv = await serve(transport, { limits: { max_pending_per_session: 4 } });
+    const c = await client(srv);
+    const env = await c.make('test/Counter-v0', { delay_ms: 20 });
+    await env.reset();
+    const codes = await Promise.all(Array.from({ length: 12 }, () => codeOf(env.step(0))));
+    expect(codes).toContain('ENV_ERR_TOO_MANY_PENDING');
+    expect(codes).toContain('ok');
+  });
+
+  it('enforces the auth token', async () => {
+    const srv = await serve(transport, { token: 'sesame' });
+    await expect(connect(srv.connector, { token: 'wrong', reconnect: false })).rejects.toMatchObject({ code: 'ENV_ERR_UNAUTHORIZED' });
+    await expect(connect(srv.connector, { reconnect: false })).rejects.toMatchObject({ code: 'ENV_ERR_UNAUTHORIZED' });
+    const ok = await client(srv, { token: 'sesame' });
+    expect(ok.welcome.protocol_version).toBe(1);
+  });
+
+  it('reaps the sessions of a client that vanishes mid-step', async () => {
+    const srv = await serve(transport, { limits: { resume_grace_ms: 100 }, reapIntervalMs: 25 });
+    const c = await connect(srv.connector, { reconnect: false });
+    const env = await c.make('test/Counter-v0', { delay_ms: 50 });
+    await env.reset();
+    void env.step(0).catch(() => {});
+    c.simulateConnectionLoss();
+    await expect.poll(() => srv.server.core.sessionCount, { timeout: 3000 }).toBe(0);
+  });
+
+  it('closes idle sessions and tells the client', async () => {
+    const srv = await serve(transport, { limits: { idle_timeout_ms: 100 }, reapIntervalMs: 25 });
+    const events: ClientEvent[] = [];
+    const c = await client(srv, { onEvent: (e) => events.push(e) });
+    const env = await c.make('test/Counter-v0');
+    await expect.poll(() => events.some((e) => e.type === 'event' && e.event === 'session_closed' && e.session_id === env.sessionId), { timeout: 3000 }).toBe(true);
+    expect(env.closed).toBe(true);
+    expect(await codeOf(c.request('reset', { session_id: env.sessionId }))).toBe('ENV_ERR_UNKNOWN_SESSION');
+  });
+
+  it('answers in-flight steps before a graceful shutdown closes', async () => {
+    const srv = await startTestServer(transport, { registry: testRegistry() });
+    const c = await connect(srv.connector, { reconnect: false });
+    const env = await c.make('test/Counter-v0', { delay_ms: 200 });
+    await env.reset();
+    const inFlight = env.step(0);
+    await new Promise((r) => setTimeout(r, 20));
+    const closing = srv.close();
+    expect((await inFlight).obs).toBe(1);
+    await closing;
+    expect(srv.server.core.sessionCount).toBe(0);
+    await c.close();
+  });
+
+  it('gives the same seeded episode as every other transport', async () => {
+    const srv = await serve(transport);
+    const c = await client(srv);
+    const env = await c.make('gymwire/CartPole-v1');
+    const first = await env.reset({ seed: 2024 });
+    const trace: number[] = [...(first.obs as Tensor).toNumbers()];
+    for (let i = 0; i < 30; i++) {
+      const r = await env.step(i % 3 === 0 ? 1 : 0);
+      trace.push(...(r.obs as Tensor).toNumbers(), r.reward);
+      if (r.terminated) break;
+    }
+    // The same episode run in process, with no transport at all: every transport must match it.
+    const local = new CartPoleEnv();
+    const expected: number[] = [...local.reset({ seed: 2024 }).obs.toNumbers()];
+    for (let i = 0; i < 30; i++) {
+      const r = local.step(i % 3 === 0 ? 1 : 0);
+      expected.push(...r.obs.toNumbers(), r.reward);
+      if (r.terminated) break;
+    }
+    expect(trace).toEqual(expected);
+  });
+});
+
+describe('ws transport', () => {
+  it('drops a peer that stops answering heartbeats', async () => {
+    const srv = await serve('ws', { limits: { heartbeat_ms: 100 } });
+    const ws = new WebSocket(srv.server.url, { autoPong: false });
+    await new Promise((r) => ws.once('open', r));
+    const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
+    expect(await closed).toBe(1006);
+  });
+
+  it('serves /healthz and /metrics on the same port', async () => {
+    const srv = await serve('ws');
+    const c = await client(srv);
+    const env = await c.make('gymwire/CartPole-v1');
+    await env.reset({ seed: 1 });
+    await env.step(0);
+    await codeOf(env.step(7));
+    const base = srv.server.url.replace('ws://', 'http://');
+    const health = await (await fetch(`${base}/healthz`)).json();
+    expect(health).toMatchObject({ status: 'ok', sessions: 1, connections: 1 });
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(/gymwire_open_sessions\{env_id="gymwire\/CartPole-v1"\} 1/);
+    expect(metrics).toMatch(/gymwire_steps_total\{env_id="gymwire\/CartPole-v1"\} 1/);
+    expect(metrics).toMatch(/gymwire_step_latency_seconds_bucket/);
+    expect(metrics).toMatch(/gymwire_errors_total\{code="ENV_ERR_INVALID_ACTION"\} 1/);
+  });
+});
+
+describe('uws transport', () => {
+  it('serves /healthz and /metrics on the same port', async () => {
+    const srv = await serve('uws');
+    const base = srv.server.url.replace('ws://', 'http://');
+    expect(await (await fetch(`${base}/healthz`)).json()).toMatchObject({ status: 'ok' });
+    expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/gymwire_connections/);
+  });
+});
