@@ -159,14 +159,15 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     }
     const idx = contextIndices(m.context.selection, m.context.frames, st.history.length);
     const frameLen = this.H * this.W * 3;
-    const context = new Uint8Array(idx.length * frameLen);
-    idx.forEach((h, i) => context.set(st.history[h]!, i * frameLen));
+    const context = idx.map((h) => st.history[h]!);
 
     const res = await this.model.step({ context, actions, pose: Float32Array.from(st.pose), noise });
 
+    // Frames are never written after generation, so history and observations share views of the
+    // batch's output instead of copying (this keeps the event loop free with many sessions).
     const C = this.chunk;
     const frames: Uint8Array[] = [];
-    for (let t = 0; t < C; t++) frames.push(res.frames.slice(t * frameLen, (t + 1) * frameLen));
+    for (let t = 0; t < C; t++) frames.push(res.frames.subarray(t * frameLen, (t + 1) * frameLen));
     st.history.push(...frames);
     if (m.context.selection === 'last') st.history.splice(0, st.history.length - m.context.frames);
     if (res.poses) st.pose = Array.from(res.poses.subarray((C - 1) * 8, C * 8));
@@ -196,7 +197,7 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
       success: terminated,
       episode_index: st.episode,
     };
-    if (this.returnAll) info.frames = new Tensor('uint8', [C, this.H, this.W, 3], res.frames.slice());
+    if (this.returnAll) info.frames = new Tensor('uint8', [C, this.H, this.W, 3], res.frames);
     let reward = 0;
     for (const r of rewards) reward += r;
     return { obs: this.observe(), reward, terminated, truncated, info };
@@ -234,7 +235,7 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     state.set(st.pose.slice(0, 8), 0);
     state.set(st.pose.slice(0, 8), 8);
     return {
-      full_image: new Tensor('uint8', [this.H, this.W, 3], st.history[st.history.length - 1]!.slice()),
+      full_image: new Tensor('uint8', [this.H, this.W, 3], st.history[st.history.length - 1]!),
       state: new Tensor('float32', [16], state),
       task_description: st.task,
     };

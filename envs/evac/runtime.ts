@@ -18,6 +18,7 @@
  * await runtime.close();
  */
 import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
@@ -38,14 +39,14 @@ export interface RuntimeOptions {
   batchWindowMs?: number;
   /** Most chunk steps in one run. Default 32. 1 disables batching. */
   maxBatch?: number;
-  /** onnxruntime intra-op threads in the worker; 0 lets onnxruntime choose. */
+  /** onnxruntime intra-op threads in the worker (default: cores - 1, 1 to 4); 0 lets onnxruntime choose. */
   threads?: number;
 }
 
 /** One env's chunk step: flat arrays in the shapes of the contract, without the batch axis. */
 export interface ChunkRequest {
-  /** uint8 [T,H,W,3] */
-  context: Uint8Array;
+  /** uint8 [T,H,W,3], or its T frames [H,W,3] (copied once, straight into the batch) */
+  context: Uint8Array | readonly Uint8Array[];
   /** float32 [C,A], already normalised */
   actions: Float32Array;
   /** float32 [8], the pose before the chunk */
@@ -82,6 +83,7 @@ export class LoadedWorldModel {
   private queue: Pending[] = [];
   private timer: NodeJS.Timeout | null = null;
   private running = false;
+  private lastBatch = Infinity;
 
   constructor(
     private readonly runtime: WorldModelRuntime,
@@ -101,8 +103,11 @@ export class LoadedWorldModel {
   step(req: ChunkRequest): Promise<ChunkResult> {
     const m = this.manifest;
     const sizes = { context: m.context.frames * m.height * m.width * 3, actions: m.chunk * m.action.dim, pose: 8 };
+    const noiseSize = this.inputs.noise ? this.inputs.noise.reduce((a, b) => a * b, 1) : 0;
+    const contextSize = Array.isArray(req.context) ? req.context.reduce((n, f: Uint8Array) => n + f.length, 0) : (req.context as Uint8Array).length;
+    if (req.noise && req.noise.length !== noiseSize) return Promise.reject(new Error(`chunk step noise has ${req.noise.length} values, the model needs ${noiseSize}`));
     for (const [name, n] of Object.entries(sizes)) {
-      const got = req[name as keyof typeof sizes].length;
+      const got = name === 'context' ? contextSize : req[name as 'actions' | 'pose'].length;
       if (got !== n) return Promise.reject(new Error(`chunk step ${name} has ${got} values, the model needs ${n}`));
     }
     return new Promise((resolve, reject) => {
@@ -113,7 +118,8 @@ export class LoadedWorldModel {
 
   private schedule(): void {
     if (this.running) return;
-    if (this.queue.length >= this.runtime.maxBatch) {
+    // Everyone from the last batch is back (or the batch is full): no reason to wait for the window.
+    if (this.queue.length >= Math.min(this.runtime.maxBatch, this.lastBatch)) {
       this.flush();
       return;
     }
@@ -125,6 +131,7 @@ export class LoadedWorldModel {
     this.timer = null;
     if (this.running || this.queue.length === 0) return;
     const batch = this.queue.splice(0, this.runtime.maxBatch);
+    this.lastBatch = batch.length;
     this.running = true;
     this.runBatch(batch)
       .catch((err: Error) => {
@@ -140,7 +147,7 @@ export class LoadedWorldModel {
   private async runBatch(batch: Pending[]): Promise<void> {
     const m = this.manifest;
     const B = batch.length;
-    const cat = <T extends Uint8Array | Float32Array>(parts: T[], Ctor: new (n: number) => T): T => {
+    const cat = <T extends Uint8Array | Float32Array>(parts: readonly T[], Ctor: new (n: number) => T): T => {
       const out = new Ctor(parts.reduce((n, p) => n + p.length, 0));
       let o = 0;
       for (const p of parts) {
@@ -162,7 +169,7 @@ export class LoadedWorldModel {
       contextFrames: m.context.frames,
       actionDim: m.action.dim,
       context: cat(
-        batch.map((p) => p.req.context),
+        batch.flatMap((p) => (Array.isArray(p.req.context) ? (p.req.context as Uint8Array[]) : [p.req.context as Uint8Array])),
         Uint8Array,
       ),
       actions: cat(
@@ -213,7 +220,9 @@ export class WorldModelRuntime {
     this.deviceId = opts.deviceId ?? Number(process.env.GYMWIRE_EVAC_DEVICE_ID ?? 0);
     this.batchWindowMs = opts.batchWindowMs ?? 2;
     this.maxBatch = Math.max(1, opts.maxBatch ?? 32);
-    this.threads = opts.threads ?? 0;
+    // One intra-op thread per spare core: on small machines onnxruntime's spinning pool otherwise
+    // competes with the event loop (two threads on two cores ran the tiny model 2-4x slower).
+    this.threads = opts.threads ?? Math.max(1, Math.min(4, availableParallelism() - 1));
   }
 
   /**

@@ -39,10 +39,12 @@ async function load(msg: Extract<WorkerRequest, { type: 'load' }>): Promise<Work
   let options: ort.InferenceSession.SessionOptions = { ...base, executionProviders: ['cpu'] };
   if (msg.device === 'cuda') {
     const cuda: ort.InferenceSession.SessionOptions = { ...base, executionProviders: [{ name: 'cuda', deviceId: msg.deviceId }] };
+    // The probe's failure is reported once through the runtime's logger; keep onnxruntime's own stderr quiet.
+    const probe: ort.InferenceSession.SessionOptions = { ...cuda, logSeverityLevel: 4 };
     try {
       // Probe with the reward model: onnxruntime-node throws at session creation when the CUDA
       // provider libraries are not installed, and never falls back by itself.
-      await (await create(msg.files.reward, cuda)).release();
+      await (await create(msg.files.reward, probe)).release();
       options = cuda;
       provider = 'cuda';
     } catch (err) {

@@ -73,7 +73,7 @@ function frontHeight(g: GraphBuilder, rgb: string, size: number): { height: stri
   };
 }
 
-/** world_model.onnx: context uint8 [B,T,H,W,3], actions [B,C,7], poses [B,C,8], noise [B,C,3] -> frames uint8 [B,C,H,W,3]. */
+/** world_model.onnx: context uint8 [B,T,H,W,3], actions [B,C,7], poses [B,C,8], noise [B,C] -> frames uint8 [B,C,H,W,3]. */
 export function buildTinyWorldModel(spec: TinySpec): Uint8Array {
   const { size, chunk: C, contextFrames: T } = spec;
   const s = size / GRID;
@@ -81,7 +81,7 @@ export function buildTinyWorldModel(spec: TinySpec): Uint8Array {
   const context = g.input('context', 'uint8', ['B', T, size, size, 3]);
   const actions = g.input('actions', 'float32', ['B', C, 7]);
   const poses = g.input('poses', 'float32', ['B', C, 8]);
-  const noise = g.input('noise', 'float32', ['B', C, 3]);
+  const noise = g.input('noise', 'float32', ['B', C]);
 
   // The block as the last context frame shows it: [B,3] pixels (column, top row, height).
   const last = g.op('Cast', [g.op('Gather', [context, g.i64([T - 1], [])], { axis: 1 })], { to: 1 });
@@ -117,51 +117,60 @@ export function buildTinyWorldModel(spec: TinySpec): Uint8Array {
   const [ex, ey, ez] = [0, 1, 2].map((i) => comp(ee, i)) as [string, string, string];
   const [bx, by, bz] = [0, 1, 2].map((i) => comp(blockSeq, i)) as [string, string, string];
   const closedF = unsq(g.op('Cast', [closed], { to: 1 }), [2, 3]);
-  const openB = unsq(g.op('Not', [closed]), [2, 3, 4]);
+  const openF = g.op('Sub', [g.f32(1), closedF]);
 
   const { col, row } = grids(g, size);
-  const topPanel = g.op('Less', [row, g.f32(size / 2)]);
+  const topPanel = topRows(g, size);
   const add = (a: string, b: string | number) => g.op('Add', [a, typeof b === 'number' ? g.f32(b) : b]);
   const sub = (a: string, b: string | number) => g.op('Sub', [a, typeof b === 'number' ? g.f32(b) : b]);
   const mul = (a: string, b: string | number) => g.op('Mul', [a, typeof b === 'number' ? g.f32(b) : b]);
   const within = (grid: string, lo: string | number, hi: string | number) =>
-    g.op('And', [g.op('GreaterOrEqual', [grid, typeof lo === 'number' ? g.f32(lo) : lo]), g.op('Less', [grid, typeof hi === 'number' ? g.f32(hi) : hi])]);
-  /** A box as a bool mask [B,C,H,W,1]. */
-  const box = (x0: string | number, x1: string | number, y0: string | number, y1: string | number, topOnly = false) => {
+    g.op('Cast', [g.op('And', [g.op('GreaterOrEqual', [grid, typeof lo === 'number' ? g.f32(lo) : lo]), g.op('Less', [grid, typeof hi === 'number' ? g.f32(hi) : hi])])], { to: 1 });
+
+  // Each pixel takes the palette index of the last shape painted over it: shapes are numbered in
+  // paint order and combined with Max, so drawing is a few broadcast ops on [B,C,H,W] (channels-last
+  // painting with Where was ten times slower in onnxruntime's broadcasting loops).
+  const palette: number[][] = [COLORS.wood, COLORS.sky, COLORS.tableFront].map((c) => [...c]);
+  const bgIds = Array.from({ length: size }, (_, r) => (r < size / 2 ? 0 : r + 0.5 < TABLE_ROW * s ? 1 : 2));
+  let ids = g.f32(bgIds, [size, 1]);
+  const paint = (x0: string | number, x1: string | number, y0: string | number, y1: string | number, color: readonly number[], opts: { topOnly?: boolean; when?: string } = {}) => {
+    palette.push([...color]);
+    let cols = mul(within(col, x0, x1), palette.length - 1);
+    if (opts.when) cols = mul(cols, opts.when);
     let rows = within(row, y0, y1);
-    if (topOnly) rows = g.op('And', [rows, topPanel]);
-    return unsq(g.op('And', [within(col, x0, x1), rows]), [4]);
-  };
-  const bgRows = Array.from({ length: size }, (_, r) => (r < size / 2 ? COLORS.wood : r + 0.5 < TABLE_ROW * s ? COLORS.sky : COLORS.tableFront)).flat();
-  let img = g.f32(bgRows, [size, 1, 3]);
-  const paint = (mask: string, color: readonly number[]) => {
-    img = g.op('Where', [mask, g.f32([...color]), img]);
+    if (opts.topOnly) rows = mul(rows, topPanel);
+    ids = g.op('Max', [ids, mul(cols, rows)]);
   };
 
   const half = add(mul(ez, 10 / PX_PER_M), 2.5 * s);
-  paint(box(sub(ex, half), add(ex, half), sub(ey, half), add(ey, half), true), COLORS.gripper);
+  paint(sub(ex, half), add(ex, half), sub(ey, half), add(ey, half), COLORS.gripper, { topOnly: true });
   const inner = sub(half, 1.5 * s);
-  const ring = g.op('And', [box(sub(ex, inner), add(ex, inner), sub(ey, inner), add(ey, inner), true), openB]);
-  paint(ring, COLORS.wood);
+  paint(sub(ex, inner), add(ex, inner), sub(ey, inner), add(ey, inner), COLORS.wood, { topOnly: true, when: openF });
   const bh = BLOCK_HALF * s;
-  paint(box(sub(bx, bh), add(bx, bh), sub(by, bh), add(by, bh), true), COLORS.block);
+  paint(sub(bx, bh), add(bx, bh), sub(by, bh), add(by, bh), COLORS.block, { topOnly: true });
 
   const fr = sub(g.f32(TABLE_ROW * s), ez);
   const off = sub(g.f32(6 * s), mul(closedF, 2 * s));
-  paint(box(sub(ex, s), add(ex, s), size / 2, sub(fr, 5 * s)), COLORS.gripper);
+  paint(sub(ex, s), add(ex, s), size / 2, sub(fr, 5 * s), COLORS.gripper);
   const offOut = add(off, s);
-  paint(box(sub(ex, offOut), add(ex, offOut), sub(fr, 5 * s), sub(fr, 4 * s)), COLORS.gripper);
+  paint(sub(ex, offOut), add(ex, offOut), sub(fr, 5 * s), sub(fr, 4 * s), COLORS.gripper);
   const lx = sub(ex, off);
   const rx = add(ex, off);
-  paint(box(sub(lx, s), add(lx, s), sub(fr, 4 * s), add(fr, 3 * s)), COLORS.gripper);
-  paint(box(sub(rx, s), add(rx, s), sub(fr, 4 * s), add(fr, 3 * s)), COLORS.gripper);
+  paint(sub(lx, s), add(lx, s), sub(fr, 4 * s), add(fr, 3 * s), COLORS.gripper);
+  paint(sub(rx, s), add(rx, s), sub(fr, 4 * s), add(fr, 3 * s), COLORS.gripper);
   const br = sub(g.f32(TABLE_ROW * s), bz);
-  paint(box(sub(bx, bh), add(bx, bh), sub(br, bh), add(br, bh)), COLORS.block);
+  paint(sub(bx, bh), add(bx, bh), sub(br, bh), add(br, bh), COLORS.block);
 
-  // Seeded noise: a small per-frame lighting jitter (about +-2 levels per channel).
-  const jitter = g.op('Unsqueeze', [mul(noise, 2), AX(g, [2, 3])]);
-  const lit = g.op('Clip', [g.op('Round', [add(img, jitter)]), g.f32(0), g.f32(255)]);
-  g.output(g.op('Cast', [lit], { to: 2 }), 'frames', 'uint8', ['B', C, size, size, 3]);
+  // Seeded noise: a per-frame brightness jitter (about +-2 levels), applied to each frame's own
+  // copy of the palette so the per-pixel work is one uint8 gather.
+  const K = palette.length;
+  const lit = g.op('Clip', [g.op('Round', [add(g.f32(palette.flat(), [1, 1, K, 3]), unsq(mul(noise, 2), [2, 3]))]), g.f32(0), g.f32(255)]);
+  const palettes = g.op('Reshape', [g.op('Cast', [lit], { to: 2 }), g.i64([-1, 3])]);
+  const nFrames = g.op('Mul', [g.op('Gather', [g.op('Shape', [noise]), g.i64([0], [])], { axis: 0 }), g.i64([C], [])]);
+  const base = g.op('Reshape', [g.op('Mul', [g.op('Range', [g.i64([0], []), nFrames, g.i64([1], [])]), g.i64([K], [])]), g.i64([-1, C, 1, 1])]);
+  const index = g.op('Add', [g.op('Cast', [ids], { to: 7 }), base]);
+  const frames = g.op('Gather', [palettes, index], { axis: 0 });
+  g.output(frames, 'frames', 'uint8', ['B', C, size, size, 3]);
   return g.toModel({ graphName: `tiny_world_model_${size}` });
 }
 
@@ -170,8 +179,17 @@ export function buildTinyReward(size: number): Uint8Array {
   const s = size / GRID;
   const g = new GraphBuilder();
   const frames = g.input('frames', 'uint8', ['N', size, size, 3]);
-  const rgb = g.op('Cast', [frames], { to: 1 });
-  const seen = frontHeight(g, rgb, size);
+  // Only the front view shows height: score its rows alone.
+  const front = g.op('Slice', [frames, g.i64([size / 2]), g.i64([size]), g.i64([1])]);
+  const mask = blockMask(g, g.op('Cast', [front], { to: 1 }));
+  const rows = g.f32(
+    Array.from({ length: size / 2 }, (_, i) => size / 2 + i + 0.5),
+    [size / 2, 1],
+  );
+  const sum = (x: string) => g.op('ReduceSum', [x, AX(g, [1, 2])], { keepdims: 0 });
+  const count = sum(mask);
+  const frontRow = g.op('Div', [sum(g.op('Mul', [mask, rows])), g.op('Max', [count, g.f32(1)])]);
+  const seen = { height: g.op('Sub', [g.f32(TABLE_ROW * s), frontRow]), count };
   const logit = g.op('Mul', [g.op('Sub', [seen.height, g.f32(LIFT_Z * s)]), g.f32(2 / s)]);
   const visible = g.op('Cast', [g.op('Greater', [seen.count, g.f32(0.5)])], { to: 1 });
   const prob = g.op('Mul', [g.op('Sigmoid', [logit]), visible]);

@@ -1,0 +1,221 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { Random } from '../../../protocol/random.ts';
+import { Tensor } from '../../../protocol/tensor.ts';
+import { contains } from '../../../protocol/spaces.ts';
+import type { Env } from '../../../envs/core/env.ts';
+import { InvalidActionError, InvalidOptionsError, InvalidStateError } from '../../../envs/core/env.ts';
+import { Registry } from '../../../envs/core/registry.ts';
+import type { EvacObs } from '../../../envs/evac/env.ts';
+import { EVAC_ENV_ID, registerEvac } from '../../../envs/evac/index.ts';
+import type { WorldModelRuntime } from '../../../envs/evac/runtime.ts';
+import { chunkTensor, filled, runScripted } from './helpers.ts';
+
+let registry: Registry;
+let runtime: WorldModelRuntime;
+
+beforeAll(() => {
+  registry = new Registry();
+  runtime = registerEvac(registry, { batchWindowMs: 1 });
+});
+afterAll(async () => {
+  await runtime.close();
+});
+
+const make = (kwargs: Record<string, unknown> = {}) => registry.make(EVAC_ENV_ID, kwargs, { check: true });
+
+describe('EvacWorldModel-v0 reset and step', () => {
+  it('reset returns full_image uint8 [H,W,3], state float32 [16] and the task text', async () => {
+    const env = await make();
+    const { obs, info } = await env.reset({ seed: 3, options: { episode_index: 2 } });
+    const o = obs as EvacObs;
+    expect(o.full_image.dtype).toBe('uint8');
+    expect(o.full_image.shape).toEqual([64, 64, 3]);
+    expect(o.state.dtype).toBe('float32');
+    expect(o.state.shape).toEqual([16]);
+    expect(Array.from(o.state.data.slice(0, 8))).toEqual(Array.from(o.state.data.slice(8)));
+    expect(o.task_description).toMatch(/red block/);
+    expect(info.episode_index).toBe(2);
+    expect(contains(env.observationSpace, obs)).toBeNull();
+  });
+
+  it('step returns the last frame, per-frame [chunk] rewards/terminations/truncations, and all frames on request', async () => {
+    const env = await make({ return_all_frames: true });
+    await env.reset({ seed: 1 });
+    const s = await env.step(filled(0.3));
+    const info = s.info as Record<string, Tensor>;
+    expect(info.rewards!.shape).toEqual([8]);
+    expect(info.terminations!.dtype).toBe('bool');
+    expect(info.truncations!.shape).toEqual([8]);
+    expect(info.frames!.shape).toEqual([8, 64, 64, 3]);
+    const last = (info.frames!.data as Uint8Array).subarray(7 * 64 * 64 * 3);
+    expect(Buffer.from((s.obs as EvacObs).full_image.data).equals(Buffer.from(last))).toBe(true);
+    expect(s.info.elapsed_steps).toBe(8);
+  });
+
+  it('the state tracks the end-effector pose from the action adapter', async () => {
+    const env = await make();
+    const { obs } = await env.reset({ seed: 1, options: { episode_index: 0 } });
+    const before = (obs as EvacObs).state.data[0]!;
+    const s = await env.step(filled(1));
+    // 8 frames x 0.02 m, unless the workspace clips it.
+    expect((s.obs as EvacObs).state.data[0]! - before).toBeCloseTo(Math.min(0.16, 0.4 - before), 4);
+    expect((s.obs as EvacObs).state.data[7]).toBe(-1);
+  });
+
+  it('the same seed gives the same episode (seeded noise), another seed different noise', async () => {
+    const run = async (seed: number) => {
+      const env = await make();
+      await env.reset({ seed });
+      const out: Uint8Array[] = [];
+      for (let k = 0; k < 3; k++) out.push(((await env.step(filled(0.2))).obs as EvacObs).full_image.data.slice());
+      return Buffer.concat(out);
+    };
+    const a = await run(7);
+    expect(a.equals(await run(7))).toBe(true);
+    expect(a.equals(await run(8))).toBe(false);
+  });
+
+  it('bad actions and options are refused with actionable errors', async () => {
+    const env = await make();
+    await env.reset({ seed: 0 });
+    await expect(env.step(new Tensor('float32', [7, 7], new Float32Array(49)))).rejects.toThrow(InvalidActionError);
+    await expect(env.step(new Tensor('float32', [7, 7], new Float32Array(49)))).rejects.toThrow(/shape \[7, 7\]; expected an action chunk float32 \[8, 7\]/);
+    const nan = new Float32Array(56);
+    nan[10] = NaN;
+    await expect(env.step(new Tensor('float32', [8, 7], nan))).rejects.toThrow(/action\[1\]\[3\] is NaN/);
+    await expect(env.step(filled(2))).rejects.toThrow(/outside \[-1, 1\]/);
+    await expect(env.step('left')).rejects.toThrow(InvalidActionError);
+    await expect(env.reset({ options: { episode_index: 99 } })).rejects.toThrow(InvalidOptionsError);
+    await expect(env.reset({ options: { scene: 1 } })).rejects.toThrow(/unknown reset option "scene"/);
+    // Nested arrays work as well as tensors.
+    const ok = await env.step(Array.from({ length: 8 }, () => [0, 0, 0, 0, 0, 0, -1]));
+    expect(ok.info.elapsed_steps).toBe(8);
+  });
+});
+
+describe('EvacWorldModel-v0 reward, termination and truncation (RLinf rules)', () => {
+  it('a scripted policy lifts the block: relative reward +coef on the first success frame, termination on the last frame', async () => {
+    const env = await make();
+    let successes = 0;
+    for (let ep = 0; ep < 8; ep++) {
+      const { obs } = await env.reset({ seed: ep, options: { episode_index: ep } });
+      const r = await runScripted(env, obs as EvacObs, 64);
+      if (r.success) successes++;
+      // Relative rewards telescope: the episode's sum is coef x (final R - 0).
+      if (r.success) expect(r.rewards.reduce((a, b) => a + b, 0)).toBe(5);
+    }
+    expect(successes).toBe(8);
+  });
+
+  it('per-frame relative rewards match coef x R_t - coef x R_(t-1), carried across chunks', async () => {
+    const env = await make({ return_all_frames: true });
+    const { obs } = await env.reset({ seed: 0, options: { episode_index: 0 } });
+    let o = obs as EvacObs;
+    let prev = 0;
+    for (let k = 0; k < 32; k++) {
+      const { scriptedChunk } = await import('../../../envs/evac/tiny/policy.ts');
+      const s = await env.step(chunkTensor(scriptedChunk(o.full_image.data, o.state.data, 64, 8)));
+      const raw = Array.from((s.info.raw_rewards as Tensor<'float32'>).data);
+      const probs = Array.from((s.info.success_prob as Tensor<'float32'>).data);
+      expect(raw).toEqual(probs.map((p) => (p > 0.5 ? 1 : 0)));
+      const rewards = Array.from((s.info.rewards as Tensor<'float32'>).data);
+      const expected = raw.map((r, t) => 5 * r - 5 * (t === 0 ? prev : raw[t - 1]!));
+      expect(rewards).toEqual(expected);
+      prev = raw[7]!;
+      const terms = Array.from((s.info.terminations as Tensor<'bool'>).data);
+      expect(terms.slice(0, 7).every((v) => v === 0)).toBe(true);
+      expect(terms[7]).toBe(raw.some((r) => r === 1) ? 1 : 0);
+      expect(s.terminated).toBe(raw.some((r) => r === 1));
+      o = s.obs as EvacObs;
+      if (s.terminated) return;
+    }
+    throw new Error('the scripted policy never succeeded');
+  });
+
+  it('without relative reward the raw 0/1 rewards come back unscaled', async () => {
+    const env = await make({ use_rel_reward: false });
+    const { obs } = await env.reset({ seed: 0, options: { episode_index: 1 } });
+    const r = await runScripted(env, obs as EvacObs, 64);
+    expect(r.success).toBe(true);
+    expect(r.rewards.at(-1)).toBeGreaterThanOrEqual(1);
+    expect(r.rewards.at(-1)).toBeLessThanOrEqual(8);
+  });
+
+  it('random actions rarely succeed', async () => {
+    // Twelve sessions at once: they share batched model runs.
+    const rng = new Random(11);
+    const envs = await Promise.all(Array.from({ length: 12 }, () => make()));
+    const outcomes = await Promise.all(
+      envs.map(async (env, ep) => {
+        await env.reset({ seed: 100 + ep });
+        for (let k = 0; k < 32; k++) {
+          const s = await env.step(new Tensor('float32', [8, 7], Float32Array.from({ length: 56 }, () => rng.uniform(-1, 1))));
+          if (s.terminated || s.truncated) return s.terminated;
+        }
+        return false;
+      }),
+    );
+    expect(outcomes.filter(Boolean).length).toBeLessThanOrEqual(1);
+  });
+
+  it('truncates on the chunk that reaches max_episode_steps (counted in frames)', async () => {
+    const env = await make({ max_episode_steps: 24 });
+    await env.reset({ seed: 0 });
+    const flags: boolean[] = [];
+    for (let k = 0; k < 3; k++) {
+      const s = await env.step(filled(0));
+      flags.push(s.truncated);
+      expect(Array.from((s.info.truncations as Tensor<'bool'>).data)).toEqual([0, 0, 0, 0, 0, 0, 0, s.truncated ? 1 : 0]);
+    }
+    expect(flags).toEqual([false, false, true]);
+  });
+});
+
+describe('EvacWorldModel-v0 state and rendering', () => {
+  it('getState/setState reproduce the same future exactly', async () => {
+    const env: Env = await make();
+    await env.reset({ seed: 5 });
+    await env.step(filled(0.5));
+    const saved = await env.getState!();
+    const future = async () => {
+      const out: Buffer[] = [];
+      for (let k = 0; k < 3; k++) {
+        const s = await env.step(filled(-0.4, 1));
+        out.push(Buffer.from((s.obs as EvacObs).full_image.data), Buffer.from((s.obs as EvacObs).state.data.buffer));
+      }
+      return Buffer.concat(out);
+    };
+    const a = await future();
+    await env.setState!(saved);
+    expect((await future()).equals(a)).toBe(true);
+    const other = await make();
+    await other.setState!(saved);
+    const b: Buffer[] = [];
+    for (let k = 0; k < 3; k++) {
+      const s = await other.step(filled(-0.4, 1));
+      b.push(Buffer.from((s.obs as EvacObs).full_image.data), Buffer.from((s.obs as EvacObs).state.data.buffer));
+    }
+    expect(Buffer.concat(b).equals(a)).toBe(true);
+    const cartpoleLike = new Uint8Array([1, 2, 3]);
+    await expect(Promise.resolve().then(() => other.setState!(cartpoleLike))).rejects.toThrow(InvalidStateError);
+  });
+
+  it('render returns the last frame as uint8 [H,W,3]; 128 and 256 are selectable', async () => {
+    const env = await make({ render_mode: 'rgb_array', resolution: 128 });
+    const { obs } = await env.reset({ seed: 0 });
+    const frame = (await env.render!()) as Tensor;
+    expect(frame.shape).toEqual([128, 128, 3]);
+    expect(Buffer.from(frame.data as Uint8Array).equals(Buffer.from((obs as EvacObs).full_image.data))).toBe(true);
+    const big = await make({ resolution: 256 });
+    const r = await big.reset({ seed: 0 });
+    expect((r.obs as EvacObs).full_image.shape).toEqual([256, 256, 3]);
+    const s = await big.step(filled(0));
+    expect((s.obs as EvacObs).full_image.shape).toEqual([256, 256, 3]);
+  });
+
+  it('refuses kwargs that pick two models', async () => {
+    await expect(make({ model_dir: '/tmp', resolution: 64 })).rejects.toThrow(/model_dir or resolution/);
+    await expect(make({ resolution: 96 })).rejects.toThrow(/invalid kwargs/);
+  });
+});
