@@ -10,10 +10,8 @@ const { path, device, deviceId, threads } = workerData;
 async function create() {
   const base = { intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all' };
   if (device === 'cuda') {
-    // The fallback is reported once by the caller; keep ORT's own stderr line about it quiet.
-    ort.env.logLevel = 'fatal';
     try {
-      const session = await ort.InferenceSession.create(path, { ...base, executionProviders: [{ name: 'cuda', deviceId }], logSeverityLevel: 4 });
+      const session = await ort.InferenceSession.create(path, { ...base, executionProviders: [{ name: 'cuda', deviceId }] });
       return { session, provider: 'cuda', fallback: null };
     } catch (err) {
       // No automatic fallback exists: asking for CUDA without its libraries throws at creation.

@@ -1,0 +1,366 @@
+/**
+ * Writes trajectory datasets in the format of docs/datasets.md: Arrow IPC part files of step rows,
+ * an episodes table and a dataset.json manifest. Episodes are queued and encoded/written in the
+ * background, one at a time; `ready()` is the backpressure point: it resolves once fewer than
+ * `highWaterSteps` steps wait to be written, so a producer awaiting it never outruns the disk.
+ *
+ * @example
+ * const writer = await TrajectoryWriter.create('out/', { envId, observationSpace, actionSpace });
+ * await writer.ready();
+ * writer.add(episode);
+ * const manifest = await writer.close({ policy: 'random' });
+ */
+import { createWriteStream } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { once } from 'node:events';
+
+import { Binary, Bool, Field, Float64, Int32, Int64, makeData, RecordBatch, RecordBatchFileWriter, Schema, Struct, Utf8, vectorFromArray } from 'apache-arrow';
+import type { DataType } from 'apache-arrow';
+
+import type { Space } from '../../../protocol/spaces.ts';
+import { encodeLeaf, pick, planColumns } from './columns.ts';
+import type { ColumnPlan, ImageFormat } from './columns.ts';
+import { toJsonText, toJsonValue } from './json.ts';
+
+export const DATASET_FORMAT = 'gymwire.trajectories';
+export const DATASET_VERSION = 1;
+
+export interface StepRecord {
+  obs: unknown;
+  action: unknown;
+  reward: number;
+  terminated: boolean;
+  truncated: boolean;
+  logProb: number | null;
+  value: number | null;
+  info: Record<string, unknown>;
+  /** Steps the session had taken in this rollout before this one. */
+  sessionStep: number;
+  /** The observation after the last step of an ended episode. */
+  finalObs?: unknown;
+}
+
+export type EpisodeStatus = 'terminated' | 'truncated' | 'incomplete';
+
+export interface EpisodeRecord {
+  id: number;
+  session: string;
+  server: string;
+  seed: number | null;
+  status: EpisodeStatus;
+  reason: string | null;
+  steps: StepRecord[];
+}
+
+export interface WriterOptions {
+  envId: string;
+  envKwargs?: Record<string, unknown>;
+  observationSpace: Space;
+  actionSpace: Space;
+  /** Store uint8 [H,W,C] observation leaves as PNG or JPEG instead of raw bytes. */
+  images?: ImageFormat;
+  /** Rows per steps file before a new one starts (default 100 000). */
+  rowsPerFile?: number;
+  /** Rows per Arrow record batch (default 4096). */
+  rowsPerBatch?: number;
+  /** `ready()` waits while more steps than this are queued (default 20 000). */
+  highWaterSteps?: number;
+}
+
+export interface DatasetManifest {
+  format: string;
+  version: number;
+  env_id: string;
+  env_kwargs: Record<string, unknown>;
+  observation_space: unknown;
+  action_space: unknown;
+  policy: string;
+  servers: string[];
+  sessions: number;
+  columns: Record<string, { encoding: string; dtype: string | null; shape: number[] }>;
+  steps_files: string[];
+  episodes_file: string;
+  counts: { steps: number; episodes: number; terminated: number; truncated: number; incomplete: number; discarded: number };
+  created_at: string;
+}
+
+interface Part {
+  name: string;
+  writer: RecordBatchFileWriter;
+  pump: Promise<void>;
+  rows: number;
+}
+
+interface EpisodeRow {
+  episode_id: bigint;
+  session: string;
+  server: string;
+  seed: bigint | null;
+  steps: number;
+  return: number;
+  status: string;
+  reason: string | null;
+  file: string;
+}
+
+const MD = (col: ColumnPlan) =>
+  new Map([
+    ['gymwire.encoding', col.encoding],
+    ['gymwire.dtype', col.dtype ?? ''],
+    ['gymwire.shape', JSON.stringify(col.shape)],
+  ]);
+
+function leafType(col: ColumnPlan): DataType {
+  if (col.encoding === 'scalar') return col.dtype?.startsWith('float') ? new Float64() : new Int64();
+  if (col.encoding === 'json') return new Utf8();
+  return new Binary();
+}
+
+/** Builds a record batch from named columns of plain JS values, in schema order. */
+function toBatch(schema: Schema, columns: Record<string, unknown[]>, length: number): RecordBatch {
+  const children = schema.fields.map((f) => vectorFromArray(columns[f.name]!, f.type).data[0]!);
+  return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length, nullCount: 0, children }));
+}
+
+export class TrajectoryWriter {
+  private readonly obsCols: ColumnPlan[];
+  private readonly actCols: ColumnPlan[];
+  readonly schema: Schema;
+  private readonly queue: EpisodeRecord[] = [];
+  private queuedSteps = 0;
+  private draining: Promise<void> | null = null;
+  private readonly waiters: (() => void)[] = [];
+  private part: Part | null = null;
+  private readonly files: string[] = [];
+  private buffer: Record<string, unknown[]> = {};
+  private bufferRows = 0;
+  private readonly episodes: EpisodeRow[] = [];
+  private readonly counts = { steps: 0, episodes: 0, terminated: 0, truncated: 0, incomplete: 0, discarded: 0 };
+  private failure: Error | null = null;
+  private readonly servers = new Set<string>();
+  private readonly sessions = new Set<string>();
+
+  private constructor(
+    readonly dir: string,
+    private readonly opts: WriterOptions,
+  ) {
+    this.obsCols = planColumns(opts.observationSpace, opts.images ?? 'raw');
+    this.actCols = planColumns(opts.actionSpace, 'raw');
+    const leaf = (prefix: string, col: ColumnPlan) => new Field(`${prefix}${col.path}`, leafType(col), true, MD(col));
+    this.schema = new Schema(
+      [
+        new Field('episode_id', new Int64(), false),
+        new Field('step', new Int32(), false),
+        new Field('session', new Utf8(), false),
+        new Field('server', new Utf8(), false),
+        new Field('session_step', new Int64(), false),
+        ...this.obsCols.map((c) => leaf('obs', c)),
+        ...this.obsCols.map((c) => leaf('final_obs', c)),
+        ...this.actCols.map((c) => leaf('action', c)),
+        new Field('reward', new Float64(), false),
+        new Field('terminated', new Bool(), false),
+        new Field('truncated', new Bool(), false),
+        new Field('log_prob', new Float64(), true),
+        new Field('value', new Float64(), true),
+        new Field('info', new Utf8(), false),
+      ],
+      new Map([
+        ['gymwire.format', DATASET_FORMAT],
+        ['gymwire.version', String(DATASET_VERSION)],
+        ['gymwire.env_id', opts.envId],
+        ['gymwire.observation_space', toJsonText(opts.observationSpace)],
+        ['gymwire.action_space', toJsonText(opts.actionSpace)],
+      ]),
+    );
+    this.resetBuffer();
+  }
+
+  static async create(dir: string, opts: WriterOptions): Promise<TrajectoryWriter> {
+    await mkdir(dir, { recursive: true });
+    return new TrajectoryWriter(dir, opts);
+  }
+
+  /** Steps queued and not yet written. */
+  get pendingSteps(): number {
+    return this.queuedSteps;
+  }
+
+  /** Resolves when the queue is below the high-water mark; rejects once a write has failed. */
+  ready(): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.queuedSteps < (this.opts.highWaterSteps ?? 20_000)) return Promise.resolve();
+    return new Promise((resolve, reject) => this.waiters.push(() => (this.failure ? reject(this.failure) : resolve())));
+  }
+
+  /** Queues an episode; its rows are written contiguously. */
+  add(ep: EpisodeRecord): void {
+    if (this.failure) throw this.failure;
+    this.queue.push(ep);
+    this.queuedSteps += ep.steps.length;
+    this.draining ??= this.drain().finally(() => (this.draining = null));
+  }
+
+  /** Counts an episode that was dropped on purpose (a partial episode discarded at stop). */
+  discarded(count = 1): void {
+    this.counts.discarded += count;
+  }
+
+  /** Writes what is queued, the episodes table and dataset.json; returns the manifest. */
+  async close(meta: { policy: string; servers?: string[]; sessions?: number }): Promise<DatasetManifest> {
+    while (this.draining) await this.draining;
+    if (this.failure) throw this.failure;
+    await this.flushBuffer();
+    if (this.files.length === 0) this.startPart(); // an empty steps file still carries the schema
+    await this.finishPart();
+    const epSchema = new Schema([
+      new Field('episode_id', new Int64(), false),
+      new Field('session', new Utf8(), false),
+      new Field('server', new Utf8(), false),
+      new Field('seed', new Int64(), true),
+      new Field('steps', new Int32(), false),
+      new Field('return', new Float64(), false),
+      new Field('status', new Utf8(), false),
+      new Field('reason', new Utf8(), true),
+      new Field('file', new Utf8(), false),
+    ]);
+    const cols: Record<string, unknown[]> = Object.fromEntries(epSchema.fields.map((f) => [f.name, this.episodes.map((e) => e[f.name as keyof EpisodeRow])]));
+    const epWriter = new RecordBatchFileWriter();
+    epWriter.reset(undefined, epSchema);
+    if (this.episodes.length > 0) epWriter.write(toBatch(epSchema, cols, this.episodes.length));
+    epWriter.finish();
+    await writeFile(join(this.dir, 'episodes.arrow'), await epWriter.toUint8Array());
+    const columns: DatasetManifest['columns'] = {};
+    for (const [prefix, list] of [['obs', this.obsCols], ['action', this.actCols]] as const) {
+      for (const c of list) columns[`${prefix}${c.path}`] = { encoding: c.encoding, dtype: c.dtype, shape: [...c.shape] };
+    }
+    const manifest: DatasetManifest = {
+      format: DATASET_FORMAT,
+      version: DATASET_VERSION,
+      env_id: this.opts.envId,
+      env_kwargs: (toJsonValue(this.opts.envKwargs ?? {}) as Record<string, unknown>) ?? {},
+      observation_space: toJsonValue(this.opts.observationSpace),
+      action_space: toJsonValue(this.opts.actionSpace),
+      policy: meta.policy,
+      servers: meta.servers ?? [...this.servers],
+      sessions: meta.sessions ?? this.sessions.size,
+      columns,
+      steps_files: this.files,
+      episodes_file: 'episodes.arrow',
+      counts: { ...this.counts },
+      created_at: new Date().toISOString(),
+    };
+    await writeFile(join(this.dir, 'dataset.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+    return manifest;
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        const ep = this.queue.shift()!;
+        await this.writeEpisode(ep);
+        this.queuedSteps -= ep.steps.length;
+        this.wake();
+      }
+    } catch (err) {
+      this.failure = err instanceof Error ? err : new Error(String(err));
+      this.wake(true);
+    }
+  }
+
+  private wake(all = false): void {
+    const limit = this.opts.highWaterSteps ?? 20_000;
+    while (this.waiters.length > 0 && (all || this.queuedSteps < limit)) this.waiters.shift()!();
+  }
+
+  private resetBuffer(): void {
+    this.buffer = Object.fromEntries(this.schema.fields.map((f) => [f.name, []]));
+    this.bufferRows = 0;
+  }
+
+  private async writeEpisode(ep: EpisodeRecord): Promise<void> {
+    const rowsPerFile = this.opts.rowsPerFile ?? 100_000;
+    if (this.part && this.part.rows + ep.steps.length > rowsPerFile && this.part.rows > 0) {
+      await this.flushBuffer();
+      await this.finishPart();
+    }
+    const part = this.part ?? this.startPart();
+    const b = this.buffer;
+    let ret = 0;
+    for (let t = 0; t < ep.steps.length; t++) {
+      const s = ep.steps[t]!;
+      ret += s.reward;
+      b['episode_id']!.push(BigInt(ep.id));
+      b['step']!.push(t);
+      b['session']!.push(ep.session);
+      b['server']!.push(ep.server);
+      b['session_step']!.push(BigInt(s.sessionStep));
+      for (const c of this.obsCols) {
+        b[`obs${c.path}`]!.push(await encodeLeaf(c, pick(s.obs, c.keys)));
+        b[`final_obs${c.path}`]!.push(s.finalObs === undefined ? null : await encodeLeaf(c, pick(s.finalObs, c.keys)));
+      }
+      for (const c of this.actCols) b[`action${c.path}`]!.push(await encodeLeaf(c, pick(s.action, c.keys)));
+      b['reward']!.push(s.reward);
+      b['terminated']!.push(s.terminated);
+      b['truncated']!.push(s.truncated);
+      b['log_prob']!.push(s.logProb);
+      b['value']!.push(s.value);
+      const { final_obs: _fo, final_info: _fi, ...info } = s.info;
+      b['info']!.push(toJsonText(info));
+    }
+    this.bufferRows += ep.steps.length;
+    part.rows += ep.steps.length;
+    this.episodes.push({
+      episode_id: BigInt(ep.id),
+      session: ep.session,
+      server: ep.server,
+      seed: ep.seed === null ? null : BigInt(ep.seed),
+      steps: ep.steps.length,
+      return: ret,
+      status: ep.status,
+      reason: ep.reason,
+      file: part.name,
+    });
+    this.counts.steps += ep.steps.length;
+    this.counts.episodes += 1;
+    this.counts[ep.status] += 1;
+    this.servers.add(ep.server);
+    this.sessions.add(ep.session);
+    if (this.bufferRows >= (this.opts.rowsPerBatch ?? 4096)) await this.flushBuffer();
+  }
+
+  private startPart(): Part {
+    const name = `steps-${String(this.files.length).padStart(5, '0')}.arrow`;
+    this.files.push(name);
+    const writer = new RecordBatchFileWriter();
+    writer.reset(undefined, this.schema);
+    const out = createWriteStream(join(this.dir, name));
+    const pump = (async () => {
+      for await (const chunk of writer) {
+        if (!out.write(chunk)) await once(out, 'drain');
+      }
+      out.end();
+      await once(out, 'finish');
+    })();
+    this.part = { name, writer, pump, rows: 0 };
+    return this.part;
+  }
+
+  private async flushBuffer(): Promise<void> {
+    if (this.bufferRows === 0 || !this.part) return;
+    this.part.writer.write(toBatch(this.schema, this.buffer, this.bufferRows));
+    this.resetBuffer();
+    // Let the pump hand the batch to the file stream before more rows accumulate.
+    await new Promise((r) => setImmediate(r));
+  }
+
+  private async finishPart(): Promise<void> {
+    if (!this.part) return;
+    const part = this.part;
+    this.part = null;
+    part.writer.finish();
+    await part.pump;
+  }
+}

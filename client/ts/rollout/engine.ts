@@ -1,0 +1,343 @@
+/**
+ * The rollout engine: M sessions on one or more servers, a batched policy, episodes assembled per
+ * session and handed to a {@link TrajectoryWriter}.
+ *
+ * Sessions are split into `groups` (default 2). Each group runs its own loop, policy -> step_batch
+ * -> record, so while one group's actions are being computed (in the ONNX worker, or any async
+ * policy) the other group's step_batch is on the wire and its envs are stepping: neither the envs
+ * nor the policy wait on each other. `groups: 1` is plain lock-step collection.
+ *
+ * Episodes: sessions autoreset in the same step (`same_step`: the final observation arrives in the
+ * info), so no round trip is spent on resets. At most `episodes` episodes are started; a session
+ * whose episode ends after that goes idle. Backpressure: each loop awaits `writer.ready()` before
+ * its next step. Stop: `stop('finish')` lets running episodes end, `'keep'` writes them as
+ * incomplete, `'discard'` drops them (counted in the manifest). A dropped connection is
+ * resumed by the client (steps in flight are answered once, never applied twice); when the server no
+ * longer has the sessions, their running episodes are written as incomplete and fresh sessions are
+ * made on the reconnected server.
+ *
+ * @example
+ * const rollout = new Rollout({ envId: 'gymwire/CartPole-v1', targets: [{ client, url, sessions: 64 }], policy, episodes: 1000, writer });
+ * const summary = await rollout.run();
+ */
+import type { GymwireClient } from '../client.ts';
+import type { RemoteEnv } from '../remote-env.ts';
+import type { Policy, PolicyOutput } from '../policy.ts';
+import type { Space } from '../../../protocol/spaces.ts';
+import type { EpisodeRecord, EpisodeStatus, StepRecord, TrajectoryWriter } from '../dataset/writer.ts';
+import { unstack } from './batch.ts';
+
+export type PartialMode = 'finish' | 'keep' | 'discard';
+
+export interface RolloutTarget {
+  client: GymwireClient;
+  /** Recorded in the dataset's `server` column. */
+  url: string;
+  sessions: number;
+}
+
+export interface RolloutOptions {
+  envId: string;
+  kwargs?: Record<string, unknown>;
+  targets: RolloutTarget[];
+  policy: Policy;
+  /** Episodes to collect; at most this many are started. */
+  episodes: number;
+  /** Stop (as `onLimit`) after this many env steps in total. */
+  maxSteps?: number;
+  /** What happens to running episodes when maxSteps is reached (default 'keep'). */
+  onLimit?: PartialMode;
+  /** Session groups stepping concurrently (default 2; 1 = lock-step). */
+  groups?: number;
+  /** Session i's first episode is reset with seed + i (null: unseeded). */
+  seed?: number | null;
+  writer?: TrajectoryWriter | null;
+  /** Make fresh sessions when a server no longer has ours after a reconnect (default true). */
+  recover?: boolean;
+  /** Close the sessions when done (default true; false leaves them for inspection). */
+  closeSessions?: boolean;
+  onProgress?: (p: RolloutProgress) => void;
+  /** Sees every recorded transition (e.g. to keep preview frames). */
+  onStep?: (episodeId: number, session: string, step: StepRecord) => void;
+  onEpisode?: (ep: EpisodeSummary) => void;
+}
+
+export interface RolloutProgress {
+  episodes: number;
+  incomplete: number;
+  steps: number;
+  elapsedMs: number;
+  stepsPerSec: number;
+  meanReturn: number | null;
+}
+
+export interface EpisodeSummary {
+  id: number;
+  session: string;
+  server: string;
+  status: EpisodeStatus;
+  reason: string | null;
+  steps: number;
+  return: number;
+}
+
+export interface RolloutSummary extends RolloutProgress {
+  discarded: number;
+  lostSessions: number;
+  recoveredSessions: number;
+  meanLength: number | null;
+  returns: number[];
+  policy: string;
+  groups: number;
+  sessions: number;
+}
+
+interface Slot {
+  index: number;
+  target: RolloutTarget;
+  env: RemoteEnv;
+  obs: unknown;
+  sessionStep: number;
+  episode: { id: number; seed: number | null; steps: StepRecord[] } | null;
+  lost: boolean;
+}
+
+export class Rollout {
+  private slots: Slot[] = [];
+  private started = 0;
+  private stopMode: PartialMode | null = null;
+  private readonly returns: number[] = [];
+  private readonly lengths: number[] = [];
+  private steps = 0;
+  private incomplete = 0;
+  private discarded = 0;
+  private lost = 0;
+  private recovered = 0;
+  private t0 = 0;
+  private obsSpace: Space | null = null;
+
+  constructor(private readonly opts: RolloutOptions) {
+    if (opts.targets.length === 0) throw new Error('a rollout needs at least one target server');
+    if (!(opts.episodes > 0)) throw new Error('episodes must be positive');
+  }
+
+  /** Asks the rollout to stop: 'finish' running episodes, 'keep' them as incomplete, or 'discard' them. */
+  stop(mode: PartialMode = 'finish'): void {
+    if (this.stopMode === null || mode !== 'finish') this.stopMode = mode;
+  }
+
+  /** Makes the sessions, checks the policy against the env's spaces, collects, closes the sessions. */
+  async run(): Promise<RolloutSummary> {
+    const { opts } = this;
+    const first = await opts.targets[0]!.client.make(opts.envId, opts.kwargs ?? {});
+    try {
+      await opts.policy.check({ observationSpace: first.observationSpace, actionSpace: first.actionSpace });
+    } catch (err) {
+      await first.close().catch(() => {});
+      throw err;
+    }
+    this.obsSpace = first.observationSpace;
+    let index = 0;
+    const made: Promise<Slot>[] = [];
+    for (const target of opts.targets) {
+      for (let k = 0; k < target.sessions; k++) {
+        const i = index++;
+        const env = i === 0 ? Promise.resolve(first) : target.client.make(opts.envId, opts.kwargs ?? {});
+        made.push(env.then((e) => ({ index: i, target, env: e, obs: null, sessionStep: 0, episode: null, lost: false })));
+      }
+    }
+    this.slots = await Promise.all(made);
+    this.t0 = performance.now();
+    try {
+      await this.resetAll();
+      const groups = Math.max(1, Math.min(opts.groups ?? 2, this.slots.length));
+      const members = Array.from({ length: groups }, (_, g) => this.slots.filter((s) => s.index % groups === g));
+      await Promise.all(members.map((m) => this.loop(m)));
+      // Stopped with 'keep' or 'discard': whatever still runs is written or dropped now.
+      for (const s of this.slots) if (s.episode) this.endEpisode(s, 'incomplete', 'stopped');
+    } finally {
+      if (opts.closeSessions !== false) await Promise.allSettled(this.slots.filter((s) => !s.lost).map((s) => s.env.close()));
+    }
+    return this.summary();
+  }
+
+  progress(): RolloutProgress {
+    const elapsedMs = performance.now() - this.t0;
+    const n = this.returns.length;
+    return {
+      episodes: n,
+      incomplete: this.incomplete,
+      steps: this.steps,
+      elapsedMs,
+      stepsPerSec: elapsedMs > 0 ? (this.steps * 1000) / elapsedMs : 0,
+      meanReturn: n > 0 ? this.returns.reduce((a, b) => a + b, 0) / n : null,
+    };
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private summary(): RolloutSummary {
+    const p = this.progress();
+    return {
+      ...p,
+      discarded: this.discarded,
+      lostSessions: this.lost,
+      recoveredSessions: this.recovered,
+      meanLength: this.lengths.length > 0 ? this.lengths.reduce((a, b) => a + b, 0) / this.lengths.length : null,
+      returns: [...this.returns],
+      policy: this.opts.policy.name,
+      groups: Math.max(1, Math.min(this.opts.groups ?? 2, this.slots.length)),
+      sessions: this.slots.length,
+    };
+  }
+
+  private byTarget(slots: Slot[]): [RolloutTarget, Slot[]][] {
+    const map = new Map<RolloutTarget, Slot[]>();
+    for (const s of slots) map.set(s.target, [...(map.get(s.target) ?? []), s]);
+    return [...map];
+  }
+
+  private async resetAll(): Promise<void> {
+    const seed = this.opts.seed ?? null;
+    const wanted = this.slots.slice(0, Math.min(this.slots.length, this.opts.episodes));
+    await Promise.all(
+      this.byTarget(wanted).map(async ([target, slots]) => {
+        const seeds = slots.map((s) => (seed === null ? null : seed + s.index));
+        const r = await target.client.request('reset_batch', { session_ids: slots.map((s) => s.env.sessionId), seeds, options: null });
+        const obs = unstack(r.obs, slots.length, this.obsSpace!);
+        slots.forEach((s, i) => this.beginEpisode(s, obs[i], seeds[i] ?? null));
+      }),
+    );
+  }
+
+  private beginEpisode(s: Slot, obs: unknown, seed: number | null): void {
+    s.obs = obs;
+    s.episode = { id: this.started++, seed, steps: [] };
+    this.opts.policy.episodeStart?.(s.env.sessionId);
+  }
+
+  /** One group: act, step, record, until no session of the group has a running episode. */
+  private async loop(group: Slot[]): Promise<void> {
+    const { opts } = this;
+    for (;;) {
+      if (opts.maxSteps !== undefined && this.steps >= opts.maxSteps && this.stopMode === null) this.stop(opts.onLimit ?? 'keep');
+      if (this.stopMode === 'keep' || this.stopMode === 'discard') return;
+      const live = group.filter((s) => s.episode && !s.lost);
+      if (live.length === 0) return;
+      const out: PolicyOutput = await opts.policy.act(
+        live.map((s) => s.obs),
+        { sessions: live.map((s) => s.env.sessionId) },
+      );
+      await Promise.all(this.byTarget(live).map(([target, slots]) => this.stepTarget(target, slots, live, out)));
+      opts.onProgress?.(this.progress());
+      if (opts.writer) await opts.writer.ready();
+    }
+  }
+
+  private async stepTarget(target: RolloutTarget, slots: Slot[], live: Slot[], out: PolicyOutput): Promise<void> {
+    const at = slots.map((s) => live.indexOf(s));
+    const actions = at.map((j) => out.actions[j]);
+    let r;
+    try {
+      r = await target.client.request('step_batch', { session_ids: slots.map((s) => s.env.sessionId), actions, autoreset_mode: 'same_step' });
+    } catch (err) {
+      await this.onLostSessions(target, slots, err as Error);
+      return;
+    }
+    const obs = unstack(r.obs, slots.length, this.obsSpace!);
+    const failed: Slot[] = [];
+    slots.forEach((s, i) => {
+      const ep = s.episode!;
+      const err = r.errors[i];
+      if (err) {
+        this.endEpisode(s, 'incomplete', `env error: ${err.code}: ${err.message}`);
+        failed.push(s);
+        return;
+      }
+      const info = r.infos[i] ?? {};
+      const terminated = (r.terminated.data as Uint8Array)[i] === 1;
+      const truncated = (r.truncated.data as Uint8Array)[i] === 1;
+      const j = at[i]!;
+      const step: StepRecord = {
+        obs: s.obs,
+        action: actions[i],
+        reward: (r.rewards.data as Float64Array)[i]!,
+        terminated,
+        truncated,
+        logProb: out.logProbs ? out.logProbs[j]! : null,
+        value: out.values ? out.values[j]! : null,
+        info: terminated || truncated ? ((info['final_info'] as Record<string, unknown> | undefined) ?? {}) : info,
+        sessionStep: s.sessionStep++,
+      };
+      if (terminated || truncated) step.finalObs = info['final_obs'];
+      ep.steps.push(step);
+      this.steps++;
+      this.opts.onStep?.(ep.id, s.env.sessionId, step);
+      if (terminated || truncated) {
+        this.endEpisode(s, terminated ? 'terminated' : 'truncated', null);
+        if (this.stopMode === null && this.started < this.opts.episodes) this.beginEpisode(s, obs[i], null);
+      } else {
+        s.obs = obs[i];
+      }
+    });
+    // A session whose env failed is closed for stepping until reset.
+    for (const s of failed) {
+      if (this.stopMode !== null || this.started >= this.opts.episodes) continue;
+      try {
+        const rr = await s.env.reset();
+        this.beginEpisode(s, rr.obs, null);
+      } catch {
+        s.lost = true;
+        this.lost++;
+      }
+    }
+  }
+
+  /** The server no longer has these sessions (or cannot be reached): keep what they did, replace them. */
+  private async onLostSessions(target: RolloutTarget, slots: Slot[], err: Error): Promise<void> {
+    for (const s of slots) {
+      if (s.episode) this.endEpisode(s, 'incomplete', `session lost: ${err.message}`, true);
+      s.lost = true;
+    }
+    if (this.opts.recover === false) {
+      this.lost += slots.length;
+      return;
+    }
+    for (const s of slots) {
+      try {
+        const env = await target.client.make(this.opts.envId, this.opts.kwargs ?? {});
+        s.env = env;
+        s.sessionStep = 0;
+        s.lost = false;
+        this.recovered++;
+        if (this.stopMode === null && this.started < this.opts.episodes) {
+          const r = await env.reset();
+          this.beginEpisode(s, r.obs, null);
+        }
+      } catch {
+        this.lost++;
+      }
+    }
+  }
+
+  private endEpisode(s: Slot, status: EpisodeStatus, reason: string | null, keepEvenIfDiscarding = false): void {
+    const ep = s.episode;
+    if (!ep) return;
+    s.episode = null;
+    if (status === 'incomplete' && this.stopMode === 'discard' && !keepEvenIfDiscarding) {
+      this.discarded++;
+      this.opts.writer?.discarded();
+      return;
+    }
+    const ret = ep.steps.reduce((a, st) => a + st.reward, 0);
+    if (status === 'incomplete') this.incomplete++;
+    else {
+      this.returns.push(ret);
+      this.lengths.push(ep.steps.length);
+    }
+    const record: EpisodeRecord = { id: ep.id, session: s.env.sessionId, server: s.target.url, seed: ep.seed, status, reason, steps: ep.steps };
+    if (ep.steps.length > 0) this.opts.writer?.add(record);
+    else if (status === 'incomplete') this.incomplete--;
+    this.opts.onEpisode?.({ id: ep.id, session: record.session, server: record.server, status, reason, steps: ep.steps.length, return: ret });
+  }
+}
