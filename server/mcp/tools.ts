@@ -41,7 +41,7 @@ import type { MakeResult, ServerEvent, ToolDescription } from '../../protocol/me
 import { isPlainObject, spaceToString } from '../../protocol/spaces.ts';
 import type { Space } from '../../protocol/spaces.ts';
 import type { GymwireLink } from './link.ts';
-import { actionJsonSchema, ActionFormatError, encodePng, fromJson, toJson } from './values.ts';
+import { actionJsonSchema, ActionFormatError, encodePng, fromJson, MAX_LIST_ELEMENTS, MAX_TOOL_LIST_ELEMENTS, toJson } from './values.ts';
 import type { FoundImage, Json } from './values.ts';
 
 const WIRE_ONLY = { id: true, type: true } as const;
@@ -314,7 +314,7 @@ export class GymwireMcp {
       }
     }
     out.result = result;
-    return respondWithImages(out);
+    return respondWithImages(out, MAX_TOOL_LIST_ELEMENTS);
   }
 
   /** The session id, when this MCP session owns it; else a clear unknown-session failure. */
@@ -421,9 +421,9 @@ function respond(structured: Record<string, unknown>, images: { data: string; pa
 }
 
 /** Like respond, with the camera frames found in the result attached as PNG images. */
-async function respondWithImages(structured: Record<string, unknown>): Promise<CallToolResult> {
+async function respondWithImages(structured: Record<string, unknown>, listLimit = MAX_LIST_ELEMENTS): Promise<CallToolResult> {
   const found: FoundImage[] = [];
-  const json = toJson(structured, found) as Record<string, Json>;
+  const json = toJson(structured, found, '', 0, listLimit) as Record<string, Json>;
   const images = await Promise.all(found.map(async (f) => ({ path: f.path, data: (await encodePng(f.tensor)).toString('base64') })));
   return respond(json, images);
 }

@@ -25,8 +25,10 @@ export interface FoundImage {
   tensor: Tensor;
 }
 
-/** Tensors with at most this many elements are written out in full. */
-export const MAX_LIST_ELEMENTS = 64;
+/** Tensors with at most this many elements are written out in full (observations, info). */
+export const MAX_LIST_ELEMENTS = 256;
+/** The same for what an env tool returns: the env chose to hand it to the agent (a route, a plan). */
+export const MAX_TOOL_LIST_ELEMENTS = 4096;
 /** Frames beyond this many per result are summarised, not attached. */
 export const MAX_IMAGES = 8;
 const MAX_DEPTH = 32;
@@ -37,31 +39,31 @@ export function isImageTensor(t: Tensor): boolean {
 }
 
 /** Converts a wire value to JSON; frames are collected into `images` (and summarised in place). */
-export function toJson(value: unknown, images: FoundImage[] = [], path = '', depth = 0): Json {
+export function toJson(value: unknown, images: FoundImage[] = [], path = '', depth = 0, listLimit = MAX_LIST_ELEMENTS): Json {
   if (value === null || value === undefined) return null;
   if (typeof value === 'boolean' || typeof value === 'string') return value;
   if (typeof value === 'number') return Number.isFinite(value) ? value : String(value);
   if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString();
-  if (value instanceof Tensor) return tensorToJson(value, images, path);
+  if (value instanceof Tensor) return tensorToJson(value, images, path, listLimit);
   if (value instanceof Uint8Array) return { bytes: value.byteLength };
   if (depth >= MAX_DEPTH) return '(nested too deep)';
-  if (Array.isArray(value)) return value.map((v, i) => toJson(v, images, `${path}[${i}]`, depth + 1));
+  if (Array.isArray(value)) return value.map((v, i) => toJson(v, images, `${path}[${i}]`, depth + 1, listLimit));
   if (isPlainObject(value)) {
     const out: Record<string, Json> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = toJson(v, images, path ? `${path}.${k}` : k, depth + 1);
+    for (const [k, v] of Object.entries(value)) out[k] = toJson(v, images, path ? `${path}.${k}` : k, depth + 1, listLimit);
     return out;
   }
   return String(value);
 }
 
-function tensorToJson(t: Tensor, images: FoundImage[], path: string): Json {
+function tensorToJson(t: Tensor, images: FoundImage[], path: string, listLimit: number): Json {
   const head = { dtype: t.dtype, shape: [...t.shape] };
   if (isImageTensor(t) && images.length < MAX_IMAGES) {
     images.push({ path, tensor: t });
     return { ...head, image: `attached as image ${images.length} (${path || 'frame'})` };
   }
   const numbers = t.toNumbers();
-  if (t.size <= MAX_LIST_ELEMENTS) {
+  if (t.size <= listLimit) {
     const values = t.dtype === 'bool' ? numbers.map((v) => v !== 0) : numbers.map((v) => (Number.isFinite(v) ? v : String(v)));
     return { ...head, values: nest(values, t.shape) };
   }
