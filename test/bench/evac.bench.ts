@@ -88,3 +88,9 @@ for (const sessions of [1, 8, 32]) {
   if (bat.p99 !== null) emit('event_loop_delay_p99', bat.p99, 'ms', { sessions, mode: 'batched, model in worker', target: 5 });
 }
 emit('event_loop_delay_p99_floor', await mainThreadDelay(), 'ms', { sessions: 32, mode: 'same model run on the main thread' });
+// What this machine's scheduler alone does to the event loop (other jobs share the cores).
+const idle = monitorEventLoopDelay({ resolution: 1 });
+idle.enable();
+await new Promise((r) => setTimeout(r, 1000));
+idle.disable();
+emit('event_loop_delay_p99_idle', idle.percentile(99) / 1e6, 'ms', { sessions: 0, mode: 'idle process' });
