@@ -2,13 +2,17 @@
  * Every built-in env, registered into a fresh registry. Each family contributes a `register*`
  * function; the server and the CLI call `defaultRegistry()`.
  */
+import { registerBench2Drive } from './bench2drive/index.ts';
 import { registerClassic } from './classic/index.ts';
 import { Registry } from './core/registry.ts';
+import { registerNavsim } from './navsim/index.ts';
 import { registerEvac } from './evac/index.ts';
 
 export function defaultRegistry(): Registry {
   const registry = new Registry();
   registerClassic(registry);
+  registerNavsim(registry);
   registerEvac(registry);
+  registerBench2Drive(registry);
   return registry;
 }

@@ -437,3 +437,20 @@ export function humanFilter<T extends Record<(typeof FILTERED_KEYS)[number], num
   for (const k of FILTERED_KEYS) if (human[k] === 0) (out as Record<string, number>)[k] = 1;
   return out;
 }
+
+/**
+ * v2 two-stage weighting: each stage-2 follow-up scene gets w = exp(-d² / (2 · 0.1)), d the distance
+ * from the agent's stage-1 endpoint to the follow-up's start; weights are normalised, uniform when
+ * they all vanish. Group score = stage-1 score × Σ w_i · stage-2 score_i.
+ */
+export function twoStageWeights(endpoint: { x: number; y: number }, starts: readonly { x: number; y: number }[], sigma2 = 0.1): number[] {
+  const w = starts.map((s) => Math.exp(-((s.x - endpoint.x) ** 2 + (s.y - endpoint.y) ** 2) / (2 * sigma2)));
+  const sum = w.reduce((a, b) => a + b, 0);
+  if (!(sum > 1e-12)) return starts.map(() => 1 / starts.length);
+  return w.map((v) => v / sum);
+}
+
+/** Stage-1 score × weighted mean of stage-2 scores. */
+export function twoStageScore(stage1: number, weights: readonly number[], stage2: readonly number[]): number {
+  return stage1 * weights.reduce((a, w, i) => a + w * (stage2[i] as number), 0);
+}

@@ -46,7 +46,7 @@ export const MapSchema = z.object({
   stop_signs: z.array(z.object({ id, polygon, lane_ids: z.array(id) })).optional(),
 });
 
-const EgoSchema = z.object({ x: finite, y: finite, heading: finite, vx: finite, vy: finite, ax: finite, ay: finite });
+const EgoSchema = z.object({ x: finite, y: finite, heading: finite, vx: finite, vy: finite, ax: finite, ay: finite, steering_angle: finite.optional(), yaw_rate: finite.optional() });
 const TrajectorySchema = z.object({ interval_length: finite.positive(), poses: z.array(z.tuple([finite, finite, finite])).min(1) });
 const CameraSchema = z.object({
   name: z.string(),

@@ -16,11 +16,14 @@ export interface EgoStateData {
   vy: number;
   ax: number;
   ay: number;
+  /** Tire steering angle and yaw rate, when the log has them (0 otherwise). */
+  steering_angle?: number | undefined;
+  yaw_rate?: number | undefined;
 }
 
 /** The 11-float state array of the current ego (`ego_state_to_state_array`). */
 export function egoStateArray(e: EgoStateData): Float64Array {
-  return Float64Array.of(e.x, e.y, e.heading, e.vx, e.vy, e.ax, e.ay, 0, 0, 0, 0);
+  return Float64Array.of(e.x, e.y, e.heading, e.vx, e.vy, e.ax, e.ay, e.steering_angle ?? 0, 0, e.yaw_rate ?? 0, 0);
 }
 
 /** Relative (rear-axle frame) poses to global, nuPlan's `relative_to_absolute_poses`. */

@@ -1,0 +1,372 @@
+/**
+ * `gymwire/NavsimEnv-v1` / `-v2`: one NAVSIM scene per episode. `reset` picks a scene (seeded, or
+ * `options.scene_index` / `options.scene_token`) and returns the ego status history, the driving
+ * command and, when enabled by make kwargs, camera images, a BEV raster and LiDAR; `step` takes 8
+ * poses (x, y, heading) in the rear-axle frame at 0.5 s, simulates them with the LQR tracker and
+ * bicycle model and returns the PDMS (v1) or EPDMS (v2) as reward with every sub-metric in info.
+ * Episodes are one step long (terminated = true).
+ *
+ * @example
+ * const env = new NavsimEnv({ version: 1 });
+ * const { obs } = env.reset({ seed: 0 });
+ * const { reward, info } = env.step(Tensor.from('float32', [8, 3], poses));
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { z } from 'zod';
+
+import { Random } from '../../protocol/random.ts';
+import type { Space } from '../../protocol/spaces.ts';
+import { box, dict } from '../../protocol/spaces.ts';
+import { Tensor } from '../../protocol/tensor.ts';
+import type { Env, EnvMetadata, EnvTool, Info, ResetOptions, ResetResult, StepResult } from '../core/env.ts';
+import { InvalidActionError, InvalidOptionsError, InvalidStateError, defineTool } from '../core/env.ts';
+import { packState, unpackState } from '../core/state.ts';
+import { stateAt } from '../driving/agents.ts';
+import { relativePose } from '../driving/geometry.ts';
+import type { RenderBox } from '../driving/render/index.ts';
+import { BEV_CHANNELS, CameraRig, SemanticGrid, castLidar, extrinsics, intrinsics, navsimCameras, renderBev } from '../driving/render/index.ts';
+import type { SceneResult } from './evaluate.ts';
+import { SceneScorer } from './evaluate.ts';
+import type { SplitName } from './generator.ts';
+import { SPLITS, generateScene } from './generator.ts';
+import type { Version } from './pdm.ts';
+import type { Scene } from './scene.ts';
+import { parseScene } from './scene.ts';
+
+export const NavsimKwargsSchema = z
+  .object({
+    split: z.enum(['synthetic-train', 'synthetic-test']).default('synthetic-test'),
+    /** A directory of scene JSON files (docs/navsim-scenes.md) served instead of a synthetic split. */
+    scene_dir: z.string().nullable().optional(),
+    cameras: z.boolean().default(false),
+    camera_width: z.number().int().min(16).max(1920).default(256),
+    camera_height: z.number().int().min(9).max(1080).default(144),
+    bev: z.boolean().default(false),
+    bev_size: z.number().int().min(16).max(512).default(128),
+    lidar: z.boolean().default(false),
+    lidar_channels: z.number().int().min(1).max(128).default(32),
+    lidar_azimuth_steps: z.number().int().min(8).max(2048).default(360),
+    render_mode: z.enum(['rgb_array']).nullable().optional(),
+  })
+  .strict();
+export type NavsimKwargs = z.input<typeof NavsimKwargsSchema>;
+
+const MAX_POSE_M = 200;
+const HISTORY_T = [-1.5, -1.0, -0.5, 0];
+
+/** Decodes an action (tensor, nested array, or {poses, interval}) to poses, or throws InvalidActionError. */
+export function parseAction(action: unknown): { poses: number[][]; interval: number } {
+  let raw: unknown = action;
+  let interval = 0.5;
+  if (raw && typeof raw === 'object' && !(raw instanceof Tensor) && !Array.isArray(raw) && 'poses' in raw) {
+    const o = raw as { poses: unknown; interval?: unknown };
+    raw = o.poses;
+    if (o.interval !== undefined) {
+      if (typeof o.interval !== 'number' || !(o.interval > 0 && o.interval <= 1)) throw new InvalidActionError(`interval must be a number in (0, 1] seconds, got ${String(o.interval)}`);
+      interval = o.interval;
+    }
+  }
+  let rows: number[][];
+  if (raw instanceof Tensor) {
+    if (raw.shape.length !== 2 || raw.shape[1] !== 3) throw new InvalidActionError(`the trajectory must have shape [8, 3] (x, y, heading per pose), got [${raw.shape.join(', ')}]`);
+    const flat = raw.toNumbers() as number[];
+    rows = [];
+    for (let i = 0; i < (raw.shape[0] as number); i++) rows.push(flat.slice(3 * i, 3 * i + 3));
+  } else if (Array.isArray(raw)) {
+    rows = raw.map((r, i) => {
+      if (!Array.isArray(r) || r.length !== 3) throw new InvalidActionError(`pose ${i} must be [x, y, heading]`);
+      return r.map((v) => Number(v));
+    });
+  } else throw new InvalidActionError('the action must be a float32 [8, 3] tensor of poses (x, y, heading), or {poses, interval}');
+  if (rows.length < 1 || rows.length > 80) throw new InvalidActionError(`expected 8 poses (4 s at 0.5 s), got ${rows.length}`);
+  if (interval === 0.5 && rows.length !== 8) throw new InvalidActionError(`expected 8 poses (4 s at 0.5 s), got ${rows.length}`);
+  if (Math.abs(rows.length * interval - 4) > 1e-6) throw new InvalidActionError(`poses must cover 4 s: ${rows.length} x ${interval} s`);
+  rows.forEach((r, i) => {
+    if (!r.every((v) => Number.isFinite(v))) throw new InvalidActionError(`pose ${i} has a NaN or infinite value: [${r.join(', ')}]`);
+    if (Math.hypot(r[0] as number, r[1] as number) > MAX_POSE_M) throw new InvalidActionError(`pose ${i} is ${Math.hypot(r[0] as number, r[1] as number).toFixed(1)} m from the ego; poses must lie within ${MAX_POSE_M} m (rear-axle frame, metres)`);
+  });
+  return { poses: rows, interval };
+}
+
+/** The scene source of an env: a synthetic split, or a directory of scene files. */
+export class SceneSource {
+  private readonly files: string[] | null;
+  private readonly cache = new Map<number, Scene>();
+  constructor(readonly split: SplitName, readonly dir: string | null = null) {
+    this.files = dir ? readdirSync(dir).filter((f) => f.endsWith('.json')).sort() : null;
+    if (this.files && this.files.length === 0) throw new InvalidOptionsError(`no scene files (*.json) in ${dir ?? ''}`);
+  }
+  get size(): number {
+    return this.files ? this.files.length : SPLITS[this.split].size;
+  }
+  get(i: number): Scene {
+    let s = this.cache.get(i);
+    if (!s) {
+      if (this.files) {
+        const path = join(this.dir as string, this.files[i] as string);
+        s = parseScene(JSON.parse(readFileSync(path, 'utf8')), path);
+      } else s = parseScene(generateScene(this.split, i));
+      if (this.cache.size > 64) this.cache.clear();
+      this.cache.set(i, s);
+    }
+    return s;
+  }
+  indexOf(token: string): number {
+    if (this.files) return this.files.findIndex((f) => f === token || f === `${token}.json`);
+    const m = /(\d+)/.exec(token.split('/').pop() ?? '');
+    const i = m ? Number(m[1]) : -1;
+    return i >= 0 && i < this.size && this.get(i).name === token ? i : -1;
+  }
+}
+
+export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
+  readonly version: Version;
+  readonly observationSpace: Space;
+  readonly actionSpace = box({ low: -MAX_POSE_M, high: MAX_POSE_M, shape: [8, 3], dtype: 'float32' });
+  readonly metadata: EnvMetadata;
+  readonly renderMode: 'rgb_array' | null;
+  readonly tools: readonly EnvTool<never>[];
+  readonly opts: z.output<typeof NavsimKwargsSchema>;
+
+  private readonly rng = new Random();
+  private readonly source: SceneSource;
+  private sceneIndex = -1;
+  private stepped = false;
+  private scorer: SceneScorer | null = null;
+  private rig: CameraRig | null = null;
+  private grid: SemanticGrid | null = null;
+  private lastObs: Record<string, unknown> | null = null;
+  private lastResult: SceneResult | null = null;
+
+  constructor(version: Version, kwargs: NavsimKwargs = {}) {
+    this.version = version;
+    this.opts = NavsimKwargsSchema.parse(kwargs);
+    this.renderMode = this.opts.render_mode ?? null;
+    this.source = new SceneSource(this.opts.split, this.opts.scene_dir ?? null);
+    const o = this.opts;
+    const spaces: Record<string, Space> = {
+      ego_status: box({ low: -Infinity, high: Infinity, shape: [4, 7], dtype: 'float32' }),
+      driving_command: box({ low: 0, high: 1, shape: [4], dtype: 'int8' }),
+    };
+    const cams = navsimCameras(o.camera_width, o.camera_height);
+    if (o.cameras) {
+      this.rig = new CameraRig(cams);
+      const camSpaces: Record<string, Space> = {};
+      for (const c of cams) camSpaces[c.name] = box({ low: 0, high: 255, shape: [4, o.camera_height, o.camera_width, 3], dtype: 'uint8' });
+      spaces.cameras = dict(camSpaces);
+    }
+    if (o.bev) spaces.bev = box({ low: 0, high: 255, shape: [o.bev_size, o.bev_size, BEV_CHANNELS.length], dtype: 'uint8' });
+    if (o.lidar) spaces.lidar = box({ low: -Infinity, high: Infinity, shape: [6, o.lidar_channels * o.lidar_azimuth_steps], dtype: 'float32' });
+    this.observationSpace = dict(spaces);
+    this.metadata = {
+      render_modes: ['rgb_array'],
+      benchmark: `NAVSIM v${version} (${version === 1 ? 'PDMS' : 'EPDMS'})`,
+      camera_names: cams.map((c) => c.name),
+      cameras: Object.fromEntries(cams.map((c) => [c.name, { intrinsics: intrinsics(c), distortion: [0, 0, 0, 0, 0], sensor2lidar_rotation: extrinsics(c).rotation, sensor2lidar_translation: extrinsics(c).translation }])),
+      bev_channels: [...BEV_CHANNELS],
+      scene_count: this.source.size,
+      synthetic_render: true,
+    };
+    this.tools = [
+      defineTool({
+        name: 'get_route_info',
+        description: 'The route of the current scene: roadblock ids, the route centreline ahead (ego frame, up to 100 m, 2 m spacing), the speed limit and the driving command (left, straight, right, unknown).',
+        inputSchema: z.object({}).strict(),
+        handler: () => this.routeInfo(),
+      }),
+      defineTool({
+        name: 'get_ego_state',
+        description: 'The ego state: global pose (rear axle), velocity and acceleration in the ego frame, and the 4-frame status history (x, y, heading, vx, vy, ax, ay relative to the current frame).',
+        inputSchema: z.object({}).strict(),
+        handler: () => this.egoState(),
+      }),
+      defineTool({
+        name: 'step_with_waypoints',
+        description: 'Submit the planned trajectory as waypoints [x, y, heading] in the ego rear-axle frame (x forward, y left, metres, radians), 8 poses 0.5 s apart by default; returns the score and sub-metrics.',
+        inputSchema: z.object({ waypoints: z.array(z.array(z.number()).length(3)).min(1).max(80), interval: z.number().positive().max(1).optional() }).strict(),
+        handler: (args) => {
+          const r = this.step({ poses: args.waypoints, interval: args.interval ?? 0.5 });
+          return { reward: r.reward, terminated: r.terminated, truncated: r.truncated, info: r.info };
+        },
+      }),
+    ];
+  }
+
+  private get scene(): Scene {
+    if (this.sceneIndex < 0) throw new InvalidActionError('call reset before step');
+    return this.source.get(this.sceneIndex);
+  }
+
+  reset(opts: ResetOptions = {}): ResetResult<Record<string, unknown>> {
+    if (opts.seed != null) this.rng.seed(opts.seed);
+    const o = opts.options ?? {};
+    let idx: number;
+    if (o.scene_index !== undefined && o.scene_index !== null) {
+      const i = Number(o.scene_index);
+      if (!Number.isInteger(i) || i < 0 || i >= this.source.size) throw new InvalidOptionsError(`scene_index must be an integer in [0, ${this.source.size - 1}], got ${String(o.scene_index)}`);
+      idx = i;
+    } else if (typeof o.scene_token === 'string') {
+      idx = this.source.indexOf(o.scene_token);
+      if (idx < 0) throw new InvalidOptionsError(`unknown scene_token '${o.scene_token}' in ${this.opts.scene_dir ?? this.opts.split}`);
+    } else {
+      const unknown = Object.keys(o).filter((k) => k !== 'scene_index' && k !== 'scene_token');
+      if (unknown.length > 0) throw new InvalidOptionsError(`unknown reset options: ${unknown.join(', ')} (accepted: scene_index, scene_token)`);
+      idx = this.rng.integer(0, this.source.size);
+    }
+    return this.load(idx);
+  }
+
+  private load(idx: number): ResetResult<Record<string, unknown>> {
+    this.sceneIndex = idx;
+    this.stepped = false;
+    this.lastResult = null;
+    const scene = this.scene;
+    this.scorer = new SceneScorer(scene);
+    this.grid = this.rig || this.opts.bev || this.opts.lidar || this.renderMode ? SemanticGrid.fromMap(this.scorer.map) : null;
+    this.lastObs = this.observe();
+    return { obs: this.lastObs, info: { scene_token: scene.name, scene_index: idx, scene_type: scene.scene_type, version: this.version } };
+  }
+
+  private historyPoses(): { t: number; x: number; y: number; heading: number; vx: number; vy: number; ax: number; ay: number }[] {
+    const s = this.scene;
+    const hist = [...(s.ego_history ?? [])].sort((a, b) => a.t - b.t);
+    return HISTORY_T.map((t) => {
+      if (t === 0) return { t, ...s.ego };
+      const h = hist.find((e) => Math.abs(e.t - t) < 1e-6);
+      if (h) return h;
+      // Without history, assume constant velocity backwards.
+      return { t, ...s.ego, x: s.ego.x + Math.cos(s.ego.heading) * s.ego.vx * t, y: s.ego.y + Math.sin(s.ego.heading) * s.ego.vx * t };
+    });
+  }
+
+  private observe(): Record<string, unknown> {
+    const s = this.scene;
+    const status = new Float32Array(28);
+    const hist = this.historyPoses();
+    hist.forEach((e, i) => {
+      const p = relativePose(s.ego, e);
+      status.set([p.x, p.y, p.heading, e.vx, e.vy, e.ax, e.ay], i * 7);
+    });
+    const cmd = Int8Array.from(s.driving_command ?? [0, 0, 0, 1]);
+    const obs: Record<string, unknown> = { ego_status: Tensor.from('float32', [4, 7], status), driving_command: Tensor.from('int8', [4], cmd) };
+    if (this.rig && this.grid) {
+      const { camera_width: W, camera_height: H } = this.opts;
+      const frames = hist.map((e) => this.rig!.render({ grid: this.grid!, ego: e, boxes: this.boxesAt(e.t) }));
+      const cams: Record<string, Tensor> = {};
+      this.rig.cameras.forEach((c, ci) => {
+        const data = new Uint8Array(4 * H * W * 3);
+        frames.forEach((f, fi) => data.set(f[ci] as Uint8Array, fi * H * W * 3));
+        cams[c.name] = Tensor.from('uint8', [4, H, W, 3], data);
+      });
+      obs.cameras = cams;
+    }
+    if (this.opts.bev && this.grid) {
+      const b = renderBev({ grid: this.grid, ego: s.ego, boxes: this.boxesAt(0) }, { size: this.opts.bev_size, resolution: 0.5 });
+      obs.bev = Tensor.from('uint8', b.shape, b.data);
+    }
+    if (this.opts.lidar && this.grid) {
+      const total = this.opts.lidar_channels * this.opts.lidar_azimuth_steps;
+      const l = castLidar({ grid: this.grid, ego: s.ego, boxes: this.boxesAt(0) }, { channels: this.opts.lidar_channels, azimuthSteps: this.opts.lidar_azimuth_steps });
+      // Fixed shape for the Box space: rays without a return are zero rows at the end.
+      const data = new Float32Array(6 * total);
+      for (let r = 0; r < 6; r++) data.set(l.data.subarray(r * l.n, (r + 1) * l.n), r * total);
+      obs.lidar = Tensor.from('float32', [6, total], data);
+    }
+    return obs;
+  }
+
+  private boxesAt(t: number): RenderBox[] {
+    const out: RenderBox[] = [];
+    for (const tr of this.scorer?.world(this.version).tracks ?? []) {
+      const st = stateAt(tr, t) ?? (tr.t.length === 1 ? stateAt(tr, tr.t[0] as number) : null);
+      if (st) out.push({ x: st.x, y: st.y, heading: st.heading, length: tr.length, width: tr.width, height: tr.height, type: tr.type });
+    }
+    return out;
+  }
+
+  step(action: unknown): StepResult<Record<string, unknown>> {
+    if (this.sceneIndex < 0 || !this.scorer) throw new InvalidActionError('call reset before step');
+    if (this.stepped) throw new InvalidActionError('the episode is over (one step per scene): call reset');
+    const { poses, interval } = parseAction(action);
+    const r = this.scorer.score(poses, { version: this.version, interval });
+    this.stepped = true;
+    this.lastResult = r;
+    return { obs: this.lastObs as Record<string, unknown>, reward: r.metrics.score, terminated: true, truncated: false, info: resultInfo(r, this.scene.name) };
+  }
+
+  render(): Tensor | null {
+    if (!this.grid || this.sceneIndex < 0) {
+      if (this.sceneIndex < 0) return null;
+      this.grid = SemanticGrid.fromMap((this.scorer as SceneScorer).map);
+    }
+    const b = renderBev({ grid: this.grid, ego: this.scene.ego, boxes: this.boxesAt(0) }, { size: 256, resolution: 0.25 });
+    const rgb = new Uint8Array(256 * 256 * 3);
+    const C = BEV_CHANNELS.length;
+    for (let i = 0; i < 256 * 256; i++) {
+      const px = b.data.subarray(i * C, i * C + C);
+      const col = px[7] ? [40, 200, 90] : px[3] ? [200, 50, 50] : px[4] ? [240, 190, 40] : px[5] ? [40, 150, 220] : px[6] ? [250, 120, 20] : px[1] ? [230, 230, 230] : px[2] ? [190, 190, 190] : px[0] ? [80, 80, 85] : [30, 45, 30];
+      rgb.set(col, i * 3);
+    }
+    return Tensor.from('uint8', [256, 256, 3], rgb);
+  }
+
+  private routeInfo(): Info {
+    const s = this.scene;
+    const w = (this.scorer as SceneScorer).world(this.version);
+    const line = w.centerline;
+    const s0 = line.project(s.ego.x, s.ego.y).s;
+    const pts: number[][] = [];
+    for (let d = 0; d <= 100 && s0 + d <= line.length; d += 2) {
+      const p = relativePose(s.ego, line.interpolate(s0 + d));
+      pts.push([p.x, p.y, p.heading]);
+    }
+    const lane = this.scorer?.map.lanesAt(s.ego.x, s.ego.y).map((id) => this.scorer?.map.lane(id)).find((l) => l && w.routeLaneIds.has(l.id));
+    return { route_roadblock_ids: s.route_roadblock_ids, centerline_ego_frame: pts, speed_limit_mps: lane?.speedLimit ?? null, driving_command: s.driving_command ?? [0, 0, 0, 1], command_order: ['left', 'straight', 'right', 'unknown'] };
+  }
+
+  private egoState(): Info {
+    const s = this.scene;
+    const hist = this.historyPoses().map((e) => {
+      const p = relativePose(s.ego, e);
+      return [p.x, p.y, p.heading, e.vx, e.vy, e.ax, e.ay];
+    });
+    return { x: s.ego.x, y: s.ego.y, heading: s.ego.heading, vx: s.ego.vx, vy: s.ego.vy, ax: s.ego.ax, ay: s.ego.ay, history: hist, history_t: HISTORY_T };
+  }
+
+  getState(): Uint8Array {
+    return packState('navsim/1', { rng: this.rng.getState(), sceneIndex: this.sceneIndex, stepped: this.stepped });
+  }
+
+  setState(bytes: Uint8Array): void {
+    const st = unpackState('navsim/1', bytes) as { rng?: number[]; sceneIndex?: number; stepped?: boolean };
+    if (!st || !Array.isArray(st.rng) || typeof st.sceneIndex !== 'number') throw new InvalidStateError('not a NavsimEnv state');
+    this.rng.setState(st.rng);
+    if (st.sceneIndex >= 0) this.load(st.sceneIndex);
+    else this.sceneIndex = -1;
+    this.stepped = st.stepped === true;
+  }
+}
+
+/** The step info: every sub-metric, raw quantities and the simulated states. */
+export function resultInfo(r: SceneResult, token: string): Info {
+  const m = r.metrics;
+  const info: Info = {
+    scene_token: token,
+    version: r.version,
+    nc: m.nc, dac: m.dac, ddc: m.ddc, tlc: m.tlc, ep: m.ep, ttc: m.ttc, lk: m.lk, hc: m.hc, ec: m.ec,
+    comfort: m.comfort,
+    multiplicative_prod: m.multiplicative_prod,
+    pdms: m.pdms,
+    epdms: m.epdms,
+    score: m.score,
+    progress_raw_m: r.progressRawM,
+    pdm_closed_progress_m: r.pdmClosedProgressM,
+    collision_time_s: r.collisionTimeS,
+    ttc_time_s: r.ttcTimeS,
+    simulated_states: Tensor.from('float64', [41, 11], r.simulatedStates),
+  };
+  if (r.human) info.human_metrics = { nc: r.human.nc, dac: r.human.dac, ddc: r.human.ddc, tlc: r.human.tlc, ep: r.human.ep, ttc: r.human.ttc, lk: r.human.lk, hc: r.human.hc };
+  return info;
+}

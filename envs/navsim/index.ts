@@ -1,0 +1,18 @@
+/**
+ * Registers `gymwire/NavsimEnv-v1` (PDMS) and `gymwire/NavsimEnv-v2` (EPDMS).
+ */
+import type { Registry } from '../core/registry.ts';
+import { NavsimEnv, NavsimKwargsSchema } from './env.ts';
+
+export function registerNavsim(registry: Registry): void {
+  for (const version of [1, 2] as const) {
+    registry.register({
+      id: `gymwire/NavsimEnv-v${version}`,
+      description: `NAVSIM ${version === 1 ? 'v1: PDM Score' : 'v2: Extended PDM Score'} on seeded synthetic scenes (or a directory of scene files): one 4 s trajectory of 8 poses per scene, tracked by LQR + kinematic bicycle and scored.`,
+      entryPoint: (kwargs) => new NavsimEnv(version, kwargs),
+      kwargsSchema: NavsimKwargsSchema,
+      maxEpisodeSteps: 1,
+      tags: ['driving', 'navsim'],
+    });
+  }
+}
