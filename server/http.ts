@@ -46,6 +46,8 @@ export function healthBody(core: ServerCore): string {
     sessions: core.sessionCount,
     connections: core.connectionCount,
     uptime_s: Math.round(process.uptime()),
+    rss_bytes: process.memoryUsage.rss(),
+    heap_used_bytes: process.memoryUsage().heapUsed,
   });
 }
 

@@ -1,0 +1,221 @@
+/**
+ * Core benchmarks (issue: the wire protocol and server). Prints JSON lines; each figure sits next
+ * to a floor measured in the same run:
+ *   - step round trip, CartPole, one client, sequential: p50/p99 on ws and uws vs a bare echo of
+ *     the same bytes on the same library;
+ *   - 224x224x3 uint8 observations, 8 sessions in parallel: steps/s and MB/s vs the echo floor;
+ *   - 256 CartPole sessions stepped in one frame: env-steps/s vs a local in-process vector env;
+ *   - 2,048 sessions open and stepping: every step answered, memory per idle session.
+ * Servers run in their own process so the client under test has its own core.
+ *   npx tsx test/bench/core.bench.ts [--quick]
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+
+import WebSocket from 'ws';
+
+import { connect } from '../../client/ts/client.ts';
+import { CartPoleEnv } from '../../envs/classic/cartpole.ts';
+import { encode } from '../../protocol/codec.ts';
+import { Tensor } from '../../protocol/tensor.ts';
+
+const QUICK = process.argv.includes('--quick');
+const scale = QUICK ? 0.2 : 1;
+
+function emit(bench: string, metric: string, value: number, unit: string, extra: Record<string, unknown> = {}): void {
+  process.stdout.write(`${JSON.stringify({ bench, metric, value: Number(value.toFixed(3)), unit, ...extra })}\n`);
+}
+
+async function spawnServer(kind: 'gymwire' | 'echo', transport: 'ws' | 'uws'): Promise<{ url: string; stop(): void }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/bench/server-process.ts', kind, transport], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const rl = createInterface({ input: child.stdout });
+  const [line] = (await once(rl, 'line')) as [string];
+  return { url: (JSON.parse(line) as { url: string }).url, stop: () => child.kill('SIGKILL') };
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
+}
+
+/** Sequential round trips on a bare ws client: send `requestBytes` bytes, receive `replyBytes`. */
+async function echoRoundTrips(url: string, requestBytes: number, replyBytes: number, count: number): Promise<number[]> {
+  const ws = new WebSocket(url, { perMessageDeflate: false });
+  await once(ws, 'open');
+  const frame = Buffer.alloc(requestBytes, 1);
+  frame.writeUInt32LE(replyBytes, 0);
+  const times: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const t0 = performance.now();
+    ws.send(frame, { binary: true });
+    await once(ws, 'message');
+    times.push(performance.now() - t0);
+  }
+  ws.close();
+  return times;
+}
+
+async function latency(transport: 'ws' | 'uws'): Promise<void> {
+  const n = Math.round(5000 * scale);
+  const srv = await spawnServer('gymwire', transport);
+  const c = await connect(srv.url);
+  const env = await c.make('gymwire/CartPole-v1');
+  await env.reset({ seed: 0 });
+  const times: number[] = [];
+  let last = await env.step(0);
+  for (let i = 0; i < n + 500; i++) {
+    const t0 = performance.now();
+    last = await env.step(i % 2);
+    if (i >= 500) times.push(performance.now() - t0);
+    if (last.terminated || last.truncated) await env.reset();
+  }
+  await c.close();
+  srv.stop();
+  // The floor moves the same bytes as a step request and its answer.
+  const reqBytes = encode({ session_id: env.sessionId, action: 1, id: 123456, type: 'step' }).byteLength;
+  const resBytes = encode({ id: 123456, type: 'result', result: { obs: last.obs, reward: 1, terminated: false, truncated: false, info: {} } }).byteLength;
+  const echo = await spawnServer('echo', transport);
+  const floor = (await echoRoundTrips(echo.url, reqBytes, resBytes, n + 500)).slice(500);
+  echo.stop();
+  times.sort((a, b) => a - b);
+  floor.sort((a, b) => a - b);
+  const p50 = percentile(times, 0.5) * 1000;
+  const f50 = percentile(floor, 0.5) * 1000;
+  emit(`step_rtt_${transport}`, 'p50', p50, 'us', { floor_p50_us: Number(f50.toFixed(1)), ratio: Number((p50 / f50).toFixed(2)), target_ratio: 1.5 });
+  emit(`step_rtt_${transport}`, 'p99', percentile(times, 0.99) * 1000, 'us', { floor_p99_us: Number((percentile(floor, 0.99) * 1000).toFixed(1)) });
+}
+
+async function images(transport: 'ws' | 'uws'): Promise<void> {
+  const seconds = 3 * scale + 0.5;
+  const sessions = 8;
+  const srv = await spawnServer('gymwire', transport);
+  const c = await connect(srv.url);
+  const envs = await Promise.all(Array.from({ length: sessions }, () => c.make('bench/Image-v0')));
+  await Promise.all(envs.map((e) => e.reset()));
+  let steps = 0;
+  let bytes = 0;
+  const deadline = performance.now() + seconds * 1000;
+  const t0 = performance.now();
+  await Promise.all(
+    envs.map(async (e) => {
+      while (performance.now() < deadline) {
+        const r = await e.step(0);
+        steps++;
+        bytes += (r.obs as Tensor).byteLength;
+      }
+    }),
+  );
+  const elapsed = (performance.now() - t0) / 1000;
+  await c.close();
+  srv.stop();
+  const frameBytes = 224 * 224 * 3;
+  const resBytes = frameBytes + 120;
+  const echo = await spawnServer('echo', transport);
+  const sockets = await Promise.all(
+    Array.from({ length: sessions }, async () => {
+      const ws = new WebSocket(echo.url, { perMessageDeflate: false });
+      await once(ws, 'open');
+      return ws;
+    }),
+  );
+  let floorBytes = 0;
+  const fDeadline = performance.now() + seconds * 1000;
+  const f0 = performance.now();
+  await Promise.all(
+    sockets.map(async (ws) => {
+      const frame = Buffer.alloc(60, 1);
+      frame.writeUInt32LE(resBytes, 0);
+      while (performance.now() < fDeadline) {
+        ws.send(frame, { binary: true });
+        await once(ws, 'message');
+        floorBytes += frameBytes;
+      }
+      ws.close();
+    }),
+  );
+  const fElapsed = (performance.now() - f0) / 1000;
+  echo.stop();
+  const mbs = bytes / elapsed / 1e6;
+  const floorMbs = floorBytes / fElapsed / 1e6;
+  emit(`image_224_8sessions_${transport}`, 'steps_per_s', steps / elapsed, 'steps/s');
+  emit(`image_224_8sessions_${transport}`, 'throughput', mbs, 'MB/s', { floor_mb_s: Number(floorMbs.toFixed(1)), ratio: Number((mbs / floorMbs).toFixed(2)), target_ratio: 0.8 });
+}
+
+async function batched(transport: 'ws' | 'uws'): Promise<void> {
+  const n = 256;
+  const seconds = 3 * scale + 0.5;
+  const srv = await spawnServer('gymwire', transport);
+  const c = await connect(srv.url);
+  const vec = await c.makeVec('gymwire/CartPole-v1', n, { autoresetMode: 'next_step' });
+  await vec.reset({ seed: 0 });
+  const actions = Tensor.from('int64', [n], Array.from({ length: n }, (_, i) => i % 2));
+  let batches = 0;
+  const t0 = performance.now();
+  while (performance.now() - t0 < seconds * 1000) {
+    await vec.step(actions);
+    batches++;
+  }
+  const elapsed = (performance.now() - t0) / 1000;
+  await c.close();
+  srv.stop();
+  // Floor: the same 256 CartPoles stepped in this process, no wire.
+  const local = Array.from({ length: n }, () => new CartPoleEnv());
+  local.forEach((e, i) => e.reset({ seed: i }));
+  let localSteps = 0;
+  const l0 = performance.now();
+  while (performance.now() - l0 < 1000) {
+    for (let i = 0; i < n; i++) {
+      const r = local[i]!.step(i % 2);
+      if (r.terminated) local[i]!.reset();
+    }
+    localSteps += n;
+  }
+  const localRate = localSteps / ((performance.now() - l0) / 1000);
+  const rate = (batches * n) / elapsed;
+  emit(`batched_256_cartpole_${transport}`, 'env_steps_per_s', rate, 'steps/s', { floor_local_vector_env: Math.round(localRate), target: 300000 });
+}
+
+async function concurrency(): Promise<void> {
+  const total = QUICK ? 512 : 2048;
+  const perConnection = 128;
+  const stepsEach = QUICK ? 5 : 20;
+  const srv = await spawnServer('gymwire', 'ws');
+  const health = async () => (await (await fetch(`${srv.url.replace('ws://', 'http://')}/healthz`)).json()) as { rss_bytes: number; heap_used_bytes: number; sessions: number };
+  const clients = await Promise.all(Array.from({ length: total / perConnection }, () => connect(srv.url)));
+  await new Promise((r) => setTimeout(r, 200));
+  const before = await health();
+  const envs = (await Promise.all(clients.map((c) => Promise.all(Array.from({ length: perConnection }, () => c.make('gymwire/CartPole-v1')))))).flat();
+  await Promise.all(envs.map((e, i) => e.reset({ seed: i })));
+  const after = await health();
+  let answered = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    envs.map(async (e) => {
+      for (let k = 0; k < stepsEach; k++) {
+        const r = await e.step(k % 2);
+        answered++;
+        if (r.terminated || r.truncated) await e.reset();
+      }
+    }),
+  );
+  const elapsed = (performance.now() - t0) / 1000;
+  await Promise.all(clients.map((c) => c.close()));
+  srv.stop();
+  emit('sessions_2048', 'open_sessions', after.sessions, 'sessions');
+  emit('sessions_2048', 'steps_answered', answered, 'steps', { expected: total * stepsEach, all_answered: answered === total * stepsEach });
+  emit('sessions_2048', 'steps_per_s', answered / elapsed, 'steps/s');
+  emit('sessions_2048', 'memory_per_idle_session', (after.heap_used_bytes - before.heap_used_bytes) / total / 1024, 'KiB (heap)', { rss_per_session_kib: Number(((after.rss_bytes - before.rss_bytes) / total / 1024).toFixed(1)) });
+}
+
+const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7);
+const benches: [string, () => Promise<void>][] = [
+  ['latency-ws', () => latency('ws')],
+  ['latency-uws', () => latency('uws')],
+  ['images-ws', () => images('ws')],
+  ['images-uws', () => images('uws')],
+  ['batched-ws', () => batched('ws')],
+  ['batched-uws', () => batched('uws')],
+  ['concurrency', concurrency],
+];
+for (const [name, run] of benches) if (!only || name.startsWith(only)) await run();
+process.exit(0);
