@@ -259,14 +259,13 @@ class AsyncClient:
             async for frame in ws:
                 if isinstance(frame, bytes):
                     self._on_frame(frame)
-        except websockets.exceptions.ConnectionClosed:
-            pass
         except asyncio.CancelledError:
             return
+        except Exception:  # noqa: BLE001 - any read failure is a lost connection; fall through to recovery
+            pass
         if self._ws is ws:
             self._ws = None
-            rcvd = ws.close_rcvd
-            self._on_disconnect(rcvd.code if rcvd else 1006, rcvd.reason if rcvd else "")
+            self._on_disconnect(ws.close_code or 1006, ws.close_reason or "")
         else:
             # A handshake on this socket may still be waiting (the server closed during hello).
             for rid, p in list(self._pending.items()):
