@@ -11,6 +11,8 @@
  * rather than hard-coding them, as a model reading the tool list would. It fails (exit 1) when
  * the env is not registered, when a tool is missing, or when a score is not in [0, 1].
  */
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+
 import { run, startHarness } from '../mcp-common/harness.ts';
 
 const ENV_ID = 'gymwire/NavsimEnv-v1';
@@ -120,7 +122,8 @@ run(async () => {
     if (!envs.some((e) => e.id === ENV_ID)) {
       throw new Error(`${ENV_ID} is not registered on this server (envs: ${envs.map((e) => e.id).join(', ')}); this example needs the NAVSIM env`);
     }
-    const made = await h.call('make_env', { env_id: ENV_ID });
+    // Cameras on: their current frames come back from reset as MCP image content (PNG).
+    const made = await h.call('make_env', { env_id: ENV_ID, kwargs: { cameras: true } });
     const session = made.session_id as string;
     const toolNames = (made.tools as { name: string }[]).map((t) => t.name);
     for (const need of ['get_route_info', 'get_ego_state', 'step_with_waypoints']) {
@@ -130,7 +133,10 @@ run(async () => {
     const stepSchema = listed.find((t) => t.name === 'step_with_waypoints')!.input_schema;
     const scores: number[] = [];
     for (let seed = 0; seed < scenes; seed++) {
-      await h.call('reset', { session_id: session, seed });
+      const reset = (await h.client.callTool({ name: 'reset', arguments: { session_id: session, seed } })) as CallToolResult;
+      if (reset.isError) throw new Error(`reset: ${JSON.stringify(reset.content)}`);
+      const frames = reset.content.filter((c) => c.type === 'image' && c.mimeType === 'image/png').length;
+      if (frames === 0) throw new Error('reset returned no camera images');
       const route = (await h.call('get_route_info', { session_id: session })).result;
       const ego = (await h.call('get_ego_state', { session_id: session })).result;
       const speed = findNumber(ego, /^(speed|v|vx|velocity|ego_velocity)$/i) ?? 0;
@@ -146,7 +152,7 @@ run(async () => {
       if (score < 0 || score > 1) throw new Error(`PDM Score ${score} is outside [0, 1]`);
       if (res.terminated !== undefined && res.terminated !== true) throw new Error('a NAVSIM episode is one step: terminated must be true');
       const subs = ['nc', 'dac', 'ddc', 'tlc', 'ep', 'ttc', 'comfort', 'hc', 'lk', 'ec'].filter((k) => isNum(info[k])).map((k) => `${k}=${(info[k] as number).toFixed(3)}`);
-      console.log(`scene seed ${seed}: speed ${speed.toFixed(2)} m/s, followed ${line ? line.path : 'a straight line'}; PDMS ${score.toFixed(4)} (${subs.join(' ')})`);
+      console.log(`scene seed ${seed}: ${frames} camera images, speed ${speed.toFixed(2)} m/s, followed ${line ? line.path : 'a straight line'}; PDMS ${score.toFixed(4)} (${subs.join(' ')})`);
       scores.push(score);
     }
     await h.call('close_env', { session_id: session });

@@ -33,9 +33,21 @@ export const MAX_TOOL_LIST_ELEMENTS = 4096;
 export const MAX_IMAGES = 8;
 const MAX_DEPTH = 32;
 
-/** Whether a tensor is an RGB(A) frame worth showing as an image. */
+/** Frames are scaled down to fit this many pixels on their long side before they are attached. */
+export const MAX_IMAGE_SIDE = 1024;
+
+/** Whether a tensor is an RGB(A) frame [H, W, 3|4], or a stack of them [N, H, W, 3|4] (camera history). */
 export function isImageTensor(t: Tensor): boolean {
-  return t.dtype === 'uint8' && t.shape.length === 3 && (t.shape[2] === 3 || t.shape[2] === 4) && t.shape[0]! >= 8 && t.shape[1]! >= 8;
+  const r = t.shape.length;
+  return t.dtype === 'uint8' && (r === 3 || r === 4) && (t.shape[r - 1] === 3 || t.shape[r - 1] === 4) && t.shape[r - 3]! >= 8 && t.shape[r - 2]! >= 8 && t.size > 0;
+}
+
+/** The frame to show: the tensor itself, or the last (current) frame of a stack, as a view. */
+function lastFrame(t: Tensor): Tensor {
+  if (t.shape.length === 3) return t;
+  const frame = t.shape.slice(1);
+  const per = shapeSize(frame);
+  return new Tensor('uint8', frame, (t.data as Uint8Array).subarray(t.size - per));
 }
 
 /** Converts a wire value to JSON; frames are collected into `images` (and summarised in place). */
@@ -59,11 +71,12 @@ export function toJson(value: unknown, images: FoundImage[] = [], path = '', dep
 function tensorToJson(t: Tensor, images: FoundImage[], path: string, listLimit: number): Json {
   const head = { dtype: t.dtype, shape: [...t.shape] };
   if (isImageTensor(t) && images.length < MAX_IMAGES) {
-    images.push({ path, tensor: t });
-    return { ...head, image: `attached as image ${images.length} (${path || 'frame'})` };
+    images.push({ path, tensor: lastFrame(t) });
+    const which = t.shape.length === 4 ? `the last of ${t.shape[0]} frames ` : '';
+    return { ...head, image: `${which}attached as image ${images.length} (${path || 'frame'})` };
   }
-  const numbers = t.toNumbers();
   if (t.size <= listLimit) {
+    const numbers = t.toNumbers();
     const values = t.dtype === 'bool' ? numbers.map((v) => v !== 0) : numbers.map((v) => (Number.isFinite(v) ? v : String(v)));
     return { ...head, values: nest(values, t.shape) };
   }
@@ -71,7 +84,8 @@ function tensorToJson(t: Tensor, images: FoundImage[], path: string, listLimit: 
   let max = -Infinity;
   let sum = 0;
   let finite = 0;
-  for (const v of numbers) {
+  for (let i = 0; i < t.size; i++) {
+    const v = t.at(i);
     if (!Number.isFinite(v)) continue;
     if (v < min) min = v;
     if (v > max) max = v;
@@ -89,10 +103,12 @@ function nest(flat: Json[], shape: readonly number[]): Json {
   return Array.from({ length: first! }, (_, i) => nest(flat.slice(i * stride, (i + 1) * stride), rest));
 }
 
-/** Encodes an RGB(A) uint8 frame as PNG. */
+/** Encodes an RGB(A) uint8 frame [H, W, 3|4] as PNG, scaled down to MAX_IMAGE_SIDE when larger. */
 export async function encodePng(t: Tensor): Promise<Buffer> {
   const [height, width, channels] = t.shape as [number, number, 3 | 4];
-  return sharp(Buffer.from(t.bytes()), { raw: { width, height, channels } }).png().toBuffer();
+  let img = sharp(Buffer.from(t.bytes()), { raw: { width, height, channels } });
+  if (Math.max(width, height) > MAX_IMAGE_SIDE) img = img.resize({ width: MAX_IMAGE_SIDE, height: MAX_IMAGE_SIDE, fit: 'inside' });
+  return img.png().toBuffer();
 }
 
 /** An action that cannot be shaped into the action space. */
