@@ -188,12 +188,14 @@ export class LoadedWorldModel {
     if (res.type !== 'stepped') throw new Error(`worker answered ${res.type} to a step`);
     this.runtime.recordRun(B);
     const frameLen = m.chunk * m.height * m.width * 3;
+    // Each session's continuation gets its own macrotask, so 32 sessions' bookkeeping does not
+    // hold the event loop in one piece (other sessions' messages interleave).
     batch.forEach((p, i) => {
-      p.resolve({
+      setImmediate(p.resolve, {
         frames: res.frames.subarray(i * frameLen, (i + 1) * frameLen),
         probs: res.probs.subarray(i * m.chunk, (i + 1) * m.chunk),
         poses: res.poses ? res.poses.subarray(i * m.chunk * 8, (i + 1) * m.chunk * 8) : null,
-      });
+      } satisfies ChunkResult);
     });
   }
 }
