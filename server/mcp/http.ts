@@ -13,7 +13,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import pino from 'pino';
 import type { Logger } from 'pino';
 
 import { ProtocolError } from '../../protocol/errors.ts';
@@ -62,7 +61,7 @@ interface McpSession {
  */
 export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOptions = {}): McpEndpoint {
   const path = opts.path ?? '/mcp';
-  const log = (opts.logger ?? core.log ?? pino({ level: 'silent' })).child({ component: 'mcp' });
+  const log = (opts.logger ?? core.log).child({ component: 'mcp' });
   const idleMs = opts.idleTimeoutMs ?? core.limits.idle_timeout_ms;
   const maxSessions = opts.maxSessions ?? 1024;
   const sessions = new Map<string, McpSession>();
@@ -85,6 +84,7 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
     idleMs > 0
       ? setInterval(
           () => {
+            if (core.isShuttingDown) return void clearInterval(reaper!);
             const now = Date.now();
             for (const s of sessions.values()) if (s.busy === 0 && now - s.lastActive > idleMs) void end(s, `idle for more than ${idleMs} ms`);
           },

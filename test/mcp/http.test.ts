@@ -5,11 +5,12 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import sharp from 'sharp';
 import { afterEach, describe, expect, it } from 'vitest';
 
-import { CAMERA_ENV, callErr, callOk, httpClient, startMcpServer } from './helpers.ts';
+import { CAMERA_ENV, callErr, callOk, httpClient, startMcpServer, testRegistry } from './helpers.ts';
 import type { McpTestServer } from './helpers.ts';
 
 const FIXED = ['list_envs', 'make_env', 'reset', 'step', 'render', 'close_env', 'list_session_tools', 'call_session_tool'];
 const CARTPOLE = 'gymwire/CartPole-v1';
+const NAVSIM = 'gymwire/NavsimEnv-v1';
 
 let t: McpTestServer | null = null;
 const clients: Client[] = [];
@@ -190,6 +191,20 @@ describe('MCP over Streamable HTTP', () => {
     await callOk(c, 'make_env', { env_id: CARTPOLE });
     await callOk(c, 'make_env', { env_id: CARTPOLE });
     expect(await callErr(c, 'make_env', { env_id: CARTPOLE })).toMatch(/^ENV_ERR_TOO_MANY_SESSIONS: /);
+  });
+
+  it.skipIf(!testRegistry().ids().includes(NAVSIM))('scores a NAVSIM scene through get_route_info and step_with_waypoints', async () => {
+    const c = await setup();
+    const id = (await callOk(c, 'make_env', { env_id: NAVSIM })).session_id as string;
+    expect((await c.listTools()).tools.map((x) => x.name)).toEqual(expect.arrayContaining(['get_route_info', 'get_ego_state', 'step_with_waypoints']));
+    await callOk(c, 'reset', { session_id: id, seed: 2 });
+    expect(await callOk(c, 'get_route_info', { session_id: id })).toMatchObject({ tool: 'get_route_info', result: expect.any(Object) });
+    const straight = Array.from({ length: 8 }, (_, i) => [(i + 1) * 2, 0, 0]);
+    const res = await callOk(c, 'step_with_waypoints', { session_id: id, waypoints: straight });
+    expect(res).toMatchObject({ terminated: true, truncated: false, episode_steps: 1, info: { nc: expect.any(Number), dac: expect.any(Number), ep: expect.any(Number) } });
+    expect(res.reward).toBeGreaterThanOrEqual(0);
+    expect(res.reward).toBeLessThanOrEqual(1);
+    expect(await callErr(c, 'step_with_waypoints', { session_id: id, waypoints: [[1, 2]] })).toMatch(/^ENV_ERR_INVALID_TOOL_ARGS: /);
   });
 
   it('enforces the auth token: HTTP 401 without it or with a wrong one', async () => {
