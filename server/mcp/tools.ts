@@ -402,9 +402,9 @@ export class GymwireMcp {
     } else if (err instanceof ProtocolError) {
       ({ code, message, details } = err);
       if (code === 'ENV_ERR_UNKNOWN_SESSION' && typeof details.session_id === 'string') this.forget(details.session_id, 'closed on the server');
-    } else if (err instanceof Error && typeof (err as { code?: unknown }).code === 'string') {
+    } else if (err instanceof Error && 'code' in err && typeof err.code === 'string') {
       // A local SDK error of the stdio bridge's client (not connected, timed out): keep its code.
-      code = (err as { code: string }).code;
+      code = err.code;
       message = err.message;
     } else {
       code = 'ENV_ERR_INTERNAL';
