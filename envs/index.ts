@@ -12,7 +12,8 @@ export function defaultRegistry(): Registry {
   const registry = new Registry();
   registerClassic(registry);
   registerNavsim(registry);
-  registerEvac(registry);
+  const evac = registerEvac(registry);
+  registry.onClose(() => evac.close());
   registerBench2Drive(registry);
   return registry;
 }

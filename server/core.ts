@@ -80,7 +80,7 @@ const REPLY_CACHE_BYTES = 64 * 1024 * 1024;
 const CACHED_OPS: ReadonlySet<RequestType> = new Set(['make', 'reset', 'step', 'reset_batch', 'step_batch', 'execute', 'set_state', 'close']);
 
 interface CachedReply {
-  bytes: Promise<Uint8Array>;
+  bytes: Uint8Array | Promise<Uint8Array>;
   size: number;
 }
 
@@ -100,18 +100,17 @@ class ClientState {
     readonly name: string,
   ) {}
 
-  remember(id: number, bytes: Promise<Uint8Array>): void {
+  remember(id: number, bytes: Uint8Array | Promise<Uint8Array>): void {
     const entry: CachedReply = { bytes, size: 0 };
     this.replies.set(id, entry);
-    void bytes.then(
-      (b) => {
-        if (this.replies.get(id) !== entry) return;
-        entry.size = b.byteLength;
-        this.replyBytes += b.byteLength;
-        this.evict();
-      },
-      () => {},
-    );
+    const account = (b: Uint8Array) => {
+      if (this.replies.get(id) !== entry) return;
+      entry.size = b.byteLength;
+      this.replyBytes += b.byteLength;
+      this.evict();
+    };
+    if (bytes instanceof Uint8Array) account(bytes);
+    else void bytes.then(account, () => {});
     this.evict();
   }
 
@@ -263,33 +262,41 @@ export class ServerCore {
     if (!client) return this.fail(conn, req.id, new ProtocolError('ENV_ERR_HANDSHAKE_REQUIRED', 'the first message on a connection must be hello'));
     if (this.shuttingDown) return this.fail(conn, req.id, new ProtocolError('ENV_ERR_SHUTTING_DOWN', 'the server is shutting down and accepts no new requests'));
 
-    if (CACHED_OPS.has(req.type)) {
+    const cacheable = CACHED_OPS.has(req.type);
+    if (cacheable) {
       const cached = client.replies.get(req.id);
       if (cached) {
         // A retry after a reconnect: answer with what the first attempt produced, never act twice.
-        void cached.bytes.then((b) => client.connection?.send(b));
+        if (cached.bytes instanceof Uint8Array) client.connection?.send(cached.bytes);
+        else void cached.bytes.then((b) => client.connection?.send(b));
         return;
       }
     }
     const bytes = this.run(conn, client, req);
-    if (CACHED_OPS.has(req.type)) client.remember(req.id, bytes);
+    if (cacheable) client.remember(req.id, bytes);
     // The client may have reconnected while this ran: answer on its current connection.
-    void bytes.then((b) => (client.connection ?? conn).send(b));
+    if (bytes instanceof Uint8Array) (client.connection ?? conn).send(bytes);
+    else void bytes.then((b) => (client.connection ?? conn).send(b));
   }
 
-  private async run(conn: Connection, client: ClientState, req: RequestOf<RequestType>): Promise<Uint8Array> {
-    this.inFlight++;
-    try {
-      const handler = this.handlers[req.type] as Handler<RequestType>;
-      const result = await handler(conn, client, req);
-      return encode({ id: req.id, type: 'result', result });
-    } catch (err) {
+  /** Runs a request; synchronously when its handler is (a sync env's step costs no promise at all). */
+  private run(conn: Connection, client: ClientState, req: RequestOf<RequestType>): Uint8Array | Promise<Uint8Array> {
+    const fail = (err: unknown) => {
       const pe = this.toProtocolError(err, conn.log, req.type);
       this.metrics.errors.inc({ code: pe.code });
       return encode({ id: req.id, type: 'error', error: pe.toWire() });
-    } finally {
-      this.inFlight--;
+    };
+    const ok = (result: unknown) => encode({ id: req.id, type: 'result', result });
+    let out: unknown;
+    try {
+      const handler = this.handlers[req.type] as Handler<RequestType>;
+      out = handler(conn, client, req);
+    } catch (err) {
+      return fail(err);
     }
+    if (!(out instanceof Promise)) return ok(out);
+    this.inFlight++;
+    return out.then(ok, fail).finally(() => this.inFlight--);
   }
 
   private fail(conn: Connection, id: number | null, err: ProtocolError): void {
@@ -414,7 +421,11 @@ export class ServerCore {
     }
     const id = `s_${randomBytes(9).toString('base64url')}`;
     const maxSteps = findTimeLimit(env);
-    const session = new Session(id, req.env_id, env, client.id, conn.log.child({ session: id, env: req.env_id }), maxSteps);
+    const session = new Session(id, req.env_id, env, client.id, conn.log.child({ session: id, env: req.env_id }), maxSteps, {
+      steps: this.metrics.steps.labels(req.env_id),
+      resets: this.metrics.resets.labels(req.env_id),
+      latency: this.metrics.stepLatency.labels(req.env_id),
+    });
     this.sessions.set(id, session);
     client.sessions.add(id);
     this.metrics.openSessions.inc({ env_id: req.env_id });
@@ -479,7 +490,7 @@ export class ServerCore {
       s.autoresetPending = false;
       s.failed = false;
       s.recordReset(r.obs, r.info);
-      this.metrics.resets.inc({ env_id: s.envId });
+      s.metrics.resets.inc();
       return { obs: r.obs, info: r.info };
     });
   }
@@ -490,8 +501,8 @@ export class ServerCore {
       if (reason) throw new ProtocolError('ENV_ERR_INVALID_ACTION', `action is not in the action space: ${reason}`, { session_id: s.id });
       const start = process.hrtime.bigint();
       const done = (r: Awaited<ReturnType<Env['step']>>) => {
-        this.metrics.steps.inc({ env_id: s.envId });
-        this.metrics.stepLatency.observe({ env_id: s.envId }, Number(process.hrtime.bigint() - start) / 1e9);
+        s.metrics.steps.inc();
+        s.metrics.latency.observe(Number(process.hrtime.bigint() - start) / 1e9);
         s.recordStep(r.obs, r.reward, r.terminated || r.truncated, r.info);
         return { obs: r.obs, reward: r.reward, terminated: r.terminated, truncated: r.truncated, info: r.info };
       };
@@ -533,7 +544,7 @@ export class ServerCore {
           s.autoresetPending = false;
           s.failed = false;
           s.recordReset(r.obs, r.info);
-          this.metrics.resets.inc({ env_id: s.envId });
+          s.metrics.resets.inc();
           return r;
         }),
       );
@@ -564,13 +575,13 @@ export class ServerCore {
             const r = await s.env.reset({ seed: null, options: null });
             s.autoresetPending = false;
             s.recordReset(r.obs, r.info);
-            this.metrics.resets.inc({ env_id: s.envId });
+            s.metrics.resets.inc();
             obs[i] = r.obs;
             infos[i] = r.info;
             return;
           }
           const r = await s.env.step(actions[i]);
-          this.metrics.steps.inc({ env_id: s.envId });
+          s.metrics.steps.inc();
           s.recordStep(r.obs, r.reward, r.terminated || r.truncated, r.info);
           rewards[i] = r.reward;
           terminated[i] = r.terminated ? 1 : 0;
@@ -581,7 +592,7 @@ export class ServerCore {
           if (ended && req.autoreset_mode === 'next_step') s.autoresetPending = true;
           if (ended && req.autoreset_mode === 'same_step') {
             const rr = await s.env.reset({ seed: null, options: null });
-            this.metrics.resets.inc({ env_id: s.envId });
+            s.metrics.resets.inc();
             s.recordReset(rr.obs, rr.info);
             obs[i] = rr.obs;
             infos[i] = { ...rr.info, final_obs: r.obs, final_info: r.info };
@@ -595,8 +606,7 @@ export class ServerCore {
       };
       // Sync envs run in a plain loop; only async ones pay for promises.
       await Promise.all(sessions.map(stepOne));
-      const envId = sessions[0]!.envId;
-      this.metrics.stepLatency.observe({ env_id: envId }, Number(process.hrtime.bigint() - start) / 1e9);
+      sessions[0]!.metrics.latency.observe(Number(process.hrtime.bigint() - start) / 1e9);
       if (errors.some((e) => e)) fillFailedSlots(obs, errors);
       return {
         obs: stackValues(obs),

@@ -9,6 +9,7 @@
 import type { Logger } from 'pino';
 
 import type { Registry } from '../envs/core/registry.ts';
+import { defaultRegistry } from '../envs/index.ts';
 import type { Limits } from '../protocol/messages.ts';
 import { ServerCore } from './core.ts';
 import type { HttpRoutes } from './http.ts';
@@ -48,8 +49,10 @@ export interface RunningServer {
 
 export async function startServer(opts: ServerOptions = {}): Promise<RunningServer> {
   const host = opts.host ?? '127.0.0.1';
+  // A registry we build is ours to close (it may hold model runtimes); one passed in is the caller's.
+  const ownRegistry = opts.registry ? null : defaultRegistry();
   const core = new ServerCore({
-    registry: opts.registry,
+    registry: opts.registry ?? ownRegistry!,
     logger: opts.logger,
     token: opts.token,
     limits: opts.limits,
@@ -78,6 +81,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       closing ??= (async () => {
         await core.shutdown(timeoutMs);
         await transport.close();
+        await ownRegistry?.close();
       })();
       return closing;
     },

@@ -6,6 +6,13 @@ import type { Logger } from 'pino';
 
 import type { Env } from '../envs/core/env.ts';
 
+/** Per-session metric children, bound to the env's label once (label lookups cost on the hot path). */
+export interface SessionMetrics {
+  steps: { inc(n?: number): void };
+  resets: { inc(n?: number): void };
+  latency: { observe(seconds: number): void };
+}
+
 /**
  * A FIFO lock. `tryAcquire` takes it synchronously when free (the fast path for sync envs);
  * `acquire` queues. Batch requests enqueue on all their sessions in one tick, so two batches
@@ -86,6 +93,7 @@ export class Session {
     readonly ownerId: string,
     readonly log: Logger,
     readonly maxEpisodeSteps: number | null,
+    readonly metrics: SessionMetrics,
   ) {}
 
   touch(): void {

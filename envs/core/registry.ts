@@ -67,6 +67,17 @@ export interface MakeOptions {
 
 export class Registry {
   private readonly specs = new Map<string, EnvSpec<never>>();
+  private readonly closeHooks: (() => unknown)[] = [];
+
+  /** Registers something to release when the registry's owner shuts down (model runtimes, worker pools). */
+  onClose(hook: () => unknown): void {
+    this.closeHooks.push(hook);
+  }
+
+  /** Releases what the env families registered with onClose. */
+  async close(): Promise<void> {
+    await Promise.allSettled(this.closeHooks.splice(0).map((h) => h()));
+  }
 
   register<K>(spec: EnvSpec<K>): void {
     if (!ENV_ID_RE.test(spec.id)) throw new Error(`env id ${JSON.stringify(spec.id)} does not match namespace/Name-vN`);
