@@ -13,6 +13,7 @@ Example::
 """
 
 from .client import PROTOCOL_VERSION, AsyncClient, Client
+from .dataset import collect, episodes_to_arrays, load_dataset
 from .env import AsyncRemoteEnv, GymwireEnv, make
 from .errors import (
     ClientClosedError,
@@ -26,6 +27,7 @@ from .errors import (
     SessionLostError,
     VersionMismatchError,
 )
+from .policies import Policy, PolicyOutput, WaypointPID, make_policy, register_policy
 from .tools import ToolEnvironment, ToolSet
 from .vector import AsyncRemoteVectorEnv, GymwireVectorEnv, make_vec
 
@@ -51,6 +53,14 @@ __all__ = [
     "ToolEnvironment",
     "ToolSet",
     "VersionMismatchError",
+    "Policy",
+    "PolicyOutput",
+    "WaypointPID",
+    "collect",
+    "episodes_to_arrays",
+    "load_dataset",
     "make",
+    "make_policy",
     "make_vec",
+    "register_policy",
 ]

@@ -1,0 +1,616 @@
+"""Trajectory datasets in the format the TypeScript rollout tools write (docs/datasets.md, version 1).
+
+:func:`collect` drives a :class:`~gymwire.env.GymwireEnv` or :class:`~gymwire.vector.GymwireVectorEnv`
+with a :class:`~gymwire.policies.Policy` and writes whole episodes as Apache Arrow IPC files
+(``steps-*.arrow``, ``episodes.arrow``, ``dataset.json``). :func:`load_dataset` reads any such
+directory (ours or the TypeScript writer's) and :func:`episodes_to_arrays` turns it into padded
+``[episodes, T, ...]`` numpy arrays; ``gymwire.integrations.*.dataset_to_*`` rename those for each
+trainer. Needs ``pyarrow`` (``pip install gymwire[datasets]``).
+
+Example::
+
+    manifest = gymwire.collect(env, make_policy("random", action_space=env.action_space), episodes=10, out_dir="out/")
+    ds = load_dataset("out/")
+    batch = episodes_to_arrays(ds)   # {"obs": [E, T, 4], "actions": [E, T], "rewards": [E, T], "mask": ...}
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+from gymnasium import spaces as gs
+from gymnasium.vector.utils import concatenate, create_empty_array, iterate
+
+from .codec import wire_dtype_name
+from .policies import Policy
+from .spaces import space_from_wire, space_to_wire
+
+DATASET_FORMAT = "gymwire.trajectories"
+DATASET_VERSION = 1
+_SAFE_INT = 2**53 - 1
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON values (docs/datasets.md "JSON values")
+
+
+def to_json_value(value: Any) -> Any:
+    """A JSON-safe copy of a value: tensors as ``{"__tensor__": ...}``, bytes as ``{"__bytes__": ...}``."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        v = int(value)
+        return v if -_SAFE_INT <= v <= _SAFE_INT else str(v)
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        return v if math.isfinite(v) else ("nan" if math.isnan(v) else "inf" if v > 0 else "-inf")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, np.ndarray):
+        flat = value.reshape(-1).tolist()
+        return {"__tensor__": {"dtype": wire_dtype_name(value.dtype), "shape": list(value.shape), "data": [to_json_value(x) for x in flat]}}
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, dict):
+        return {str(k): to_json_value(v) for k, v in value.items()}
+    if isinstance(value, gs.GraphInstance):
+        return {"nodes": to_json_value(value.nodes), "edges": to_json_value(value.edges), "edge_links": to_json_value(value.edge_links)}
+    if isinstance(value, (list, tuple)):
+        return [to_json_value(v) for v in value]
+    return str(value)
+
+
+def from_json_value(value: Any) -> Any:
+    """Inverse of :func:`to_json_value` for tensors and bytes (strings "inf"/"nan" stay strings outside tensors)."""
+    if isinstance(value, dict):
+        if set(value) == {"__tensor__"}:
+            t = value["__tensor__"]
+            data = [float(x) if isinstance(x, str) else x for x in t["data"]]
+            return np.asarray(data, dtype=t["dtype"]).reshape(t["shape"])
+        if set(value) == {"__bytes__"}:
+            return base64.b64decode(value["__bytes__"])
+        return {k: from_json_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_json_value(v) for v in value]
+    return value
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(to_json_value(value), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Columns (mirrors client/ts/dataset/columns.ts planColumns)
+
+
+@dataclass
+class ColumnPlan:
+    path: str
+    keys: list[str | int]
+    encoding: str
+    dtype: str | None
+    shape: list[int]
+
+
+def plan_columns(space: gs.Space[Any], keys: list[str | int] | None = None) -> list[ColumnPlan]:
+    keys = keys or []
+    path = "".join(f".{k}" for k in keys)
+    if isinstance(space, gs.Box):
+        return [ColumnPlan(path, keys, "raw", wire_dtype_name(space.dtype), list(space.shape))]
+    if isinstance(space, gs.Discrete):
+        return [ColumnPlan(path, keys, "scalar", wire_dtype_name(space.dtype), [])]
+    if isinstance(space, gs.MultiDiscrete):
+        return [ColumnPlan(path, keys, "raw", wire_dtype_name(space.dtype), list(space.nvec.shape))]
+    if isinstance(space, gs.MultiBinary):
+        return [ColumnPlan(path, keys, "raw", "int8", [int(d) for d in np.atleast_1d(space.n)])]
+    if isinstance(space, gs.Dict):
+        return [c for k, s in space.spaces.items() for c in plan_columns(s, [*keys, k])]
+    if isinstance(space, gs.Tuple):
+        return [c for i, s in enumerate(space.spaces) for c in plan_columns(s, [*keys, i])]
+    return [ColumnPlan(path, keys, "json", None, [])]
+
+
+def _pick(value: Any, keys: list[str | int]) -> Any:
+    for k in keys:
+        value = None if value is None else value[k]
+    return value
+
+
+def _encode_leaf(col: ColumnPlan, value: Any) -> Any:
+    if value is None:
+        return None
+    if col.encoding == "scalar":
+        v = np.asarray(value).item()
+        return float(v) if (col.dtype or "").startswith("float") else int(v)
+    if col.encoding == "json":
+        return _json_text(value)
+    arr = np.asarray(value, dtype=col.dtype)
+    return np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
+
+
+def _arrow_type(pa: Any, col: ColumnPlan) -> Any:
+    if col.encoding == "scalar":
+        return pa.float64() if (col.dtype or "").startswith("float") else pa.int64()
+    if col.encoding == "json":
+        return pa.utf8()
+    return pa.binary()
+
+
+# ---------------------------------------------------------------------------------------------
+# Writer
+
+
+@dataclass
+class StepRecord:
+    obs: Any
+    action: Any
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
+    session_step: int
+    log_prob: float | None = None
+    value: float | None = None
+    final_obs: Any = None
+
+
+@dataclass
+class EpisodeRecord:
+    session: str
+    server: str
+    seed: int | None
+    steps: list[StepRecord] = field(default_factory=list)
+    status: str = "incomplete"
+    reason: str | None = None
+
+
+class TrajectoryWriter:
+    """Writes episodes to ``out_dir`` in format version 1; ``close()`` writes episodes.arrow and dataset.json."""
+
+    def __init__(
+        self,
+        out_dir: str | Path,
+        env_id: str,
+        observation_space: gs.Space[Any],
+        action_space: gs.Space[Any],
+        env_kwargs: dict[str, Any] | None = None,
+        rows_per_file: int = 100_000,
+    ) -> None:
+        import pyarrow as pa
+
+        self.pa = pa
+        self.dir = Path(out_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.env_id = env_id
+        self.env_kwargs = env_kwargs or {}
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.rows_per_file = rows_per_file
+        self.obs_cols = plan_columns(observation_space)
+        self.act_cols = plan_columns(action_space)
+
+        def leaf(prefix: str, c: ColumnPlan) -> Any:
+            md = {"gymwire.encoding": c.encoding, "gymwire.dtype": c.dtype or "", "gymwire.shape": json.dumps(c.shape, separators=(",", ":"))}
+            return pa.field(f"{prefix}{c.path}", _arrow_type(pa, c), nullable=True, metadata=md)
+
+        self.schema = pa.schema(
+            [
+                pa.field("episode_id", pa.int64(), nullable=False),
+                pa.field("step", pa.int32(), nullable=False),
+                pa.field("session", pa.utf8(), nullable=False),
+                pa.field("server", pa.utf8(), nullable=False),
+                pa.field("session_step", pa.int64(), nullable=False),
+                *[leaf("obs", c) for c in self.obs_cols],
+                *[leaf("final_obs", c) for c in self.obs_cols],
+                *[leaf("action", c) for c in self.act_cols],
+                pa.field("reward", pa.float64(), nullable=False),
+                pa.field("terminated", pa.bool_(), nullable=False),
+                pa.field("truncated", pa.bool_(), nullable=False),
+                pa.field("log_prob", pa.float64(), nullable=True),
+                pa.field("value", pa.float64(), nullable=True),
+                pa.field("info", pa.utf8(), nullable=False),
+            ],
+            metadata={
+                "gymwire.format": DATASET_FORMAT,
+                "gymwire.version": str(DATASET_VERSION),
+                "gymwire.env_id": env_id,
+                "gymwire.observation_space": _json_text(space_to_wire(observation_space)),
+                "gymwire.action_space": _json_text(space_to_wire(action_space)),
+            },
+        )
+        self.files: list[str] = []
+        self._writer: Any = None
+        self._rows_in_part = 0
+        self._episodes: list[dict[str, Any]] = []
+        self.counts = {"steps": 0, "episodes": 0, "terminated": 0, "truncated": 0, "incomplete": 0, "discarded": 0}
+        self.servers: set[str] = set()
+        self.sessions: set[str] = set()
+
+    def _start_part(self) -> None:
+        name = f"steps-{len(self.files):05d}.arrow"
+        self.files.append(name)
+        self._writer = self.pa.ipc.new_file(str(self.dir / name), self.schema)
+        self._rows_in_part = 0
+
+    def _finish_part(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def add(self, ep: EpisodeRecord) -> None:
+        """Writes one episode's rows contiguously (a new part file starts between episodes only)."""
+        if self._writer is None or (self._rows_in_part > 0 and self._rows_in_part + len(ep.steps) > self.rows_per_file):
+            self._finish_part()
+            self._start_part()
+        episode_id = self.counts["episodes"]
+        cols: dict[str, list[Any]] = {f.name: [] for f in self.schema}
+        for t, s in enumerate(ep.steps):
+            cols["episode_id"].append(episode_id)
+            cols["step"].append(t)
+            cols["session"].append(ep.session)
+            cols["server"].append(ep.server)
+            cols["session_step"].append(s.session_step)
+            for c in self.obs_cols:
+                cols[f"obs{c.path}"].append(_encode_leaf(c, _pick(s.obs, c.keys)))
+                cols[f"final_obs{c.path}"].append(None if s.final_obs is None else _encode_leaf(c, _pick(s.final_obs, c.keys)))
+            for c in self.act_cols:
+                cols[f"action{c.path}"].append(_encode_leaf(c, _pick(s.action, c.keys)))
+            cols["reward"].append(float(s.reward))
+            cols["terminated"].append(bool(s.terminated))
+            cols["truncated"].append(bool(s.truncated))
+            cols["log_prob"].append(None if s.log_prob is None else float(s.log_prob))
+            cols["value"].append(None if s.value is None else float(s.value))
+            info = {k: v for k, v in s.info.items() if k not in ("final_obs", "final_info") and not k.startswith("_")}
+            cols["info"].append(_json_text(info))
+        table = self.pa.Table.from_pydict(cols, schema=self.schema)
+        self._writer.write_table(table)
+        self._rows_in_part += len(ep.steps)
+        self._episodes.append(
+            {
+                "episode_id": episode_id,
+                "session": ep.session,
+                "server": ep.server,
+                "seed": ep.seed,
+                "steps": len(ep.steps),
+                "return": float(sum(s.reward for s in ep.steps)),
+                "status": ep.status,
+                "reason": ep.reason,
+                "file": self.files[-1],
+            }
+        )
+        self.counts["episodes"] += 1
+        self.counts["steps"] += len(ep.steps)
+        self.counts[ep.status] += 1
+        self.servers.add(ep.server)
+        self.sessions.add(ep.session)
+
+    def discarded(self, count: int = 1) -> None:
+        self.counts["discarded"] += count
+
+    def close(self, policy: str) -> dict[str, Any]:
+        pa = self.pa
+        if not self.files:
+            self._start_part()  # an empty steps file still carries the schema
+        self._finish_part()
+        ep_schema = pa.schema(
+            [
+                pa.field("episode_id", pa.int64(), nullable=False),
+                pa.field("session", pa.utf8(), nullable=False),
+                pa.field("server", pa.utf8(), nullable=False),
+                pa.field("seed", pa.int64(), nullable=True),
+                pa.field("steps", pa.int32(), nullable=False),
+                pa.field("return", pa.float64(), nullable=False),
+                pa.field("status", pa.utf8(), nullable=False),
+                pa.field("reason", pa.utf8(), nullable=True),
+                pa.field("file", pa.utf8(), nullable=False),
+            ]
+        )
+        table = pa.Table.from_pylist(self._episodes, schema=ep_schema)
+        with pa.ipc.new_file(str(self.dir / "episodes.arrow"), ep_schema) as w:
+            w.write_table(table)
+        manifest = {
+            "format": DATASET_FORMAT,
+            "version": DATASET_VERSION,
+            "env_id": self.env_id,
+            "env_kwargs": to_json_value(self.env_kwargs),
+            "observation_space": to_json_value(space_to_wire(self.observation_space)),
+            "action_space": to_json_value(space_to_wire(self.action_space)),
+            "policy": policy,
+            "servers": sorted(self.servers),
+            "sessions": len(self.sessions),
+            "columns": {
+                f"{prefix}{c.path}": {"encoding": c.encoding, "dtype": c.dtype, "shape": c.shape}
+                for prefix, plans in (("obs", self.obs_cols), ("action", self.act_cols))
+                for c in plans
+            },
+            "steps_files": self.files,
+            "episodes_file": "episodes.arrow",
+            "counts": self.counts,
+            "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        }
+        (self.dir / "dataset.json").write_text(json.dumps(manifest, indent=2))
+        return manifest
+
+
+# ---------------------------------------------------------------------------------------------
+# Collection
+
+
+def _policy_name(policy: Any) -> str:
+    return getattr(policy, "name", None) or type(policy).__name__
+
+
+def collect(
+    env: Any,
+    policy: Policy,
+    episodes: int,
+    out_dir: str | Path | None = None,
+    *,
+    seed: int | None = None,
+    max_steps: int = 1_000_000,
+    progress: Any = None,
+) -> dict[str, Any] | list[EpisodeRecord]:
+    """Runs ``policy`` on ``env`` until ``episodes`` episodes have ended and records them.
+
+    ``env`` is a :class:`GymwireEnv` (one session) or a :class:`GymwireVectorEnv` in next-step or
+    same-step autoreset mode. With ``out_dir`` the episodes are written there and the manifest is
+    returned; without, the :class:`EpisodeRecord` list is. Episodes still running when enough have
+    ended are discarded (counted in the manifest). ``progress`` is called with the number of
+    finished episodes after each one (a ``tqdm.update``-like callable).
+    """
+    from .env import GymwireEnv
+    from .vector import GymwireVectorEnv
+
+    if isinstance(env, GymwireEnv):
+        vec = False
+        n = 1
+        single_obs_space, single_act_space = env.observation_space, env.action_space
+        sessions, server, env_id = [env.session_id], env.client.aclient.url, env.env_id
+    elif isinstance(env, GymwireVectorEnv):
+        vec = True
+        n = env.num_envs
+        single_obs_space, single_act_space = env.single_observation_space, env.single_action_space
+        remote = env.remote
+        sessions, server, env_id = remote.session_ids, remote.client.url, remote.envs[0].env_id
+        if remote.autoreset_mode == "disabled":
+            raise ValueError("collect needs a vector env in next_step or same_step autoreset mode")
+    else:
+        raise TypeError(f"collect takes a GymwireEnv or GymwireVectorEnv, got {type(env).__name__}")
+
+    writer = TrajectoryWriter(out_dir, env_id, single_obs_space, single_act_space) if out_dir is not None else None
+    done_eps: list[EpisodeRecord] = []
+    seeds = [None if seed is None else seed + i for i in range(n)]
+    session_steps = [0] * n
+
+    def batch(values: list[Any]) -> Any:
+        return concatenate(single_obs_space, values, create_empty_array(single_obs_space, n))
+
+    if vec:
+        obs_b, _ = env.reset(seed=seed)
+        current = list(iterate(env.observation_space, obs_b))
+    else:
+        o, _ = env.reset(seed=seed)
+        current = [o]
+        obs_b = batch(current)
+    running = [EpisodeRecord(sessions[i], server, seeds[i]) for i in range(n)]
+    pending_reset = [False] * n
+    finished = 0
+
+    def finish(i: int, status: str) -> None:
+        nonlocal finished
+        ep = running[i]
+        ep.status = status
+        finished += 1
+        if writer is not None:
+            writer.add(ep)
+        else:
+            done_eps.append(ep)
+        if progress is not None:
+            progress(1)
+        running[i] = EpisodeRecord(sessions[i], server, None)
+
+    for _ in range(max_steps):
+        if finished >= episodes:
+            break
+        out = policy.act(obs_b)
+        actions = list(iterate(env.action_space if vec else _batched(single_act_space, n), out.actions))
+        if vec:
+            nobs_b, rewards, terms, truncs, infos = env.step(out.actions)
+            next_obs = list(iterate(env.observation_space, nobs_b))
+            per_info = [_unbatch_info(infos, i) for i in range(n)]
+        else:
+            o, r, te, tr, info = env.step(actions[0])
+            nobs_b = None
+            next_obs, rewards, terms, truncs, per_info = [o], np.array([r]), np.array([te]), np.array([tr]), [info]
+        for i in range(n):
+            if pending_reset[i]:
+                pending_reset[i] = False  # next-step autoreset: this output is the new episode's first obs
+                continue
+            final = None
+            ended = bool(terms[i] or truncs[i])
+            if ended:
+                final = per_info[i].get("final_obs", next_obs[i]) if vec and "final_obs" in per_info[i] else next_obs[i]
+            running[i].steps.append(
+                StepRecord(
+                    obs=current[i],
+                    action=actions[i],
+                    reward=float(rewards[i]),
+                    terminated=bool(terms[i]),
+                    truncated=bool(truncs[i]),
+                    info=per_info[i],
+                    session_step=session_steps[i],
+                    log_prob=None if out.log_probs is None else float(np.asarray(out.log_probs).reshape(-1)[i]),
+                    value=None if out.values is None else float(np.asarray(out.values).reshape(-1)[i]),
+                    final_obs=final,
+                )
+            )
+            session_steps[i] += 1
+            if ended and finished < episodes:
+                finish(i, "terminated" if terms[i] else "truncated")
+                if vec and env.remote.autoreset_mode == "next_step":
+                    pending_reset[i] = True
+                elif not vec:
+                    next_obs[0], _ = env.reset()
+        current = next_obs
+        obs_b = nobs_b if vec else batch(current)
+    discarded = sum(1 for ep in running if ep.steps)
+    if writer is not None:
+        writer.discarded(discarded)
+        return writer.close(_policy_name(policy))
+    return done_eps
+
+
+def _batched(space: gs.Space[Any], n: int) -> gs.Space[Any]:
+    from gymnasium.vector.utils import batch_space
+
+    return batch_space(space, n)
+
+
+def _unbatch_info(infos: dict[str, Any], i: int) -> dict[str, Any]:
+    """One env's info out of a Gymnasium vector info dict (keys whose ``_key`` mask is set)."""
+    out: dict[str, Any] = {}
+    for key, value in infos.items():
+        if key.startswith("_"):
+            continue
+        mask = infos.get(f"_{key}")
+        if mask is not None and not mask[i]:
+            continue
+        out[key] = _unbatch_info(value, i) if isinstance(value, dict) else value[i]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+@dataclass
+class Dataset:
+    """A dataset directory read back: the manifest and the steps and episodes tables (pyarrow)."""
+
+    root: Path
+    manifest: dict[str, Any]
+    steps: Any
+    episodes: Any
+
+    @property
+    def observation_space(self) -> gs.Space[Any]:
+        return space_from_wire(from_json_value(self.manifest["observation_space"]))
+
+    @property
+    def action_space(self) -> gs.Space[Any]:
+        return space_from_wire(from_json_value(self.manifest["action_space"]))
+
+    def column(self, name: str) -> Any:
+        return decode_column(self.steps, name)
+
+    def columns_with_prefix(self, prefix: str) -> dict[str, Any]:
+        """``{"": array}`` for a single column, or ``{"<path>": array}`` for a Dict/Tuple space's leaves."""
+        out = {}
+        for f in self.steps.schema:
+            if f.name == prefix or f.name.startswith(prefix + "."):
+                out[f.name[len(prefix) + 1 :]] = self.column(f.name)
+        return out
+
+
+def load_dataset(root: str | Path) -> Dataset:
+    """Reads a dataset written by gymwire (Python or TypeScript)."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    root = Path(root)
+    manifest = json.loads((root / "dataset.json").read_text())
+    if manifest.get("format") != DATASET_FORMAT or manifest.get("version") != DATASET_VERSION:
+        raise ValueError(f"{root} is not a {DATASET_FORMAT} v{DATASET_VERSION} dataset: {manifest.get('format')} v{manifest.get('version')}")
+    steps = pa.concat_tables([ipc.open_file(str(root / f)).read_all() for f in manifest["steps_files"]])
+    episodes = ipc.open_file(str(root / manifest["episodes_file"])).read_all()
+    return Dataset(root, manifest, steps, episodes)
+
+
+def decode_column(table: Any, name: str) -> Any:
+    """A column as numpy: raw -> ``[N, *shape]`` (nulls as zeros), scalar -> ``[N]``, json -> list, png/jpeg -> list of bytes."""
+    field_ = table.schema.field(name)
+    md = {k.decode(): v.decode() for k, v in (field_.metadata or {}).items()}
+    enc = md.get("gymwire.encoding")
+    dtype = md.get("gymwire.dtype") or None
+    shape = json.loads(md.get("gymwire.shape", "[]"))
+    values = table.column(name).to_pylist()
+    if enc == "raw":
+        zero = np.zeros(shape, dtype=dtype)
+        return np.stack([zero if b is None else np.frombuffer(b, dtype=dtype).reshape(shape) for b in values]) if values else np.zeros((0, *shape), dtype=dtype)
+    if enc == "scalar":
+        return np.asarray([0 if v is None else v for v in values], dtype=dtype)
+    if enc == "json":
+        return [None if v is None else from_json_value(json.loads(v)) for v in values]
+    return values
+
+
+def iter_episodes(ds: Dataset) -> Iterator[tuple[int, slice]]:
+    """``(episode_id, row slice)`` for each episode, in row order (rows of an episode are contiguous)."""
+    ids = ds.steps.column("episode_id").to_numpy()
+    if len(ids) == 0:
+        return
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    ends = np.r_[starts[1:], len(ids)]
+    for s, e in zip(starts, ends):
+        yield int(ids[s]), slice(int(s), int(e))
+
+
+def episodes_to_arrays(ds: Dataset, max_len: int | None = None) -> dict[str, Any]:
+    """Padded ``[E, T, ...]`` arrays of every episode: obs leaves, actions, rewards, flags, log-probs, values, mask.
+
+    Keys: ``obs`` (or ``obs.<path>`` per leaf), ``actions`` (or ``actions.<path>``), ``rewards``
+    float32, ``terminated``/``truncated``/``dones`` bool, ``log_probs``/``values`` float32 (0 where
+    null), ``mask`` bool (True on real steps), ``lengths`` int64 ``[E]``, ``returns`` float32 ``[E]``,
+    ``episode_ids`` int64 ``[E]``. Only raw and scalar columns are included (json/image columns are
+    left to the caller through :meth:`Dataset.column`).
+    """
+    eps = list(iter_episodes(ds))
+    lengths = np.array([s.stop - s.start for _, s in eps], dtype=np.int64)
+    T = int(max_len or (lengths.max() if len(lengths) else 0))
+    E_ = len(eps)
+
+    def pad(col: np.ndarray, dtype: Any = None) -> np.ndarray:
+        out = np.zeros((E_, T, *col.shape[1:]), dtype=dtype or col.dtype)
+        for e, (_, s) in enumerate(eps):
+            k = min(s.stop - s.start, T)
+            out[e, :k] = col[s.start : s.start + k]
+        return out
+
+    result: dict[str, Any] = {}
+    for f in ds.steps.schema:
+        md = {k.decode(): v.decode() for k, v in (f.metadata or {}).items()}
+        if md.get("gymwire.encoding") not in ("raw", "scalar"):
+            continue
+        for prefix, key in (("obs", "obs"), ("action", "actions"), ("final_obs", None)):
+            if key and (f.name == prefix or f.name.startswith(prefix + ".")):
+                result[key + f.name[len(prefix) :]] = pad(decode_column(ds.steps, f.name))
+    rewards = ds.steps.column("reward").to_numpy()
+    term = ds.steps.column("terminated").to_numpy(zero_copy_only=False)
+    trunc = ds.steps.column("truncated").to_numpy(zero_copy_only=False)
+    logp = np.nan_to_num(ds.steps.column("log_prob").to_numpy(zero_copy_only=False).astype(np.float64))
+    values = np.nan_to_num(ds.steps.column("value").to_numpy(zero_copy_only=False).astype(np.float64))
+    mask = np.zeros((E_, T), dtype=np.bool_)
+    for e, n in enumerate(lengths):
+        mask[e, : min(int(n), T)] = True
+    result.update(
+        rewards=pad(rewards, np.float32),
+        terminated=pad(term, np.bool_),
+        truncated=pad(trunc, np.bool_),
+        log_probs=pad(logp, np.float32),
+        values=pad(values, np.float32),
+        mask=mask,
+        lengths=lengths,
+        episode_ids=np.array([i for i, _ in eps], dtype=np.int64),
+    )
+    result["dones"] = result["terminated"] | result["truncated"]
+    result["returns"] = result["rewards"].sum(axis=1)
+    return result
