@@ -17,7 +17,7 @@
 import { decode, encode } from '../../protocol/codec.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
 import { PROTOCOL_VERSION, RESULT_SCHEMAS, ServerMessageSchema } from '../../protocol/messages.ts';
-import type { AutoresetMode, Limits, RequestInput, RequestType, ResultOf, ServerEvent, Welcome } from '../../protocol/messages.ts';
+import type { AutoresetMode, Limits, RequestInput, RequestType, ResultOf, ServerEvent, ServerMessage, Welcome } from '../../protocol/messages.ts';
 import { SdkError } from './errors.ts';
 import { RemoteEnv, RemoteVectorEnv } from './remote-env.ts';
 import type { ClientTransport, Connector } from './transport.ts';
@@ -223,9 +223,11 @@ export class GymwireClient {
   }
 
   private onFrame(frame: Uint8Array): void {
-    let msg;
+    let msg: ServerMessage;
     try {
-      msg = ServerMessageSchema.parse(decode(frame));
+      const raw = decode(frame) as { type?: unknown; id?: unknown; result?: unknown };
+      // Results are validated by their own schema below; the envelope check stays cheap on the hot path.
+      msg = raw && raw.type === 'result' && typeof raw.id === 'number' && typeof raw.result === 'object' && raw.result !== null ? (raw as ServerMessage) : ServerMessageSchema.parse(raw);
     } catch (err) {
       this.opts.onEvent?.({ type: 'event', event: 'shutdown', reason: `unreadable frame from server: ${(err as Error).message}` });
       return;
