@@ -59,8 +59,8 @@ export async function coreLink(core: ServerCore, opts: { token?: string; clientN
   const conn = core.accept({
     send: (frame) => {
       if (closed) return false;
-      const copy = frame.slice();
-      queueMicrotask(() => onFrame(copy));
+      // No copy: every frame the core sends is a fresh encoding that nothing writes to afterwards.
+      queueMicrotask(() => onFrame(frame));
       return true;
     },
     // Deferred: an error frame the core sent just before closing (a refused hello) is read first.
