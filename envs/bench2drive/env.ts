@@ -1,0 +1,414 @@
+/**
+ * `gymwire/Bench2Drive-v0`: one Bench2Drive-style route per episode, closed loop at 20 Hz (spec
+ * §5.2). Each step takes throttle/steer/brake (or, with `action_type: 'waypoints'`, six ego-frame
+ * waypoints 0.5 s apart that Bench2Drive's PID controller turns into controls) and advances the
+ * world one 0.05 s tick. Observations: speed, IMU, GNSS, position, the target point in the ego frame
+ * and the RoadOption command (near and far) from the leaderboard's downsampled global plan, and,
+ * when enabled at make, the six Bench2Drive cameras and a LiDAR sweep from the shared renderer
+ * (synthetic renders). Info carries R, P, the driving score, the status and every infraction with
+ * its time and place; the final info also has the leaderboard-style route record and comfort.
+ *
+ * @example
+ * const env = new Bench2DriveEnv({ route: 'ParkedObstacle_0' });
+ * const { obs } = env.reset({ seed: 0 });
+ * env.step(Tensor.from('float32', [3], [0.5, 0, 0]));
+ */
+import { z } from 'zod';
+
+import type { Space } from '../../protocol/spaces.ts';
+import { box, dict, discrete, sequence } from '../../protocol/spaces.ts';
+import { Random } from '../../protocol/random.ts';
+import { Tensor } from '../../protocol/tensor.ts';
+import type { Env, EnvMetadata, EnvTool, Info, ResetOptions, ResetResult, StepResult } from '../core/env.ts';
+import { InvalidActionError, InvalidOptionsError, defineTool } from '../core/env.ts';
+import { packState, unpackState } from '../core/state.ts';
+import type { CameraSpec, RenderBox } from '../driving/render/index.ts';
+import { CameraRig, SemanticGrid, castLidar } from '../driving/render/index.ts';
+import { ROAD_OPTION_NAMES, RoutePlanner } from './commands.ts';
+import type { RoutePoint } from './commands.ts';
+import type { InfractionEntry } from './scoring.ts';
+import { ALL_INFRACTION_KEYS, INFRACTION_KEYS, penaltyFactor } from './scoring.ts';
+import { DEV_ROUTE_IDS, ROUTE_IDS, abilitiesOf, buildScenario, parseRouteId } from './scenarios.ts';
+import type { Scenario } from './sim.ts';
+import { DT, MAX_TICKS, World } from './sim.ts';
+import type { Control } from './vehicle.ts';
+import { EGO, WaypointController } from './vehicle.ts';
+import { privilegedView, restoreWorld, snapshotWorld } from './worldstate.ts';
+
+const DEG = Math.PI / 180;
+export const CAMERA_NAMES = ['CAM_FRONT', 'CAM_FRONT_LEFT', 'CAM_FRONT_RIGHT', 'CAM_BACK', 'CAM_BACK_LEFT', 'CAM_BACK_RIGHT'] as const;
+
+/** Bench2Drive's rig (`tools/data_collect.py`), converted from CARLA's y-right frame to y-left. */
+export function bench2driveCameras(width = 1600, height = 900, names: readonly string[] = CAMERA_NAMES): CameraSpec[] {
+  const all: Record<string, [number, number, number, number]> = {
+    CAM_FRONT: [0.8, 0, 0, 70],
+    CAM_FRONT_LEFT: [0.27, 0.55, 55, 70],
+    CAM_FRONT_RIGHT: [0.27, -0.55, -55, 70],
+    CAM_BACK: [-2.0, 0, 180, 110],
+    CAM_BACK_LEFT: [-0.32, 0.55, 110, 70],
+    CAM_BACK_RIGHT: [-0.32, -0.55, -110, 70],
+  };
+  return names.map((name) => {
+    const [x, y, yaw, fov] = all[name]!;
+    return { name, x, y, z: 1.6, yaw: yaw * DEG, pitch: 0, fovDeg: fov, width, height };
+  });
+}
+
+export const Bench2DriveKwargsSchema = z
+  .object({
+    route: z
+      .string()
+      .refine((r) => ROUTE_IDS.includes(r), { message: `unknown route; valid routes: ${ROUTE_IDS.join(', ')}` })
+      .optional(),
+    routes: z.enum(['all', 'dev']).optional(),
+    background_vehicles: z.number().int().min(0).max(80).optional(),
+    cameras: z.union([z.boolean(), z.array(z.enum(CAMERA_NAMES)).min(1)]).optional(),
+    camera_width: z.number().int().min(16).max(3200).optional(),
+    camera_height: z.number().int().min(9).max(1800).optional(),
+    lidar: z.boolean().optional(),
+    action_type: z.enum(['control', 'waypoints']).optional(),
+    privileged: z.boolean().optional(),
+    render_mode: z.enum(['rgb_array']).nullable().optional(),
+  })
+  .strict();
+export type Bench2DriveKwargs = z.infer<typeof Bench2DriveKwargsSchema>;
+
+export const WAYPOINTS = 6;
+
+/** Lat/lon from metres around (0, 0), as a GNSS sensor at the map origin would report. */
+function toGnss(x: number, y: number): [number, number, number] {
+  const R = 6378137;
+  return [(y / R) * (180 / Math.PI), (x / R) * (180 / Math.PI), 0];
+}
+
+export class Bench2DriveEnv implements Env {
+  readonly observationSpace: Space;
+  readonly actionSpace: Space;
+  readonly metadata: EnvMetadata;
+  readonly renderMode: 'rgb_array' | null;
+  readonly tools: readonly EnvTool<never>[];
+
+  private readonly kwargs: Bench2DriveKwargs;
+  private readonly rng = new Random();
+  private readonly scenarios = new Map<string, Scenario>();
+  private readonly grids = new Map<string, SemanticGrid>();
+  private readonly rig: CameraRig | null;
+  private world: World | null = null;
+  private planner = new RoutePlanner(4.0, 50.0);
+  private pid = new WaypointController();
+  private prevR = 0;
+  private finished = false;
+
+  constructor(kwargs: Bench2DriveKwargs = {}) {
+    this.kwargs = Bench2DriveKwargsSchema.parse(kwargs);
+    this.renderMode = this.kwargs.render_mode ?? null;
+    const camNames = this.kwargs.cameras === true ? CAMERA_NAMES : this.kwargs.cameras ? this.kwargs.cameras : [];
+    const W = this.kwargs.camera_width ?? 1600;
+    const H = this.kwargs.camera_height ?? 900;
+    this.rig = camNames.length ? new CameraRig(bench2driveCameras(W, H, camNames)) : null;
+    const f32 = (shape: number[], low = -Infinity, high = Infinity) => box({ low, high, shape, dtype: 'float32' });
+    const spaces: Record<string, Space> = {
+      speed: f32([1], 0),
+      imu: f32([7]),
+      gnss: box({ low: -Infinity, high: Infinity, shape: [3], dtype: 'float64' }),
+      position: f32([2]),
+      compass: f32([1]),
+      target_point: f32([2]),
+      command: discrete(8, -1),
+      command_far: discrete(8, -1),
+    };
+    if (this.rig) spaces['rgb'] = dict(Object.fromEntries(camNames.map((n) => [n, box({ low: 0, high: 255, shape: [H, W, 3], dtype: 'uint8' })])));
+    if (this.kwargs.lidar) spaces['lidar'] = sequence(f32([4]), true);
+    this.observationSpace = dict(spaces);
+    this.actionSpace =
+      this.kwargs.action_type === 'waypoints'
+        ? box({ low: -100, high: 100, shape: [WAYPOINTS, 2], dtype: 'float32' })
+        : box({ low: [0, -1, 0], high: [1, 1, 1], dtype: 'float32' });
+    this.metadata = {
+      render_modes: ['rgb_array'],
+      render_fps: 20,
+      benchmark: 'Bench2Drive v0.0.4 rules (CARLA leaderboard 2.0 criteria), synthetic world',
+      dt: DT,
+      max_ticks: MAX_TICKS,
+      routes: [...(this.kwargs.routes === 'dev' ? DEV_ROUTE_IDS : ROUTE_IDS)],
+      cameras: camNames.length ? [...camNames] : [],
+      synthetic_render: true,
+      action: this.kwargs.action_type === 'waypoints' ? 'six ego-frame waypoints (x forward, y left) 0.5 s apart -> Bench2Drive PID' : '[throttle 0..1, steer -1..1 (positive right, as CARLA), brake 0..1]',
+    };
+    this.tools = this.makeTools();
+  }
+
+  private scenario(id: string): Scenario {
+    let sc = this.scenarios.get(id);
+    if (!sc) {
+      const { type, index } = parseRouteId(id);
+      sc = buildScenario(type, index);
+      this.scenarios.set(id, sc);
+    }
+    return sc;
+  }
+
+  private newWorld(routeId: string): World {
+    return new World(this.scenario(routeId), this.kwargs.background_vehicles !== undefined ? { backgroundVehicles: this.kwargs.background_vehicles } : {});
+  }
+
+  reset(opts: ResetOptions = {}): ResetResult {
+    if (opts.seed != null) this.rng.seed(opts.seed);
+    const pool = this.kwargs.routes === 'dev' ? DEV_ROUTE_IDS : ROUTE_IDS;
+    let routeId = this.kwargs.route ?? pool[this.rng.integer(0, pool.length)]!;
+    const requested = opts.options?.['route_id'];
+    if (requested !== undefined && requested !== null) {
+      if (typeof requested !== 'string' || !ROUTE_IDS.includes(requested)) throw new InvalidOptionsError(`unknown route_id ${JSON.stringify(requested)}; valid routes: ${ROUTE_IDS.join(', ')}`);
+      routeId = requested;
+    }
+    const unknown = Object.keys(opts.options ?? {}).filter((k) => k !== 'route_id');
+    if (unknown.length) throw new InvalidOptionsError(`unknown reset options ${unknown.join(', ')}; Bench2Drive-v0 takes {route_id}`);
+    this.world = this.newWorld(routeId);
+    this.planner = new RoutePlanner(4.0, 50.0);
+    this.planner.setRoute(this.world.route.plan);
+    this.pid = new WaypointController();
+    this.prevR = 0;
+    this.finished = false;
+    const info = this.info([]);
+    info['route'] = this.routeInfo();
+    return { obs: this.observe(), info };
+  }
+
+  /** Parses and validates an action into a control; throws before anything changes. */
+  private parseAction(action: unknown): Control {
+    if (!this.world) throw new InvalidActionError('call reset before step');
+    let values: number[];
+    if (action instanceof Tensor) values = Array.from(action.toNumbers() as number[]);
+    else if (Array.isArray(action)) values = (action as unknown[]).flat(2) as number[];
+    else if (ArrayBuffer.isView(action)) values = Array.from(action as unknown as ArrayLike<number>);
+    else throw new InvalidActionError(`expected a float32 tensor, got ${typeof action}`);
+    if (values.some((v) => typeof v !== 'number' || !Number.isFinite(v))) throw new InvalidActionError('action contains NaN, Infinity or a non-number');
+    if (this.kwargs.action_type === 'waypoints') {
+      if (values.length !== WAYPOINTS * 2) throw new InvalidActionError(`expected ${WAYPOINTS} waypoints [${WAYPOINTS}, 2] (x forward, y left, metres, 0.5 s apart), got ${values.length} numbers`);
+      if (values.some((v) => Math.abs(v) > 100)) throw new InvalidActionError('waypoints must lie within 100 m of the ego');
+      const wps = Array.from({ length: WAYPOINTS }, (_, i) => [values[2 * i]!, values[2 * i + 1]!] as const);
+      return this.pid.control(wps, this.world.ego.v);
+    }
+    if (values.length !== 3) throw new InvalidActionError(`expected [throttle, steer, brake], got ${values.length} numbers`);
+    const [throttle, steer, brake] = values as [number, number, number];
+    if (throttle < 0 || throttle > 1) throw new InvalidActionError(`throttle ${throttle} is outside [0, 1]`);
+    if (steer < -1 || steer > 1) throw new InvalidActionError(`steer ${steer} is outside [-1, 1]`);
+    if (brake < 0 || brake > 1) throw new InvalidActionError(`brake ${brake} is outside [0, 1]`);
+    return { throttle, steer, brake };
+  }
+
+  step(action: unknown): StepResult {
+    const control = this.parseAction(action);
+    const world = this.world!;
+    if (this.finished) throw new InvalidActionError('the route has ended; call reset');
+    const r = world.step(control);
+    const R = world.completion.percentage;
+    const P = world.penalty();
+    let reward = (R - this.prevR) * P;
+    for (const e of r.events) reward -= 1 - penaltyFactor(e);
+    this.prevR = R;
+    const truncated = r.status === 'tickRuntime';
+    const terminated = r.done && !truncated;
+    this.finished = r.done;
+    const info = this.info(r.events.map((e) => ({ type: e.type, ...entry(e) })));
+    if (r.done) {
+      info['record'] = world.record() as unknown as Info;
+      info['comfort'] = world.comfort();
+    }
+    return { obs: this.observe(), reward, terminated, truncated, info };
+  }
+
+  private command() {
+    const w = this.world!;
+    this.planner.runStep(w.ego.x, w.ego.y);
+    return this.planner.current();
+  }
+
+  private egoFrame(p: { x: number; y: number }): [number, number] {
+    const e = this.world!.ego;
+    const dx = p.x - e.x, dy = p.y - e.y;
+    const c = Math.cos(e.yaw), s = Math.sin(e.yaw);
+    return [c * dx + s * dy, -s * dx + c * dy];
+  }
+
+  private renderInput() {
+    const w = this.world!;
+    const key = w.scenario.routeId;
+    let grid = this.grids.get(key);
+    if (!grid) {
+      grid = SemanticGrid.fromMap(w.scenario.town.map);
+      this.grids.set(key, grid);
+    }
+    const boxes: RenderBox[] = w.actors
+      .filter((a) => a.alive)
+      .map((a) => ({ x: a.x, y: a.y, heading: a.yaw, length: a.length, width: a.width, height: a.kind === 'pedestrian' ? 1.8 : a.kind === 'static' ? 1.0 : a.kind === 'bicycle' ? 1.6 : 1.6, type: a.kind === 'static' ? 'traffic_cone' : a.kind }));
+    return { grid, ego: { x: w.ego.x, y: w.ego.y, heading: w.ego.yaw }, boxes, egoBox: { x: w.ego.x, y: w.ego.y, heading: w.ego.yaw, length: EGO.length, width: EGO.width, height: 1.5, type: 'ego' as const } };
+  }
+
+  private observe(): Record<string, unknown> {
+    const w = this.world!;
+    const e = w.ego;
+    const cmd = this.command();
+    const obs: Record<string, unknown> = {
+      speed: Tensor.from('float32', [1], [e.v]),
+      imu: Tensor.from('float32', [7], [e.aLon, e.aLat, 9.81, 0, 0, e.yawRate, e.yaw]),
+      gnss: Tensor.from('float64', [3], toGnss(e.x, e.y)),
+      position: Tensor.from('float32', [2], [e.x, e.y]),
+      compass: Tensor.from('float32', [1], [e.yaw]),
+      target_point: Tensor.from('float32', [2], this.egoFrame(cmd.target)),
+      command: cmd.near,
+      command_far: cmd.far,
+    };
+    if (this.rig || this.kwargs.lidar) {
+      const input = this.renderInput();
+      if (this.rig) {
+        const imgs = this.rig.render(input);
+        obs['rgb'] = Object.fromEntries(this.rig.cameras.map((c, i) => [c.name, new Tensor('uint8', [c.height, c.width, 3], imgs[i]!)]));
+      }
+      if (this.kwargs.lidar) {
+        const { data, n } = castLidar(input, { channels: 32, azimuthSteps: 360, x: -0.39, y: 0, z: 1.84, range: 85 });
+        const out = new Float32Array(n * 4);
+        for (let i = 0; i < n; i++) for (let r = 0; r < 4; r++) out[i * 4 + r] = data[r * n + i]!;
+        obs['lidar'] = new Tensor('float32', [n, 4], out);
+      }
+    }
+    return obs;
+  }
+
+  private info(newInfractions: Info[]): Info {
+    const w = this.world!;
+    const infractions: Record<string, InfractionEntry[]> = {};
+    for (const k of ALL_INFRACTION_KEYS) infractions[k] = [];
+    for (const ev of w.allEvents()) {
+      const key = INFRACTION_KEYS[ev.type];
+      if (key) infractions[key]!.push(entry(ev));
+    }
+    if (w.status === 'timeout') infractions['route_timeout']!.push({ message: 'Route timeout.', time: w.time, frame: w.tick, x: w.ego.x, y: w.ego.y });
+    const R = w.completion.percentage;
+    const P = w.penalty();
+    const status = w.status === 'running' ? 'Running' : w.record().status;
+    const k = w.metric.length / 8 - 1;
+    const info: Info = {
+      route_id: w.scenario.routeId,
+      scenario_type: w.scenario.scenarioType,
+      town: w.scenario.town.name,
+      abilities: abilitiesOf(w.scenario.scenarioType),
+      tick: w.tick,
+      time: w.time,
+      route_completion: R,
+      infraction_penalty: P,
+      driving_score: R * P,
+      status,
+      infractions: infractions as unknown as Info,
+      new_infractions: newInfractions,
+      min_speed_checkpoints: w.minSpeed.events.map((e) => e.percentage ?? 0),
+      metric_info: k >= 0 ? (w.metricInfo(k) as unknown as Info) : null,
+      light_state: w.scenario.town.lights.length ? w.lights.state(1) : null,
+    };
+    if (this.kwargs.privileged) info['privileged'] = privilegedView(w) as unknown as Info;
+    return info;
+  }
+
+  private routeInfo(): Info {
+    const w = this.world!;
+    const r = w.route;
+    const every2 = r.points.filter((_, i) => i % 2 === 0 || i === r.points.length - 1);
+    return {
+      route_id: w.scenario.routeId,
+      scenario_type: w.scenario.scenarioType,
+      abilities: abilitiesOf(w.scenario.scenarioType),
+      town: w.scenario.town.name,
+      length_m: r.length,
+      speed_limit_mps: r.speedLimit,
+      waypoints: every2.map((p) => [p.x, p.y, p.option]),
+      global_plan: r.plan.map((p: RoutePoint) => [p.x, p.y, p.option]),
+      junction_completion: r.junctionCompletion,
+      route_timeout_s: w.timeout,
+    };
+  }
+
+  private makeTools(): EnvTool<never>[] {
+    return [
+      defineTool({
+        name: 'drive',
+        description: 'Advance the route one 0.05 s tick with throttle [0,1], steer [-1,1] (positive right) and brake [0,1]. Returns reward, terminated, truncated, route completion, penalty, status and new infractions.',
+        inputSchema: z.object({ throttle: z.number().min(0).max(1), steer: z.number().min(-1).max(1), brake: z.number().min(0).max(1) }).strict(),
+        handler: (a) => {
+          if (this.kwargs.action_type === 'waypoints') throw new InvalidActionError('this env was made with action_type "waypoints"; drive takes controls only with the default action type');
+          const r = this.step([a.throttle, a.steer, a.brake]);
+          return { reward: r.reward, terminated: r.terminated, truncated: r.truncated, route_completion: r.info['route_completion'], infraction_penalty: r.info['infraction_penalty'], status: r.info['status'], new_infractions: r.info['new_infractions'], speed: this.world!.ego.v };
+        },
+      }),
+      defineTool({
+        name: 'get_command',
+        description: 'The current navigation command (RoadOption code and name, near and far) and the target point in the ego frame (x forward, y left, metres).',
+        inputSchema: z.object({}).strict(),
+        handler: () => {
+          if (!this.world) throw new InvalidActionError('call reset first');
+          const c = this.planner.current();
+          const tp = this.egoFrame(c.target);
+          return { command: c.near, command_name: ROAD_OPTION_NAMES[c.near] ?? 'VOID', command_far: c.far, command_far_name: ROAD_OPTION_NAMES[c.far] ?? 'VOID', target_point: tp, distance_m: Math.hypot(tp[0], tp[1]) };
+        },
+      }),
+      defineTool({
+        name: 'get_route_info',
+        description: 'The route: id, scenario type and abilities, town, length, speed limit, 2 m waypoints [x, y, option], the downsampled global plan, and progress so far.',
+        inputSchema: z.object({}).strict(),
+        handler: () => {
+          if (!this.world) throw new InvalidActionError('call reset first');
+          return { ...this.routeInfo(), route_completion: this.world.completion.percentage, infraction_penalty: this.world.penalty(), status: this.world.status };
+        },
+      }),
+    ];
+  }
+
+  /** A top-down frame: the front camera when cameras are on, else a 256x256 BEV-like view. */
+  render(): Tensor | null {
+    if (this.renderMode !== 'rgb_array' || !this.world) return null;
+    const input = this.renderInput();
+    const rig = this.rig ?? new CameraRig(bench2driveCameras(320, 180, ['CAM_FRONT']));
+    const img = rig.render({ ...input, boxes: input.boxes })[0]!;
+    const cam = rig.cameras[0]!;
+    return new Tensor('uint8', [cam.height, cam.width, 3], img);
+  }
+
+  close(): void {
+    this.world = null;
+  }
+
+  getState(): Uint8Array {
+    if (!this.world) return packState('Bench2Drive-v0', null);
+    return packState('Bench2Drive-v0', {
+      route: this.world.scenario.routeId,
+      world: snapshotWorld(this.world),
+      planner: this.planner.snapshot(),
+      pid: [this.pid.turn.state, this.pid.speed.state],
+      prevR: this.prevR,
+      finished: this.finished,
+      rng: this.rng.getState(),
+    });
+  }
+
+  setState(bytes: Uint8Array): void {
+    const s = unpackState<{ route: string; world: Record<string, unknown>; planner: RoutePoint[]; pid: [number[], number[]]; prevR: number; finished: boolean; rng: number[] } | null>('Bench2Drive-v0', bytes);
+    if (!s) {
+      this.world = null;
+      return;
+    }
+    const w = this.newWorld(s.route);
+    restoreWorld(w, s.world);
+    this.world = w;
+    this.planner = new RoutePlanner(4.0, 50.0);
+    this.planner.setRoute(s.planner);
+    this.pid = new WaypointController();
+    this.pid.turn.state = s.pid[0];
+    this.pid.speed.state = s.pid[1];
+    this.prevR = s.prevR;
+    this.finished = s.finished;
+    this.rng.setState(s.rng);
+  }
+}
+
+function entry(e: { message: string; time: number; frame: number; x: number; y: number }): InfractionEntry {
+  return { message: e.message, time: e.time, frame: e.frame, x: e.x, y: e.y };
+}
