@@ -25,6 +25,8 @@ export interface PolicySpaces {
 export interface ActContext {
   /** Session ids, aligned with the observations. */
   sessions: readonly string[];
+  /** The latest info of each session (from its reset or last step), when the caller has it. */
+  infos?: readonly Record<string, unknown>[];
 }
 
 export interface PolicyOutput {
@@ -42,8 +44,8 @@ export interface Policy {
   /** Throws {@link PolicyMismatchError} when the policy cannot act in these spaces. */
   check(spaces: PolicySpaces): void | Promise<void>;
   act(observations: readonly unknown[], ctx: ActContext): PolicyOutput | Promise<PolicyOutput>;
-  /** A session starts a new episode (stateful policies drop their memory of it). */
-  episodeStart?(session: string): void;
+  /** A session starts a new episode (stateful policies drop their memory of it); `info` is the reset info. */
+  episodeStart?(session: string, info: Record<string, unknown>): void;
   close?(): void | Promise<void>;
 }
 
@@ -85,8 +87,8 @@ export class RandomPolicy implements Policy {
  */
 export function perSessionPolicy(
   name: string,
-  actOne: (obs: unknown, session: string) => unknown | Promise<unknown>,
-  opts: { accepts?: (spaces: PolicySpaces) => string | null; episodeStart?: (session: string) => void; close?: () => void | Promise<void> } = {},
+  actOne: (obs: unknown, session: string, info: Record<string, unknown>) => unknown | Promise<unknown>,
+  opts: { accepts?: (spaces: PolicySpaces) => string | null; episodeStart?: (session: string, info: Record<string, unknown>) => void; close?: () => void | Promise<void> } = {},
 ): Policy {
   return {
     name,
@@ -95,7 +97,7 @@ export function perSessionPolicy(
       if (reason) throw new PolicyMismatchError(`policy ${name} cannot act in ${spaceToString(spaces.observationSpace)} -> ${spaceToString(spaces.actionSpace)}: ${reason}`);
     },
     async act(observations, ctx) {
-      return { actions: await Promise.all(observations.map((o, i) => actOne(o, ctx.sessions[i]!))) };
+      return { actions: await Promise.all(observations.map((o, i) => actOne(o, ctx.sessions[i]!, ctx.infos?.[i] ?? {}))) };
     },
     ...(opts.episodeStart ? { episodeStart: opts.episodeStart } : {}),
     ...(opts.close ? { close: opts.close } : {}),

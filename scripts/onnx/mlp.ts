@@ -15,6 +15,8 @@ export interface MlpSpec {
   actions: number;
   hidden: number;
   seed: number;
+  /** Hidden tanh layers of `hidden` units (default 1). */
+  depth?: number;
   /** Name of the model's single input (default `obs`). */
   inputName?: string;
 }
@@ -24,6 +26,8 @@ export interface MlpWeights {
   /** Row-major [in, out] matrices and [out] biases, as float32 values. */
   w1: Float32Array;
   b1: Float32Array;
+  /** Further hidden layers, [hidden, hidden] each. */
+  deep: { w: Float32Array; b: Float32Array }[];
   wPi: Float32Array;
   bPi: Float32Array;
   wV: Float32Array;
@@ -36,7 +40,10 @@ export function mlpWeights(spec: MlpSpec): MlpWeights {
   const rng = new Random(spec.seed);
   const mat = (rows: number, cols: number) => Float32Array.from({ length: rows * cols }, () => rng.normal() / Math.sqrt(rows));
   const vec = (n: number) => Float32Array.from({ length: n }, () => rng.uniform(-0.1, 0.1));
-  return { spec, w1: mat(spec.obsDim, spec.hidden), b1: vec(spec.hidden), wPi: mat(spec.hidden, spec.actions), bPi: vec(spec.actions), wV: mat(spec.hidden, 1), bV: vec(1) };
+  const w1 = mat(spec.obsDim, spec.hidden);
+  const b1 = vec(spec.hidden);
+  const deep = Array.from({ length: (spec.depth ?? 1) - 1 }, () => ({ w: mat(spec.hidden, spec.hidden), b: vec(spec.hidden) }));
+  return { spec, w1, b1, deep, wPi: mat(spec.hidden, spec.actions), bPi: vec(spec.actions), wV: mat(spec.hidden, 1), bV: vec(1) };
 }
 
 export function buildMlp(w: MlpWeights): Uint8Array {
@@ -44,7 +51,8 @@ export function buildMlp(w: MlpWeights): Uint8Array {
   const g = new GraphBuilder();
   const obs = g.input(w.spec.inputName ?? 'obs', 'float32', ['N', obsDim]);
   const f32 = (a: Float32Array, dims: number[]) => g.f32(Array.from(a), dims);
-  const h = g.op('Tanh', [g.op('Gemm', [obs, f32(w.w1, [obsDim, hidden]), f32(w.b1, [hidden])])]);
+  let h = g.op('Tanh', [g.op('Gemm', [obs, f32(w.w1, [obsDim, hidden]), f32(w.b1, [hidden])])]);
+  for (const layer of w.deep) h = g.op('Tanh', [g.op('Gemm', [h, f32(layer.w, [hidden, hidden]), f32(layer.b, [hidden])])]);
   g.output(g.op('Gemm', [h, f32(w.wPi, [hidden, actions]), f32(w.bPi, [actions])]), 'logits', 'float32', ['N', actions]);
   g.output(g.op('Gemm', [h, f32(w.wV, [hidden, 1]), f32(w.bV, [1])]), 'value', 'float32', ['N', 1]);
   return g.toModel({ producer: 'gymwire scripts/onnx/mlp.ts' });
@@ -53,11 +61,14 @@ export function buildMlp(w: MlpWeights): Uint8Array {
 /** The same network in plain TS (float64 arithmetic on the float32 weights). */
 export function mlpForward(w: MlpWeights, obs: ArrayLike<number>): { logits: number[]; value: number } {
   const { obsDim, hidden, actions } = w.spec;
-  const h = Array.from({ length: hidden }, (_, j) => {
-    let s = w.b1[j]!;
-    for (let i = 0; i < obsDim; i++) s += obs[i]! * w.w1[i * hidden + j]!;
-    return Math.tanh(s);
-  });
+  const dense = (x: ArrayLike<number>, m: Float32Array, b: Float32Array, inDim: number) =>
+    Array.from({ length: hidden }, (_, j) => {
+      let s = b[j]!;
+      for (let i = 0; i < inDim; i++) s += x[i]! * m[i * hidden + j]!;
+      return Math.tanh(s);
+    });
+  let h = dense(obs, w.w1, w.b1, obsDim);
+  for (const layer of w.deep) h = dense(h, layer.w, layer.b, hidden);
   const head = (m: Float32Array, b: Float32Array, out: number, k: number) => h.reduce((s, x, j) => s + x * m[j * out + k]!, b[k]!);
   return { logits: Array.from({ length: actions }, (_, k) => head(w.wPi, w.bPi, actions, k)), value: head(w.wV, w.bV, 1, 0) };
 }

@@ -57,8 +57,8 @@ export interface RolloutOptions {
   /** Close the sessions when done (default true; false leaves them for inspection). */
   closeSessions?: boolean;
   onProgress?: (p: RolloutProgress) => void;
-  /** Sees every recorded transition (e.g. to keep preview frames). */
-  onStep?: (episodeId: number, session: string, step: StepRecord) => void;
+  /** Sees every recorded transition (e.g. to keep preview frames); requests sent on `client` for `session` run before its next step. */
+  onStep?: (episodeId: number, session: string, step: StepRecord, client: GymwireClient) => void;
   onEpisode?: (ep: EpisodeSummary) => void;
 }
 
@@ -97,6 +97,7 @@ interface Slot {
   target: RolloutTarget;
   env: RemoteEnv;
   obs: unknown;
+  info: Record<string, unknown>;
   sessionStep: number;
   episode: { id: number; seed: number | null; steps: StepRecord[] } | null;
   lost: boolean;
@@ -143,7 +144,7 @@ export class Rollout {
       for (let k = 0; k < target.sessions; k++) {
         const i = index++;
         const env = i === 0 ? Promise.resolve(first) : target.client.make(opts.envId, opts.kwargs ?? {});
-        made.push(env.then((e) => ({ index: i, target, env: e, obs: null, sessionStep: 0, episode: null, lost: false })));
+        made.push(env.then((e) => ({ index: i, target, env: e, obs: null, info: {}, sessionStep: 0, episode: null, lost: false })));
       }
     }
     this.slots = await Promise.all(made);
@@ -205,15 +206,16 @@ export class Rollout {
         const seeds = slots.map((s) => (seed === null ? null : seed + s.index));
         const r = await target.client.request('reset_batch', { session_ids: slots.map((s) => s.env.sessionId), seeds, options: null });
         const obs = unstack(r.obs, slots.length, this.obsSpace!);
-        slots.forEach((s, i) => this.beginEpisode(s, obs[i], seeds[i] ?? null));
+        slots.forEach((s, i) => this.beginEpisode(s, obs[i], r.infos[i] ?? {}, seeds[i] ?? null));
       }),
     );
   }
 
-  private beginEpisode(s: Slot, obs: unknown, seed: number | null): void {
+  private beginEpisode(s: Slot, obs: unknown, info: Record<string, unknown>, seed: number | null): void {
     s.obs = obs;
+    s.info = info;
     s.episode = { id: this.started++, seed, steps: [] };
-    this.opts.policy.episodeStart?.(s.env.sessionId);
+    this.opts.policy.episodeStart?.(s.env.sessionId, info);
   }
 
   /** One group: act, step, record, until no session of the group has a running episode. */
@@ -226,7 +228,7 @@ export class Rollout {
       if (live.length === 0) return;
       const out: PolicyOutput = await opts.policy.act(
         live.map((s) => s.obs),
-        { sessions: live.map((s) => s.env.sessionId) },
+        { sessions: live.map((s) => s.env.sessionId), infos: live.map((s) => s.info) },
       );
       await Promise.all(this.byTarget(live).map(([target, slots]) => this.stepTarget(target, slots, live, out)));
       opts.onProgress?.(this.progress());
@@ -272,12 +274,16 @@ export class Rollout {
       if (terminated || truncated) step.finalObs = info['final_obs'];
       ep.steps.push(step);
       this.steps++;
-      this.opts.onStep?.(ep.id, s.env.sessionId, step);
+      this.opts.onStep?.(ep.id, s.env.sessionId, step, target.client);
       if (terminated || truncated) {
         this.endEpisode(s, terminated ? 'terminated' : 'truncated', null);
-        if (this.stopMode === null && this.started < this.opts.episodes) this.beginEpisode(s, obs[i], null);
+        if (this.stopMode === null && this.started < this.opts.episodes) {
+          const { final_obs: _o, final_info: _i, ...resetInfo } = info;
+          this.beginEpisode(s, obs[i], resetInfo, null);
+        }
       } else {
         s.obs = obs[i];
+        s.info = info;
       }
     });
     // A session whose env failed is closed for stepping until reset.
@@ -285,7 +291,7 @@ export class Rollout {
       if (this.stopMode !== null || this.started >= this.opts.episodes) continue;
       try {
         const rr = await s.env.reset();
-        this.beginEpisode(s, rr.obs, null);
+        this.beginEpisode(s, rr.obs, rr.info, null);
       } catch {
         s.lost = true;
         this.lost++;
@@ -312,7 +318,7 @@ export class Rollout {
         this.recovered++;
         if (this.stopMode === null && this.started < this.opts.episodes) {
           const r = await env.reset();
-          this.beginEpisode(s, r.obs, null);
+          this.beginEpisode(s, r.obs, r.info, null);
         }
       } catch {
         this.lost++;

@@ -1,0 +1,77 @@
+import { readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+
+import sharp from 'sharp';
+import { describe, expect, it } from 'vitest';
+
+import { registerRollout, runRolloutCommand } from '../../../bin/commands/rollout.ts';
+import type { RolloutCliOptions } from '../../../bin/commands/rollout.ts';
+import { readDataset } from '../../../client/ts/dataset/reader.ts';
+import { cartpoleServer, tempDir } from './helpers.ts';
+import { Command } from 'commander';
+
+function sink(): { stream: Writable; text(): string } {
+  let buf = '';
+  return {
+    stream: new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        buf += chunk.toString();
+        cb();
+      },
+    }),
+    text: () => buf,
+  };
+}
+
+describe('gymwire rollout', () => {
+  it('registers its options on the program', () => {
+    const program = new Command();
+    registerRollout(program);
+    const cmd = program.commands.find((c) => c.name() === 'rollout')!;
+    for (const flag of ['--url', '--env', '--policy', '--sessions', '--episodes', '--out', '--preview', '--images', '--groups']) {
+      expect(cmd.options.some((o) => o.long === flag)).toBe(true);
+    }
+  });
+
+  it('collects a dataset, prints a summary table and writes an animated WebP preview', async () => {
+    const srv = await cartpoleServer();
+    const tmp = await tempDir('gymwire-cli-');
+    const out = sink();
+    try {
+      const dir = join(tmp.dir, 'ds');
+      const opts: RolloutCliOptions = {
+        url: [srv.url],
+        env: 'gymwire/CartPole-v1',
+        kwargs: '{}',
+        policy: 'random',
+        device: 'cpu',
+        sessions: '8',
+        episodes: '12',
+        out: dir,
+        images: 'raw',
+        groups: '2',
+        seed: '0',
+        onStop: 'keep',
+        preview: true,
+        previewEpisodes: '2',
+        progress: false,
+      };
+      const summary = await runRolloutCommand(opts, out.stream);
+      expect(summary.episodes).toBe(12);
+      expect(out.text()).toMatch(/episodes complete\s+\|\s+12/);
+      expect(out.text()).toMatch(/preview\s+\|.*preview\.webp/);
+      const ds = await readDataset(dir);
+      expect(ds.manifest.counts.episodes).toBe(12);
+      expect(ds.manifest.policy).toBe('random');
+      const meta = await sharp(await readFile(join(dir, 'preview.webp')), { animated: true }).metadata();
+      expect(meta.format).toBe('webp');
+      expect(meta.pages).toBeGreaterThan(5);
+      expect((await stat(join(dir, 'preview.webp'))).size).toBeGreaterThan(100);
+      await expect(runRolloutCommand({ ...opts, policy: 'nonsense' }, out.stream)).rejects.toThrow(/unknown policy "nonsense"/);
+    } finally {
+      await srv.close();
+      await tmp.cleanup();
+    }
+  });
+});
