@@ -120,6 +120,29 @@ describe('MCP over Streamable HTTP', () => {
     expect((await c.listTools()).tools.map((x) => x.name)).toEqual(FIXED);
   });
 
+  it('keeps an env tool while any session has it', async () => {
+    const c = await setup();
+    const a = (await callOk(c, 'make_env', { env_id: CAMERA_ENV })).session_id as string;
+    const b = (await callOk(c, 'make_env', { env_id: CAMERA_ENV })).session_id as string;
+    const names = async () => (await c.listTools()).tools.map((x) => x.name);
+    await callOk(c, 'close_env', { session_id: a });
+    expect(await names()).toContain('drive');
+    await callOk(c, 'reset', { session_id: b, seed: 0 });
+    expect(await callErr(c, 'drive', { session_id: a, throttle: 0 })).toMatch(/^ENV_ERR_UNKNOWN_SESSION: session .* is closed/);
+    await callOk(c, 'drive', { session_id: b, throttle: 0 });
+    await callOk(c, 'close_env', { session_id: b });
+    expect(await names()).not.toContain('drive');
+  });
+
+  it('ends MCP sessions and their gymwire sessions when the server shuts down', async () => {
+    const c = await setup();
+    await callOk(c, 'make_env', { env_id: CARTPOLE });
+    await t!.server.close(2000);
+    expect(t!.endpoint.sessionCount).toBe(0);
+    expect(t!.server.core.sessionCount).toBe(0);
+    await expect(c.callTool({ name: 'list_envs', arguments: {} })).rejects.toThrow();
+  });
+
   it('answers bad tool arguments with an MCP tool error carrying the validation message', async () => {
     const c = await setup();
     expect(await callErr(c, 'step', { session_id: 5 })).toBe(
