@@ -1,0 +1,271 @@
+"""AReaL: a ``RolloutWorkflow`` that plays a gymwire env turn by turn through ``engine.agenerate``, and an agent ``run()``.
+
+:class:`GymWSWorkflow` renders each observation to text (and an image for VLMs), asks the
+inference engine for the next turn, parses the action out of the completion, steps the env over
+the WebSocket and appends the tokens: observation tokens with ``loss_mask`` 0, generated tokens
+with 1, as ``areal/workflow/multi_turn.py`` does. It returns AReaL's six-key dict, batch
+dimension 1. :class:`GymWSAgent` is the ``run(data, **extra_kwargs)`` agent form: an
+OpenAI-compatible model acts through the env's tools; its return value is the episode return.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+from gymnasium import spaces as gs
+
+from .. import errors as E
+from ..tools import ToolEnvironment, space_json_schema, to_jsonable
+from ._common import as_tensor, optional_attr
+
+_RolloutWorkflow = optional_attr("areal.api.workflow_api", "RolloutWorkflow") or object
+_ModelRequest = optional_attr("areal.api.io_struct", "ModelRequest")
+
+
+@dataclass
+class ModelRequestStandIn:
+    """The fields of ``areal.api.io_struct.ModelRequest`` used here (when AReaL is not installed)."""
+
+    rid: str = field(default_factory=lambda: uuid.uuid4().hex)
+    input_ids: list[int] = field(default_factory=list)
+    gconfig: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tokenizer: Any = None
+    image_data: list[str] | None = None
+    processor: Any = None
+    vision_msg_vllm: Any = None
+
+
+def default_render(obs: Any, info: dict[str, Any], turn: int, action_space: gs.Space[Any]) -> str:
+    """Observation -> prompt text: the JSON observation (images left out) and the action's JSON Schema."""
+    visible = {k: v for k, v in obs.items() if not (isinstance(v, np.ndarray) and v.ndim == 3)} if isinstance(obs, dict) else obs
+    schema = json.dumps(space_json_schema(action_space))
+    lead = "" if turn == 0 else "\n"
+    return f"{lead}Observation: {json.dumps(to_jsonable(visible))}\nReply with the action as JSON matching {schema} inside <action></action>.\n"
+
+
+ACTION_RE = re.compile(r"<action>(.*?)</action>", re.S)
+
+
+def default_parse_action(text: str, action_space: gs.Space[Any]) -> Any:
+    """The JSON inside the last ``<action>...</action>`` (or the whole text); ValueError when there is none."""
+    found = ACTION_RE.findall(text)
+    body = (found[-1] if found else text).strip()
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"no JSON action in {text[-200:]!r}") from err
+    if isinstance(action_space, gs.Box):
+        return np.asarray(value, dtype=action_space.dtype)
+    return value
+
+
+def _image_b64(obs: Any) -> list[str] | None:
+    images = [v for v in (obs.values() if isinstance(obs, dict) else [obs]) if isinstance(v, np.ndarray) and v.dtype == np.uint8 and v.ndim == 3]
+    if not images:
+        return None
+    try:
+        from PIL import Image  # AReaL's VLM path expects base64 image files
+        import io
+
+        out = []
+        for img in images:
+            buf = io.BytesIO()
+            Image.fromarray(img).save(buf, format="PNG")
+            out.append(base64.b64encode(buf.getvalue()).decode("ascii"))
+        return out
+    except ImportError:
+        return None
+
+
+class GymWSWorkflow(_RolloutWorkflow):  # type: ignore[misc,valid-type]
+    """Multi-turn episodes of a gymwire env as AReaL rollouts.
+
+    ``data`` (one dataset row) may carry ``env_id``, ``env_kwargs`` and ``seed``; the constructor's
+    values are the defaults. An action the env refuses becomes an observation telling the model why,
+    so it can correct itself on the next turn.
+    """
+
+    def __init__(
+        self,
+        server_url: str,
+        gconfig: Any,
+        tokenizer: Any,
+        env_id: str | None = None,
+        env_kwargs: dict[str, Any] | None = None,
+        max_turns: int = 32,
+        render: Callable[[Any, dict[str, Any], int, gs.Space[Any]], str] = default_render,
+        parse_action: Callable[[str, gs.Space[Any]], Any] = default_parse_action,
+        send_images: bool = True,
+        use_torch: bool | None = None,
+        client_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.server_url = server_url
+        self.gconfig = gconfig
+        self.tokenizer = tokenizer
+        self.env_id = env_id
+        self.env_kwargs = env_kwargs or {}
+        self.max_turns = max_turns
+        self.render = render
+        self.parse_action = parse_action
+        self.send_images = send_images
+        self.use_torch = use_torch
+        self.client_options = client_options or {}
+
+    def _request(self, input_ids: list[int], images: list[str] | None) -> Any:
+        gconfig = self.gconfig.new(n_samples=1) if hasattr(self.gconfig, "new") else self.gconfig
+        cls = _ModelRequest or ModelRequestStandIn
+        return cls(rid=uuid.uuid4().hex, input_ids=list(input_ids), gconfig=gconfig, tokenizer=self.tokenizer, image_data=images)
+
+    async def arun_episode(self, engine: Any, data: dict[str, Any]) -> dict[str, Any] | None:
+        env = ToolEnvironment(self.server_url, data.get("env_id", self.env_id), data.get("env_kwargs", self.env_kwargs), **self.client_options)
+        await env.ainitialize()
+        try:
+            return await self._episode(engine, env, data)
+        finally:
+            await env.aclose()
+
+    async def _episode(self, engine: Any, env: ToolEnvironment, data: dict[str, Any]) -> dict[str, Any] | None:
+        remote = env.remote
+        obs, info = await remote.reset(seed=data.get("seed"), options=data.get("options"))
+        seq: list[int] = []
+        loss_mask: list[int] = []
+        logprobs: list[float] = []
+        versions: list[int] = []
+        total = 0.0
+        text = self.render(obs, info, 0, remote.action_space)
+        for turn in range(self.max_turns):
+            prompt = list(self.tokenizer.encode(text))
+            seq += prompt
+            loss_mask += [0] * len(prompt)
+            logprobs += [0.0] * len(prompt)
+            versions += [-1] * len(prompt)
+            images = _image_b64(obs) if self.send_images else None
+            resp = await engine.agenerate(self._request(seq, images))
+            out = list(resp.output_tokens)
+            seq += out
+            loss_mask += [1] * len(out)
+            logprobs += list(resp.output_logprobs)
+            versions += list(resp.output_versions)
+            completion = self.tokenizer.decode(out)
+            try:
+                action = self.parse_action(completion, remote.action_space)
+                obs, reward, terminated, truncated, info = await remote.step(action)
+            except (ValueError, E.InvalidActionError) as err:
+                text = f"\nThat action was refused: {getattr(err, 'message', str(err))}\n" + self.render(obs, info, turn + 1, remote.action_space)
+                continue
+            total += reward
+            if terminated or truncated:
+                break
+            text = self.render(obs, info, turn + 1, remote.action_space)
+        if not any(loss_mask):
+            return None  # the model never generated: reject the trajectory
+        n = len(seq)
+        t = lambda a: as_tensor(a, self.use_torch)  # noqa: E731
+        return {
+            "input_ids": t(np.asarray(seq, dtype=np.int32).reshape(1, n)),
+            "loss_mask": t(np.asarray(loss_mask, dtype=np.int32).reshape(1, n)),
+            "logprobs": t(np.asarray(logprobs, dtype=np.float32).reshape(1, n)),
+            "versions": t(np.asarray(versions, dtype=np.int32).reshape(1, n)),
+            "attention_mask": t(np.ones((1, n), dtype=np.bool_)),
+            "rewards": t(np.asarray([total], dtype=np.float32)),
+        }
+
+
+class GymWSAgent:
+    """AReaL's agent form: ``await agent.run(data, base_url=..., api_key=..., http_client=...) -> float``.
+
+    The model (through AReaL's OpenAI-compatible proxy) sees the env's tools (its own plus ``step``)
+    and acts until the episode ends or ``max_turns`` model calls; the episode return is the reward.
+    """
+
+    def __init__(self, server_url: str, env_id: str | None = None, env_kwargs: dict[str, Any] | None = None, model: str = "default", max_turns: int = 32, system_prompt: str | None = None, client_factory: Callable[..., Any] | None = None) -> None:
+        self.server_url = server_url
+        self.env_id = env_id
+        self.env_kwargs = env_kwargs or {}
+        self.model = model
+        self.max_turns = max_turns
+        self.system_prompt = system_prompt or "You control an environment through tools. Call `step` with an action until the episode ends."
+        self.client_factory = client_factory
+
+    def _openai(self, extra_kwargs: dict[str, Any]) -> Any:
+        if self.client_factory is not None:
+            return self.client_factory(**extra_kwargs)
+        from openai import AsyncOpenAI
+
+        return AsyncOpenAI(base_url=extra_kwargs["base_url"], api_key=extra_kwargs.get("api_key"), http_client=extra_kwargs.get("http_client"))
+
+    async def run(self, data: dict[str, Any], **extra_kwargs: Any) -> float:
+        client = self._openai(extra_kwargs)
+        env = ToolEnvironment(self.server_url, data.get("env_id", self.env_id), data.get("env_kwargs", self.env_kwargs))
+        await env.ainitialize()
+        try:
+            first = await env.aexecute("reset", {"seed": data.get("seed")})
+            tools = [t for t in env.list_tools() if t["function"]["name"] not in ("reset", "env_reset")]
+            messages: list[dict[str, Any]] = [
+                {"role": "system", "content": self.system_prompt},
+                {"role": "user", "content": json.dumps({"observation": first["obs"], "info": first["info"], **({"task": data["prompt"]} if "prompt" in data else {})})},
+            ]
+            total, done = 0.0, False
+            for _ in range(self.max_turns):
+                completion = await client.chat.completions.create(model=self.model, messages=messages, tools=tools)
+                msg = completion.choices[0].message
+                calls = list(getattr(msg, "tool_calls", None) or [])
+                messages.append({"role": "assistant", "content": msg.content or "", "tool_calls": [_call_dict(c) for c in calls]} if calls else {"role": "assistant", "content": msg.content or ""})
+                if not calls:
+                    break
+                for call in calls:
+                    try:
+                        result = await env.aexecute(call.function.name, call.function.arguments)
+                    except E.GymwireError as err:
+                        result = {"error": str(err)}
+                    if isinstance(result, dict) and "reward" in result:
+                        total += float(result["reward"])
+                        done = done or bool(result.get("terminated") or result.get("truncated"))
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
+                if done:
+                    break
+            return total
+        finally:
+            await env.aclose()
+
+
+def _call_dict(call: Any) -> dict[str, Any]:
+    return {"id": call.id, "type": "function", "function": {"name": call.function.name, "arguments": call.function.arguments}}
+
+
+def dataset_to_areal(ds: Any, policy_version: int = 0, use_torch: bool | None = None) -> list[dict[str, Any]]:
+    """Recorded episodes as AReaL-style six-key dicts (batch dimension 1), one per episode.
+
+    For non-language envs the "tokens" are the episode's Discrete actions (``input_ids``); every
+    step is trained (``loss_mask`` 1), ``logprobs`` are the recorded log-probs, ``versions`` the
+    given policy version, ``rewards`` the episode return. Continuous actions are kept under
+    ``actions`` ``[1, T, ...]`` (AReaL has no VLA path, see docs/integrations.md).
+    """
+    from ..dataset import episodes_to_arrays
+
+    a = episodes_to_arrays(ds)
+    out = []
+    for e, n in enumerate(a["lengths"]):
+        n = int(n)
+        acts = a["actions"][e, :n]
+        ids = acts.astype(np.int32) if acts.ndim == 1 else np.zeros(n, dtype=np.int32)
+        t = lambda x: as_tensor(x, use_torch)  # noqa: E731
+        row = {
+            "input_ids": t(ids.reshape(1, n)),
+            "loss_mask": t(np.ones((1, n), dtype=np.int32)),
+            "logprobs": t(a["log_probs"][e, :n].astype(np.float32).reshape(1, n)),
+            "versions": t(np.full((1, n), policy_version, dtype=np.int32)),
+            "attention_mask": t(np.ones((1, n), dtype=np.bool_)),
+            "rewards": t(np.asarray([a["returns"][e]], dtype=np.float32)),
+        }
+        if acts.ndim > 1:
+            row["actions"] = t(acts[None])
+        out.append(row)
+    return out

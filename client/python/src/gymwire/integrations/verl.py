@@ -1,0 +1,373 @@
+"""verl: the VLA env class for ``EnvManager``, an ``AgentLoopBase`` for tool-calling agents, and a ``BaseTool``.
+
+- :class:`RemoteGymEnv` is what ``verl.experimental.vla``'s ``EnvManager(cfg, rank, world_size,
+  env_cls)`` runs in its simulator process: ``chunk_step``, ``reset_envs_to_state_ids``,
+  ``get_all_state_ids``, ``get_state``/``load_state``, ``flush_video``, ``close``; everything it
+  returns is numpy or torch and plain containers, so it crosses ``mp.Queue``. :func:`register`
+  adds ``simulator_type: gymwire`` to ``EnvWorker.init_worker``'s closed switch.
+- :class:`GymWSAgentLoop` (registered as ``gym_ws`` when verl is installed) runs one episode per
+  sample: the model acts through the env's tools until the episode ends, ``reward_score`` is the return.
+- :class:`GymWSTool` exposes one env tool to verl's ``ToolAgentLoop``; since that loop calls
+  create/execute/release for every call, env sessions are keyed by ``agent_data.request_id``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..tools import env_control_tools
+from ._common import ChunkedSessions, ObsMapper, as_tensor, cfg_get, optional_attr
+
+SIMULATOR_TYPE = "gymwire"
+
+
+class RemoteGymEnv:
+    """``env.train.num_envs`` gymwire sessions as verl's VLA simulator (LIBERO-shaped obs)."""
+
+    def __init__(self, cfg: Any, rank: int, world_size: int) -> None:
+        self.cfg = cfg
+        self.rank = int(rank)
+        self.world_size = int(world_size)
+        self.num_envs = int(cfg_get(cfg, "num_envs", cfg_get(cfg, "train.num_envs", 1)))
+        g = lambda key, default=None: cfg_get(cfg, f"gymwire.{key}", cfg_get(cfg, f"train.gymwire.{key}", default))  # noqa: E731
+        self.use_torch = g("use_torch")
+        self.num_state_ids = int(g("num_state_ids", 1024))
+        self.task_option_key = g("task_option_key")
+        self.sessions = ChunkedSessions(str(g("url")), str(g("env_id")), self.num_envs, dict(g("kwargs", {}) or {}), dict(g("client_options", {}) or {}))
+        self.mapper = ObsMapper(self.sessions.observation_space, image_key=g("image_key"), state_key=g("state_key"), task_key=g("task_key"))
+
+    def _obs(self, per_env: list[Any]) -> dict[str, Any]:
+        images = [self.mapper.image(o) for o in per_env]
+        states = [self.mapper.state(o) for o in per_env]
+        return {
+            "images_and_states": {
+                "full_image": None if images[0] is None else as_tensor(np.stack(images).astype(np.uint8, copy=False), self.use_torch),
+                "state": None if states[0] is None else as_tensor(np.stack(states), self.use_torch),
+            },
+            "task_descriptions": [self.mapper.task(o) for o in per_env],
+        }
+
+    def chunk_step(self, chunk_actions: Any) -> tuple[dict[str, Any], Any, Any, Any, dict[str, Any]]:
+        """``[N, C, A]`` (already gripper-normalised) -> (obs after the chunk, rews, terms, truncs ``[N, C]``, infos)."""
+        actions = np.asarray(chunk_actions.detach().cpu().numpy() if hasattr(chunk_actions, "detach") else chunk_actions)
+        obs_list, rewards, terms, truncs, info_list = self.sessions.chunk_step(actions)
+        infos = {"episode_return": self.sessions.returns.astype(np.float32), "elapsed_steps": self.sessions.elapsed.copy(), "sub_step_infos": info_list}
+        return self._obs(obs_list[-1]), as_tensor(rewards, self.use_torch), as_tensor(terms, self.use_torch), as_tensor(truncs, self.use_torch), infos
+
+    def reset_envs_to_state_ids(self, state_ids_list: Any, task_ids_list: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Resets every env: state id i seeds env i; a task id goes in reset options under ``gymwire.task_option_key`` when set."""
+        state_ids = [int(s) for s in np.asarray(state_ids_list).reshape(-1)]
+        task_ids = [int(t) for t in np.asarray(task_ids_list).reshape(-1)]
+        if len(state_ids) != self.num_envs:
+            raise ValueError(f"got {len(state_ids)} state ids for {self.num_envs} envs")
+        if self.task_option_key:
+            for i, (s, t) in enumerate(zip(state_ids, task_ids)):
+                self.sessions.reset([i], [s], {self.task_option_key: t})
+        else:
+            self.sessions.reset(None, state_ids)
+        return self._obs(self.sessions.last_obs), {"state_ids": np.asarray(state_ids), "task_ids": np.asarray(task_ids)}
+
+    def get_all_state_ids(self) -> np.ndarray:
+        return np.arange(self.num_state_ids, dtype=np.int64)
+
+    def get_state(self) -> bytes:
+        return self.sessions.get_state()
+
+    def load_state(self, buf: bytes) -> None:
+        self.sessions.load_state(buf)
+
+    def flush_video(self, video_sub_dir: str | None = None) -> None:
+        return None
+
+    def close(self) -> None:
+        self.sessions.close()
+
+
+def register(simulator_type: str = SIMULATOR_TYPE, env_cls: type = RemoteGymEnv) -> bool:
+    """Makes ``EnvWorker.init_worker`` accept ``simulator_type: gymwire``; returns False without verl.
+
+    ``init_worker`` picks the env class from a hard-coded ``{"libero", "isaac"}`` switch; the patch
+    runs it with ``libero`` selected and then swaps in ``env_cls`` for every ``EnvManager`` it built,
+    so the rest of its set-up (stage count, queues) is verl's own.
+    """
+    EnvWorker = optional_attr("verl.experimental.vla.workers.env.env_worker", "EnvWorker")
+    if EnvWorker is None:
+        return False
+    original = EnvWorker.init_worker
+    if getattr(original, "__gymwire__", False):
+        return True
+
+    def init_worker(self: Any, *args: Any, **kwargs: Any) -> Any:
+        train = cfg_get(self.cfg, "train") if hasattr(self, "cfg") else None
+        if cfg_get(train, "simulator_type") != simulator_type:
+            return original(self, *args, **kwargs)
+        train.simulator_type = "libero"
+        try:
+            result = original(self, *args, **kwargs)
+        finally:
+            train.simulator_type = simulator_type
+        for manager in getattr(self, "simulator_list", []) or []:
+            manager.env_cls = env_cls
+        return result
+
+    init_worker.__gymwire__ = True  # type: ignore[attr-defined]
+    EnvWorker.init_worker = init_worker
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Agent loop
+
+_AgentLoopBase = optional_attr("verl.experimental.agent_loop.agent_loop", "AgentLoopBase") or object
+_register = optional_attr("verl.experimental.agent_loop.agent_loop", "register")
+_AgentLoopOutput = optional_attr("verl.experimental.agent_loop.agent_loop", "AgentLoopOutput")
+
+
+@dataclass
+class AgentLoopOutputStandIn:
+    """The fields of verl's ``AgentLoopOutput`` (used when verl is not installed)."""
+
+    prompt_ids: list[int]
+    response_ids: list[int]
+    response_mask: list[int]
+    response_logprobs: list[float] | None = None
+    multi_modal_data: dict[str, Any] | None = None
+    reward_score: float | None = None
+    num_turns: int = 0
+    metrics: dict[str, Any] = field(default_factory=dict)
+    extra_fields: dict[str, Any] = field(default_factory=dict)
+
+
+TOOL_CALL_RE = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
+
+
+def parse_tool_calls(text: str) -> list[dict[str, Any]]:
+    """Hermes/Qwen-style ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks."""
+    calls = []
+    for m in TOOL_CALL_RE.finditer(text):
+        try:
+            obj = json.loads(m.group(1))
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and "name" in obj:
+            args = obj.get("arguments") or {}
+            calls.append({"name": obj["name"], "arguments": json.loads(args) if isinstance(args, str) else args})
+    return calls
+
+
+class GymWSAgentLoop(_AgentLoopBase):  # type: ignore[misc,valid-type]
+    """An episode of a gymwire env per sample, the model acting through the env's tools.
+
+    Per sample (``kwargs`` from the dataset row): ``gymwire_url``, ``env_id``, ``env_kwargs``,
+    ``seed`` (or the same under ``extra_info``). The prompt is the dataset's ``raw_prompt`` plus the
+    first observation; tool results go back as ``tool`` messages (response_mask 0).
+    """
+
+    def __init__(self, trainer_config: Any, server_manager: Any, tokenizer: Any, processor: Any = None, dataset_cls: Any = None, dataset_config: Any = None, **kwargs: Any) -> None:
+        if _AgentLoopBase is not object:
+            try:
+                super().__init__(trainer_config, server_manager, tokenizer, processor, dataset_cls, dataset_config, **kwargs)
+            except TypeError:
+                pass
+        self.trainer_config = trainer_config
+        self.server_manager = server_manager
+        self.tokenizer = tokenizer
+        self.processor = processor
+        self.max_turns = int(kwargs.get("max_turns", cfg_get(trainer_config, "gymwire.max_turns", 16)))
+        self.default_url = kwargs.get("gymwire_url", cfg_get(trainer_config, "gymwire.url"))
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
+        from ..tools import ToolEnvironment
+
+        extra = kwargs.get("extra_info") or {}
+        url = kwargs.get("gymwire_url") or extra.get("gymwire_url") or self.default_url
+        env_id = kwargs.get("env_id") or extra.get("env_id")
+        env = ToolEnvironment(url, env_id, kwargs.get("env_kwargs") or extra.get("env_kwargs") or {})
+        await env.ainitialize()
+        try:
+            return await self._episode(env, sampling_params, kwargs, extra)
+        finally:
+            await env.aclose()
+
+    async def _episode(self, env: Any, sampling_params: dict[str, Any], kwargs: dict[str, Any], extra: dict[str, Any]) -> Any:
+        tools = [t for t in env.list_tools() if t["function"]["name"] not in ("reset", "env_reset")]
+        first = await env.aexecute("reset", {"seed": kwargs.get("seed", extra.get("seed"))})
+        messages = list(kwargs.get("raw_prompt") or []) + [{"role": "user", "content": json.dumps({"observation": first["obs"], "info": first["info"]})}]
+        prompt_ids = list(self.tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=True))
+        response_ids: list[int] = []
+        response_mask: list[int] = []
+        logprobs: list[float] = []
+        total, turns, done = 0.0, 0, False
+        request_id = uuid.uuid4().hex
+        while turns < self.max_turns and not done:
+            out = await self.server_manager.generate(request_id, prompt_ids=prompt_ids + response_ids, sampling_params=sampling_params)
+            response_ids += list(out.token_ids)
+            response_mask += [1] * len(out.token_ids)
+            logprobs += list(out.log_probs or [0.0] * len(out.token_ids))
+            turns += 1
+            calls = parse_tool_calls(self.tokenizer.decode(out.token_ids, skip_special_tokens=False))
+            if not calls:
+                break
+            tool_msgs = []
+            for call in calls:
+                try:
+                    result = await env.aexecute(call["name"], call["arguments"])
+                except Exception as err:  # noqa: BLE001 - the model sees the server's message and may correct itself
+                    result = {"error": str(err)}
+                if isinstance(result, dict) and "reward" in result:
+                    total += float(result["reward"])
+                    done = done or bool(result.get("terminated") or result.get("truncated"))
+                tool_msgs.append({"role": "tool", "content": json.dumps(result)})
+            tool_ids = self._tool_tokens(tool_msgs)
+            response_ids += tool_ids
+            response_mask += [0] * len(tool_ids)
+            logprobs += [0.0] * len(tool_ids)
+        cls = _AgentLoopOutput or AgentLoopOutputStandIn
+        fields = dict(prompt_ids=prompt_ids, response_ids=response_ids, response_mask=response_mask, response_logprobs=logprobs, reward_score=total, num_turns=turns * 2, extra_fields={"episode_return": total, "done": done})
+        if _AgentLoopOutput is not None:
+            fields["metrics"] = {}
+        return cls(**fields)
+
+    def _tool_tokens(self, tool_msgs: list[dict[str, Any]]) -> list[int]:
+        # Render the tool turn the way the chat template would, minus the shared system prefix.
+        base = self.tokenizer.apply_chat_template([{"role": "user", "content": ""}], add_generation_prompt=False, tokenize=True)
+        full = self.tokenizer.apply_chat_template([{"role": "user", "content": ""}, *tool_msgs], add_generation_prompt=True, tokenize=True)
+        return list(full[len(base) :])
+
+
+if _register is not None:
+    GymWSAgentLoop = _register("gym_ws")(GymWSAgentLoop)
+
+
+# ---------------------------------------------------------------------------------------------
+# BaseTool
+
+_BaseTool = optional_attr("verl.tools.base_tool", "BaseTool") or object
+_ToolResponse = optional_attr("verl.tools.schemas", "ToolResponse")
+
+
+@dataclass
+class ToolResponseStandIn:
+    text: str | None = None
+    image: Any = None
+    video: Any = None
+
+
+class GymWSTool(_BaseTool):  # type: ignore[misc,valid-type]
+    """One gymwire env tool (or ``reset``/``step``) as a verl ``BaseTool``; sessions keyed by request id.
+
+    ``config``: ``{url, env_id, env_kwargs, seed}``; ``tool_schema``: the OpenAI schema of the
+    tool, as ``list_tools`` gives it (``tool_schema.function.name`` picks the env tool).
+    """
+
+    _sessions: dict[str, Any] = {}
+    _locks: dict[str, asyncio.Lock] = {}
+
+    def __init__(self, config: dict[str, Any], tool_schema: Any) -> None:
+        if _BaseTool is not object:
+            try:
+                super().__init__(config, tool_schema)
+            except TypeError:
+                pass
+        self.config = config
+        self.tool_schema = tool_schema
+        fn = tool_schema["function"] if isinstance(tool_schema, dict) else tool_schema.function
+        self.name = fn["name"] if isinstance(fn, dict) else fn.name
+
+    def _key(self, instance_id: str | None, kwargs: dict[str, Any]) -> str:
+        agent_data = kwargs.get("agent_data")
+        rid = getattr(agent_data, "request_id", None) if agent_data is not None else None
+        return str(rid or instance_id)
+
+    async def _env(self, key: str) -> Any:
+        from ..tools import ToolEnvironment
+
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            env = self._sessions.get(key)
+            if env is None:
+                env = ToolEnvironment(self.config["url"], self.config["env_id"], self.config.get("env_kwargs") or {})
+                await env.ainitialize()
+                await env.aexecute("reset", {"seed": self.config.get("seed")})
+                env.episode_return = 0.0
+                self._sessions[key] = env
+            return env
+
+    async def create(self, instance_id: str | None = None, **kwargs: Any) -> tuple[str, Any]:
+        instance_id = instance_id or uuid.uuid4().hex
+        return instance_id, (_ToolResponse or ToolResponseStandIn)()
+
+    async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[Any, float, dict[str, Any]]:
+        key = self._key(instance_id, kwargs)
+        env = await self._env(key)
+        try:
+            result = await env.aexecute(self.name, parameters)
+        except Exception as err:  # noqa: BLE001 - errors go back to the model as text
+            return (_ToolResponse or ToolResponseStandIn)(text=json.dumps({"error": str(err)})), 0.0, {"error": True}
+        reward = float(result.get("reward", 0.0)) if isinstance(result, dict) else 0.0
+        env.episode_return += reward
+        return (_ToolResponse or ToolResponseStandIn)(text=json.dumps(result)), reward, {"episode_return": env.episode_return}
+
+    async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
+        env = self._sessions.get(self._key(instance_id, kwargs))
+        return 0.0 if env is None else float(env.episode_return)
+
+    async def release(self, instance_id: str, **kwargs: Any) -> None:
+        # ToolAgentLoop releases after every call; the session lives until close_request().
+        return None
+
+    @classmethod
+    async def close_request(cls, request_id: str) -> None:
+        env = cls._sessions.pop(str(request_id), None)
+        cls._locks.pop(str(request_id), None)
+        if env is not None:
+            await env.aclose()
+
+    @staticmethod
+    def tool_config(url: str, env_id: str, schemas: list[dict[str, Any]], **config: Any) -> dict[str, Any]:
+        """The ``tools:`` YAML entries (as data) for every schema, for ``multi_turn.tool_config_path``."""
+        return {"tools": [{"class_name": f"{__name__}.GymWSTool", "config": {"type": "native", "url": url, "env_id": env_id, **config}, "tool_schema": s} for s in schemas]}
+
+
+def env_tool_schemas(remote: Any) -> list[dict[str, Any]]:
+    """The env's tools plus ``reset``/``step`` as OpenAI schemas (for :meth:`GymWSTool.tool_config`)."""
+    return env_control_tools(remote)
+
+
+def dataset_to_verl(ds: Any) -> dict[str, Any]:
+    """A recorded dataset as verl VLA rollout arrays ``[bs, steps, ...]`` (bs = episodes).
+
+    Keys: ``full_image`` / ``state`` (when the observation has them), ``action``, ``rews``,
+    ``terminations``, ``truncations``, ``complete`` (the episode terminated), ``response_mask``
+    (real steps), ``old_log_probs``, ``values``, ``env_state_id`` (the episode's seed, -1 if none).
+    """
+    from ..dataset import episodes_to_arrays
+
+    a = episodes_to_arrays(ds)
+    mapper = ObsMapper(ds.observation_space)
+    out: dict[str, Any] = {}
+    for target, key in (("full_image", mapper.image_key), ("state", mapper.state_key)):
+        if key is not None:
+            col = a.get("obs" if key == "" else f"obs.{key}")
+            if col is not None:
+                out[target] = col
+    seeds = {int(e): s for e, s in zip(ds.episodes.column("episode_id").to_pylist(), ds.episodes.column("seed").to_pylist())}
+    out.update(
+        action=a.get("actions"),
+        rews=a["rewards"],
+        terminations=a["terminated"],
+        truncations=a["truncated"],
+        complete=a["terminated"].any(axis=1),
+        response_mask=a["mask"],
+        old_log_probs=a["log_probs"],
+        values=a["values"],
+        env_state_id=np.array([-1 if seeds.get(int(e)) is None else seeds[int(e)] for e in a["episode_ids"]], dtype=np.int64),
+    )
+    return out
