@@ -47,8 +47,17 @@ function solveSmall(M: number[][], b: number[]): number[] {
   return A.map((r, i) => (r[n] as number) / (r[i] as number));
 }
 
-/** Weights w(coord) of a least-squares polynomial fit evaluating derivative `deriv` at coordinate 0. */
+// Filter weights depend only on (window, order, derivative, spacing): memoised, they are constants.
+const weightMemo = new Map<string, number[]>();
 function fitWeights(coords: number[], polyorder: number, deriv: number, delta: number): number[] {
+  const key = `${coords.join(',')}|${polyorder}|${deriv}|${delta}`;
+  let w = weightMemo.get(key);
+  if (!w) { w = computeFitWeights(coords, polyorder, deriv, delta); weightMemo.set(key, w); }
+  return w;
+}
+
+/** Weights w(coord) of a least-squares polynomial fit evaluating derivative `deriv` at coordinate 0. */
+function computeFitWeights(coords: number[], polyorder: number, deriv: number, delta: number): number[] {
   const m = polyorder + 1;
   // Minimum-norm solution of A c = e_deriv * deriv!/delta^deriv with A[p][k] = coord_k^p: c = Aᵀ (AAᵀ)⁻¹ y.
   const AAt: number[][] = [];
@@ -63,18 +72,34 @@ function fitWeights(coords: number[], polyorder: number, deriv: number, delta: n
   return coords.map((x) => z.reduce((s, zp, p) => s + zp * Math.pow(x, p), 0));
 }
 
+/** (TᵀT)⁻¹ rows for polynomial fits over t = 0..n-1, memoised by (n, order). */
+const polyfitMemo = new Map<string, number[][]>();
+function polyfitOperator(n: number, order: number): number[][] {
+  const key = `${n}|${order}`;
+  let op = polyfitMemo.get(key);
+  if (!op) {
+    const m = order + 1;
+    const M: number[][] = [];
+    for (let p = 0; p < m; p++) {
+      const row: number[] = [];
+      for (let q = 0; q < m; q++) { let s = 0; for (let t = 0; t < n; t++) s += Math.pow(t, p + q); row.push(s); }
+      M.push(row);
+    }
+    // Column c of the inverse: solve M x = e_c.
+    const cols = Array.from({ length: m }, (_, c) => solveSmall(M, Array.from({ length: m }, (_v, r) => (r === c ? 1 : 0))));
+    op = Array.from({ length: m }, (_, r) => cols.map((col) => col[r] as number));
+    polyfitMemo.set(key, op);
+  }
+  return op;
+}
+
 /** Least-squares polynomial coefficients (ascending powers) of y over t = 0..n-1. */
 function polyfit(y: number[], order: number): number[] {
   const m = order + 1;
-  const M: number[][] = [];
   const b: number[] = [];
-  for (let p = 0; p < m; p++) {
-    const row: number[] = [];
-    for (let q = 0; q < m; q++) row.push(y.reduce((s, _v, t) => s + Math.pow(t, p + q), 0));
-    M.push(row);
-    b.push(y.reduce((s, v, t) => s + v * Math.pow(t, p), 0));
-  }
-  return solveSmall(M, b);
+  for (let p = 0; p < m; p++) { let s = 0; for (let t = 0; t < y.length; t++) s += (y[t] as number) * Math.pow(t, p); b.push(s); }
+  const op = polyfitOperator(y.length, order);
+  return op.map((row) => row.reduce((s, v, k) => s + v * (b[k] as number), 0));
 }
 
 /** scipy.signal.savgol_filter(x, window, polyorder, deriv, delta, mode='interp'). */

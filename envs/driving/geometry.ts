@@ -93,7 +93,8 @@ export function pointInPolygon(px: number, py: number, p: Coords): boolean {
   for (let i = 0, j = n - 1; i < n; j = i++) {
     const xi = p[2 * i] as number, yi = p[2 * i + 1] as number;
     const xj = p[2 * j] as number, yj = p[2 * j + 1] as number;
-    if (pointOnSegment(px, py, xi, yi, xj, yj)) return true;
+    // Boundary test only near the edge (cheap comparisons first): shapely's intersects counts it.
+    if (px >= (xi < xj ? xi : xj) - 1e-9 && px <= (xi > xj ? xi : xj) + 1e-9 && py >= (yi < yj ? yi : yj) - 1e-9 && py <= (yi > yj ? yi : yj) + 1e-9 && pointOnSegment(px, py, xi, yi, xj, yj)) return true;
     if (yi > py !== yj > py && px < ((xj - xi) * (py - yi)) / (yj - yi) + xi) inside = !inside;
   }
   return inside;
@@ -384,4 +385,77 @@ export class GridIndex {
 function cellKey(cx: number, cy: number): number {
   // Map two signed cell coordinates (|c| < 2^20) to one safe integer key.
   return (cx + 1048576) * 2097152 + (cy + 1048576);
+}
+
+/**
+ * A polygon prepared for many point-in-polygon queries: a coarse raster over its bounds marks cells
+ * as outside, inside or boundary (an edge passes through or next to it), built lazily on the first
+ * query; only boundary cells fall back to the exact even-odd test. Same answers as
+ * {@link pointInPolygon}, an order of magnitude faster on long lane polygons.
+ */
+export class PreparedPolygon {
+  private raster: Uint8Array | null = null;
+  private readonly minX: number;
+  private readonly minY: number;
+  private readonly maxX: number;
+  private readonly maxY: number;
+  private cols = 0;
+  private rows = 0;
+  private queries = 0;
+
+  constructor(readonly coords: Coords, readonly cell = 0.5) {
+    [this.minX, this.minY, this.maxX, this.maxY] = bounds(coords);
+  }
+
+  contains(px: number, py: number): boolean {
+    if (px < this.minX || px > this.maxX || py < this.minY || py > this.maxY) return false;
+    // Small polygons and the first few queries go straight to the exact test.
+    if (this.raster === null) {
+      if (++this.queries < 8 || vertexCount(this.coords) < 12) return pointInPolygon(px, py, this.coords);
+      this.build();
+    }
+    const c = Math.floor((px - this.minX) / this.cell), r = Math.floor((py - this.minY) / this.cell);
+    const v = (this.raster as Uint8Array)[r * this.cols + c];
+    if (v === 1) return true;
+    if (v === 0) return false;
+    return pointInPolygon(px, py, this.coords);
+  }
+
+  private build(): void {
+    const cell = this.cell;
+    this.cols = Math.floor((this.maxX - this.minX) / cell) + 1;
+    this.rows = Math.floor((this.maxY - this.minY) / cell) + 1;
+    const R = new Uint8Array(this.cols * this.rows);
+    const p = this.coords;
+    const n = vertexCount(p);
+    const xs: number[] = [];
+    for (let r = 0; r < this.rows; r++) {
+      const y = this.minY + (r + 0.5) * cell;
+      xs.length = 0;
+      for (let i = 0, j = n - 1; i < n; j = i++) {
+        const yi = p[2 * i + 1] as number, yj = p[2 * j + 1] as number;
+        if (yi > y !== yj > y) xs.push((p[2 * i] as number) + ((y - yi) * ((p[2 * j] as number) - (p[2 * i] as number))) / (yj - yi));
+      }
+      xs.sort((a, b) => a - b);
+      for (let k = 0; k + 1 < xs.length; k += 2) {
+        const c0 = Math.max(0, Math.ceil(((xs[k] as number) - this.minX) / cell - 0.5));
+        const c1 = Math.min(this.cols - 1, Math.floor(((xs[k + 1] as number) - this.minX) / cell - 0.5));
+        for (let c = c0; c <= c1; c++) R[r * this.cols + c] = 1;
+      }
+    }
+    for (let i = 0, j = n - 1; i < n; j = i++) {
+      const ax = p[2 * j] as number, ay = p[2 * j + 1] as number, bx = p[2 * i] as number, by = p[2 * i + 1] as number;
+      const steps = Math.max(1, Math.ceil(Math.hypot(bx - ax, by - ay) / (cell * 0.25)));
+      for (let k = 0; k <= steps; k++) {
+        const cx = Math.floor((ax + ((bx - ax) * k) / steps - this.minX) / cell), cy = Math.floor((ay + ((by - ay) * k) / steps - this.minY) / cell);
+        for (let dy = -1; dy <= 1; dy++) {
+          for (let dx = -1; dx <= 1; dx++) {
+            const x = cx + dx, y = cy + dy;
+            if (x >= 0 && y >= 0 && x < this.cols && y < this.rows) R[y * this.cols + x] = 2;
+          }
+        }
+      }
+    }
+    this.raster = R;
+  }
 }

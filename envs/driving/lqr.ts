@@ -75,22 +75,6 @@ function solve(M: Float64Array, b: Float64Array, n: number): Float64Array {
   return x;
 }
 
-/** Solves the normal equations (AᵀA + P) x = Aᵀy for a dense A [rows x n]. */
-function leastSquares(A: Float64Array, rows: number, n: number, y: Float64Array, P: Float64Array): Float64Array {
-  const M = Float64Array.from(P);
-  const b = new Float64Array(n);
-  for (let r = 0; r < rows; r++) {
-    const yr = y[r] as number;
-    for (let i = 0; i < n; i++) {
-      const ai = A[r * n + i] as number;
-      if (ai === 0) continue;
-      b[i] = (b[i] as number) + ai * yr;
-      for (let j = 0; j < n; j++) M[i * n + j] = (M[i * n + j] as number) + ai * (A[r * n + j] as number);
-    }
-  }
-  return solve(M, b, n);
-}
-
 export interface Profiles {
   velocity: Float64Array;
   acceleration: Float64Array;
@@ -105,27 +89,74 @@ export interface Profiles {
 export function fitProfiles(poses: Float64Array, dt: number, jerkPenalty: number, curvatureRatePenalty: number): Profiles {
   const N = poses.length / 3;
   const M = N - 1;
-  // Velocity / acceleration fit: unknowns v0, a_0..a_{M-2}.
-  const A = new Float64Array(2 * M * M);
-  const y = new Float64Array(2 * M);
+  // Velocity / acceleration fit, unknowns v0, a_0..a_{M-2}. Displacement i along its heading is
+  // v0·dt + dt²·Σ_{j<i} a_j; since cos² + sin² = 1, AᵀA has closed form and does not depend on the
+  // poses, so (AᵀA + λRᵀR) is the same matrix for every trajectory.
+  const proj = new Float64Array(M);
   const dh = new Float64Array(M);
   for (let i = 0; i < M; i++) {
     const h = poses[3 * i + 2] as number;
-    const c = Math.cos(h), s = Math.sin(h);
-    y[2 * i] = (poses[3 * (i + 1)] as number) - (poses[3 * i] as number);
-    y[2 * i + 1] = (poses[3 * (i + 1) + 1] as number) - (poses[3 * i + 1] as number);
+    const dx = (poses[3 * (i + 1)] as number) - (poses[3 * i] as number);
+    const dy = (poses[3 * (i + 1) + 1] as number) - (poses[3 * i + 1] as number);
+    proj[i] = Math.cos(h) * dx + Math.sin(h) * dy;
     dh[i] = normalizeAngle((poses[3 * (i + 1) + 2] as number) - h);
-    A[2 * i * M] = c * dt;
-    A[(2 * i + 1) * M] = s * dt;
-    for (let j = 1; j <= i; j++) {
-      A[2 * i * M + j] = c * dt * dt;
-      A[(2 * i + 1) * M + j] = s * dt * dt;
-    }
   }
-  // "Jerk" penalty λRᵀR with R = [0 | banded]. nuPlan's `_make_banded_difference_matrix` writes -I
-  // over the +1 superdiagonal, so every row but the last penalises a single acceleration; we keep
-  // that, since matching NAVSIM's numbers is the point.
+  const suffix = new Float64Array(M + 1);
+  for (let i = M - 1; i >= 0; i--) suffix[i] = (suffix[i + 1] as number) + (proj[i] as number);
+  const b = new Float64Array(M);
+  b[0] = dt * (suffix[0] as number);
+  for (let k = 1; k < M; k++) b[k] = dt * dt * (suffix[k] as number);
+  const x = solve(Float64Array.from(velocityNormalMatrix(M, dt, jerkPenalty)), b, M);
+  const acceleration = x.slice(1);
+  const velocity = new Float64Array(M);
+  velocity[0] = x[0] as number;
+  let cum = 0;
+  for (let i = 1; i < M; i++) {
+    cum += (acceleration[i - 1] as number) * dt;
+    velocity[i] = (x[0] as number) + cum;
+  }
+  // Curvature / curvature-rate fit: row i is v_i·dt·κ0 + v_i·dt²·Σ_{j<i} κ'_j.
+  const v2 = new Float64Array(M + 1), vy = new Float64Array(M + 1);
+  for (let i = M - 1; i >= 0; i--) {
+    const v = velocity[i] as number;
+    v2[i] = (v2[i + 1] as number) + v * v;
+    vy[i] = (vy[i + 1] as number) + v * (dh[i] as number);
+  }
+  const K = new Float64Array(M * M);
+  const c = new Float64Array(M);
+  const dt2 = dt * dt, dt3 = dt2 * dt, dt4 = dt2 * dt2;
+  K[0] = dt2 * (v2[0] as number) + 1e-10;
+  c[0] = dt * (vy[0] as number);
+  for (let j = 1; j < M; j++) {
+    K[j] = K[j * M] = dt3 * (v2[j] as number);
+    c[j] = dt2 * (vy[j] as number);
+    for (let k = 1; k < M; k++) K[j * M + k] = dt4 * (v2[Math.max(j, k)] as number) + (j === k ? curvatureRatePenalty : 0);
+  }
+  const kk = solve(K, c, M);
+  const curvatureRate = kk.slice(1);
+  const curvature = new Float64Array(M);
+  curvature[0] = kk[0] as number;
+  cum = 0;
+  for (let i = 1; i < M; i++) {
+    cum += (curvatureRate[i - 1] as number) * dt;
+    curvature[i] = (kk[0] as number) + cum;
+  }
+  return { velocity, acceleration, curvature, curvatureRate };
+}
+
+/**
+ * AᵀA + λRᵀR of the velocity fit. "Jerk" penalty R = [0 | banded]: nuPlan's
+ * `_make_banded_difference_matrix` writes -I over the +1 superdiagonal, so every row but the last
+ * penalises a single acceleration; we keep that, since matching NAVSIM's numbers is the point.
+ */
+function velocityNormalMatrix(M: number, dt: number, jerkPenalty: number): Float64Array {
   const P = new Float64Array(M * M);
+  const dt2 = dt * dt, dt3 = dt2 * dt, dt4 = dt2 * dt2;
+  P[0] = M * dt2;
+  for (let j = 1; j < M; j++) {
+    P[j] = P[j * M] = dt3 * (M - j);
+    for (let k = 1; k < M; k++) P[j * M + k] = dt4 * (M - Math.max(j, k));
+  }
   const rows = M - 2;
   for (let r = 0; r < rows; r++) {
     const i = r + 1;
@@ -137,35 +168,7 @@ export function fitProfiles(poses: Float64Array, dt: number, jerkPenalty: number
       P[j * M + i] = (P[j * M + i] as number) - jerkPenalty;
     }
   }
-  const x = leastSquares(A, 2 * M, M, y, P);
-  const acceleration = x.slice(1);
-  const velocity = new Float64Array(M);
-  velocity[0] = x[0] as number;
-  let cum = 0;
-  for (let i = 1; i < M; i++) {
-    cum += (acceleration[i - 1] as number) * dt;
-    velocity[i] = (x[0] as number) + cum;
-  }
-  // Curvature / curvature-rate fit.
-  const B = new Float64Array(M * M);
-  for (let i = 0; i < M; i++) {
-    const v = velocity[i] as number;
-    B[i * M] = v * dt;
-    for (let j = 1; j <= i; j++) B[i * M + j] = v * dt * dt;
-  }
-  const Q = new Float64Array(M * M);
-  for (let i = 0; i < M; i++) Q[i * M + i] = curvatureRatePenalty;
-  Q[0] = 1e-10;
-  const k = leastSquares(B, M, M, dh, Q);
-  const curvatureRate = k.slice(1);
-  const curvature = new Float64Array(M);
-  curvature[0] = k[0] as number;
-  cum = 0;
-  for (let i = 1; i < M; i++) {
-    cum += (curvatureRate[i - 1] as number) * dt;
-    curvature[i] = (k[0] as number) + cum;
-  }
-  return { velocity, acceleration, curvature, curvatureRate };
+  return P;
 }
 
 /**

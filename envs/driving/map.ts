@@ -15,7 +15,7 @@
  * map.onDrivableArea(10, 20);         // false
  */
 import type { Coords } from './geometry.ts';
-import { GridIndex, Polyline, bounds, coordsFrom, pointInPolygon, polygonsIntersect } from './geometry.ts';
+import { GridIndex, Polyline, PreparedPolygon, bounds, coordsFrom, polygonsIntersect } from './geometry.ts';
 
 /** [x, y] pairs, as scene files store them. */
 export type Points = number[][];
@@ -107,6 +107,9 @@ export class DrivingMap {
   readonly crosswalks: Area[];
   readonly stopSigns: (Area & { laneIds: string[] })[];
   private readonly laneList: Lane[];
+  private readonly lanePrepared: PreparedPolygon[];
+  private readonly drivablePrepared: PreparedPolygon[];
+  private readonly intersectionPrepared: PreparedPolygon[];
   private readonly laneIndex: GridIndex;
   /** Polygons whose union is the drivable area. */
   readonly drivablePolygons: { id: string; polygon: Coords }[];
@@ -145,6 +148,7 @@ export class DrivingMap {
     this.stopSigns = (data.stop_signs ?? []).map((s) => ({ ...area(s), laneIds: s.lane_ids }));
     this.laneList = [...this.lanes.values()];
     this.laneIndex = new GridIndex(this.laneList.map((l) => bounds(l.polygon)));
+    this.lanePrepared = this.laneList.map((l) => new PreparedPolygon(l.polygon));
     this.drivablePolygons = [
       ...[...this.roadblocks.values()].map((r) => ({ id: r.id, polygon: r.polygon })),
       ...this.intersections,
@@ -152,6 +156,8 @@ export class DrivingMap {
       ...this.drivableAreas,
     ];
     this.drivableIndex = new GridIndex(this.drivablePolygons.map((p) => bounds(p.polygon)));
+    this.drivablePrepared = this.drivablePolygons.map((p) => new PreparedPolygon(p.polygon));
+    this.intersectionPrepared = this.intersections.map((p) => new PreparedPolygon(p.polygon));
     this.intersectionIndex = new GridIndex(this.intersections.map((p) => bounds(p.polygon)));
   }
 
@@ -168,8 +174,7 @@ export class DrivingMap {
   lanesAt(x: number, y: number): string[] {
     const out: string[] = [];
     for (const i of this.laneIndex.queryPoint(x, y, this.scratch)) {
-      const l = this.laneList[i] as Lane;
-      if (pointInPolygon(x, y, l.polygon)) out.push(l.id);
+      if ((this.lanePrepared[i] as PreparedPolygon).contains(x, y)) out.push((this.laneList[i] as Lane).id);
     }
     return out;
   }
@@ -207,7 +212,7 @@ export class DrivingMap {
   /** True when the point lies in the drivable area (any roadblock, intersection, carpark or area). */
   onDrivableArea(x: number, y: number): boolean {
     for (const i of this.drivableIndex.queryPoint(x, y, this.scratch)) {
-      if (pointInPolygon(x, y, (this.drivablePolygons[i] as Area).polygon)) return true;
+      if ((this.drivablePrepared[i] as PreparedPolygon).contains(x, y)) return true;
     }
     return false;
   }
@@ -215,7 +220,7 @@ export class DrivingMap {
   /** True when the point lies in an intersection polygon. */
   inIntersection(x: number, y: number): boolean {
     for (const i of this.intersectionIndex.queryPoint(x, y, this.scratch)) {
-      if (pointInPolygon(x, y, (this.intersections[i] as Area).polygon)) return true;
+      if ((this.intersectionPrepared[i] as PreparedPolygon).contains(x, y)) return true;
     }
     return false;
   }

@@ -85,7 +85,8 @@ export function parseAction(action: unknown): { poses: number[][]; interval: num
   if (Math.abs(rows.length * interval - 4) > 1e-6) throw new InvalidActionError(`poses must cover 4 s: ${rows.length} x ${interval} s`);
   rows.forEach((r, i) => {
     if (!r.every((v) => Number.isFinite(v))) throw new InvalidActionError(`pose ${i} has a NaN or infinite value: [${r.join(', ')}]`);
-    if (Math.hypot(r[0] as number, r[1] as number) > MAX_POSE_M) throw new InvalidActionError(`pose ${i} is ${Math.hypot(r[0] as number, r[1] as number).toFixed(1)} m from the ego; poses must lie within ${MAX_POSE_M} m (rear-axle frame, metres)`);
+    if (Math.abs(r[0] as number) > MAX_POSE_M || Math.abs(r[1] as number) > MAX_POSE_M) throw new InvalidActionError(`pose ${i} (${(r[0] as number).toFixed(1)}, ${(r[1] as number).toFixed(1)}) is out of range: x and y must lie within ±${MAX_POSE_M} m of the ego (rear-axle frame, metres)`);
+    if (Math.abs(r[2] as number) > 2 * Math.PI + 1e-6) throw new InvalidActionError(`pose ${i} heading ${(r[2] as number).toFixed(3)} rad is out of range: headings must lie within ±2π`);
   });
   return { poses: rows, interval };
 }
@@ -93,7 +94,7 @@ export function parseAction(action: unknown): { poses: number[][]; interval: num
 /** The scene source of an env: a synthetic split, or a directory of scene files. */
 export class SceneSource {
   private readonly files: string[] | null;
-  private readonly cache = new Map<number, Scene>();
+  private readonly cache = new Map<number, { scene: Scene; scorer: SceneScorer | null; grid: SemanticGrid | null }>();
   constructor(readonly split: SplitName, readonly dir: string | null = null) {
     this.files = dir ? readdirSync(dir).filter((f) => f.endsWith('.json')).sort() : null;
     if (this.files && this.files.length === 0) throw new InvalidOptionsError(`no scene files (*.json) in ${dir ?? ''}`);
@@ -101,17 +102,33 @@ export class SceneSource {
   get size(): number {
     return this.files ? this.files.length : SPLITS[this.split].size;
   }
-  get(i: number): Scene {
-    let s = this.cache.get(i);
-    if (!s) {
+  private entry(i: number): { scene: Scene; scorer: SceneScorer | null; grid: SemanticGrid | null } {
+    let e = this.cache.get(i);
+    if (!e) {
+      let scene: Scene;
       if (this.files) {
         const path = join(this.dir as string, this.files[i] as string);
-        s = parseScene(JSON.parse(readFileSync(path, 'utf8')), path);
-      } else s = parseScene(generateScene(this.split, i));
-      if (this.cache.size > 64) this.cache.clear();
-      this.cache.set(i, s);
+        scene = parseScene(JSON.parse(readFileSync(path, 'utf8')), path);
+      } else scene = parseScene(generateScene(this.split, i));
+      // A small per-env cache: resets of recent scenes reuse their map index and PDM-Closed.
+      if (this.cache.size >= 32) this.cache.delete(this.cache.keys().next().value as number);
+      e = { scene, scorer: null, grid: null };
+      this.cache.set(i, e);
     }
-    return s;
+    return e;
+  }
+  get(i: number): Scene {
+    return this.entry(i).scene;
+  }
+  /** The scene's scorer (map index, scoring worlds and PDM-Closed, computed once). */
+  scorer(i: number): SceneScorer {
+    const e = this.entry(i);
+    return (e.scorer ??= new SceneScorer(e.scene));
+  }
+  /** The scene's semantic raster for the sensors, built once. */
+  grid(i: number): SemanticGrid {
+    const e = this.entry(i);
+    return (e.grid ??= SemanticGrid.fromMap(this.scorer(i).map));
   }
   indexOf(token: string): number {
     if (this.files) return this.files.findIndex((f) => f === token || f === `${token}.json`);
@@ -124,7 +141,12 @@ export class SceneSource {
 export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
   readonly version: Version;
   readonly observationSpace: Space;
-  readonly actionSpace = box({ low: -MAX_POSE_M, high: MAX_POSE_M, shape: [8, 3], dtype: 'float32' });
+  /** Per pose: x, y within 200 m (a pose 1 km away is an error, not a score), heading within ±2π. */
+  readonly actionSpace = box({
+    low: Tensor.from('float32', [8, 3], Array.from({ length: 8 }, () => [-MAX_POSE_M, -MAX_POSE_M, -2 * Math.PI]).flat()),
+    high: Tensor.from('float32', [8, 3], Array.from({ length: 8 }, () => [MAX_POSE_M, MAX_POSE_M, 2 * Math.PI]).flat()),
+    dtype: 'float32',
+  });
   readonly metadata: EnvMetadata;
   readonly renderMode: 'rgb_array' | null;
   readonly tools: readonly EnvTool<never>[];
@@ -223,8 +245,8 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
     this.stepped = false;
     this.lastResult = null;
     const scene = this.scene;
-    this.scorer = new SceneScorer(scene);
-    this.grid = this.rig || this.opts.bev || this.opts.lidar || this.renderMode ? SemanticGrid.fromMap(this.scorer.map) : null;
+    this.scorer = this.source.scorer(idx);
+    this.grid = this.rig || this.opts.bev || this.opts.lidar || this.renderMode ? this.source.grid(idx) : null;
     this.lastObs = this.observe();
     return { obs: this.lastObs, info: { scene_token: scene.name, scene_index: idx, scene_type: scene.scene_type, version: this.version } };
   }
@@ -299,7 +321,7 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
   render(): Tensor | null {
     if (!this.grid || this.sceneIndex < 0) {
       if (this.sceneIndex < 0) return null;
-      this.grid = SemanticGrid.fromMap((this.scorer as SceneScorer).map);
+      this.grid = this.source.grid(this.sceneIndex);
     }
     const b = renderBev({ grid: this.grid, ego: this.scene.ego, boxes: this.boxesAt(0) }, { size: 256, resolution: 0.25 });
     const rgb = new Uint8Array(256 * 256 * 3);

@@ -185,6 +185,12 @@ export function pdmClosed(scene: Scene, world: ScoringWorld = buildWorld(scene, 
     const endP = path.line.interpolate(sEnd);
     corridor.push(endP.x + Math.cos(endP.heading) * v.width / 2, endP.y + Math.sin(endP.heading) * v.width / 2);
 
+    const [cMinX, cMinY, cMaxX, cMaxY] = bounds(Float64Array.from(corridor));
+    const margin = v.width / 2;
+    const nearCorridor = (poly: Coords): boolean => {
+      const [a, b, c2, d] = bounds(poly);
+      return !(c2 < cMinX - margin || a > cMaxX + margin || d < cMinY - margin || b > cMaxY + margin);
+    };
     for (const target of targets) {
       const ref = new Float64Array((N + 1) * STATE_SIZE);
       let prog = s0, vel = ego.vx;
@@ -199,7 +205,7 @@ export function pdmClosed(scene: Scene, world: ScoringWorld = buildWorld(scene, 
           const egoP = boxCorners({ x: x + toCenter * Math.cos(h), y: y + toCenter * Math.sin(h), heading: h, length: v.front + v.rear, width: v.width });
           for (const { o, poly } of frame) {
             if (collided.has(o.token)) continue;
-            if (polygonToPolyline(poly, corridor) > v.width / 2) continue;
+            if (!nearCorridor(poly) || polygonToPolyline(poly, corridor) > v.width / 2) continue;
             const [mnx, mny, mxx, mxy] = bounds(poly);
             const objProg = path.line.project((mnx + mxx) / 2, (mny + mxy) / 2).s;
             if (objProg <= prog) continue;

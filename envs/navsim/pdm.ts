@@ -18,7 +18,7 @@ import type { VehicleParameters } from '../driving/bicycle.ts';
 import { PACIFICA, S, STATE_SIZE } from '../driving/bicycle.ts';
 import { comfortChecks } from '../driving/comfort.ts';
 import type { Coords } from '../driving/geometry.ts';
-import { GridIndex, Polyline, bounds, boxCorners, convexIntersects, pointInPolygon, polygonsIntersect, segmentIntersectsPolygon } from '../driving/geometry.ts';
+import { GridIndex, Polyline, PreparedPolygon, bounds, boxCorners, convexIntersects, pointInPolygon, polygonsIntersect, segmentIntersectsPolygon } from '../driving/geometry.ts';
 import type { Lane } from '../driving/map.ts';
 import { DrivingMap } from '../driving/map.ts';
 import type { Scene } from './scene.ts';
@@ -72,7 +72,7 @@ export interface ScoringWorld {
   unique: Map<string, UniqueObject>;
   vehicle: VehicleParameters;
   /** Polygons whose union is drivable for DAC (roadblocks, intersections, drivable areas, carparks). */
-  dacPolygons: Coords[];
+  dacPolygons: PreparedPolygon[];
   dacIndex: GridIndex;
   tracks: AgentTrack[];
 }
@@ -186,7 +186,7 @@ export function buildWorld(scene: Scene, version: Version, map: DrivingMap = new
     frames,
     unique,
     vehicle: PACIFICA,
-    dacPolygons,
+    dacPolygons: dacPolygons.map((p) => new PreparedPolygon(p)),
     dacIndex: new GridIndex(dacPolygons.map((p) => bounds(p))),
     tracks,
   };
@@ -262,18 +262,20 @@ export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts:
   const scratch: number[] = [];
   for (let i = 0; i < n; i++) {
     const c = corners[i] as Float64Array;
-    const counts = new Map<string, number>();
+    const laneIds: string[] = [];
+    const counts: number[] = [];
     let inDrivable = 0;
     for (let k = 0; k < 4; k++) {
       const px = c[2 * k] as number, py = c[2 * k + 1] as number;
-      for (const id of map.lanesAt(px, py)) counts.set(id, (counts.get(id) ?? 0) + 1);
+      for (const id of map.lanesAt(px, py)) {
+        const j = laneIds.indexOf(id);
+        if (j < 0) { laneIds.push(id); counts.push(1); } else counts[j] = (counts[j] as number) + 1;
+      }
       let inside = false;
-      for (const j of world.dacIndex.queryPoint(px, py, scratch)) if (pointInPolygon(px, py, world.dacPolygons[j] as Coords)) { inside = true; break; }
+      for (const j of world.dacIndex.queryPoint(px, py, scratch)) if ((world.dacPolygons[j] as PreparedPolygon).contains(px, py)) { inside = true; break; }
       if (inside) inDrivable++;
     }
-    let anyFull = false;
-    for (const v of counts.values()) if (v === 4) anyFull = true;
-    multiple[i] = counts.size > 1 && !anyFull ? 1 : 0;
+    multiple[i] = laneIds.length > 1 && !counts.includes(4) ? 1 : 0;
     nonDrivable[i] = inDrivable < 4 ? 1 : 0;
     oncoming[i] = map.lanesAt(cx[i] as number, cy[i] as number).some((id) => world.routeLaneIds.has(id)) ? 0 : 1;
   }
@@ -383,7 +385,7 @@ export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts:
   // LK (v2): > 0.5 m from the centreline for 20 consecutive non-intersection steps.
   let lk = 1;
   let run = 0;
-  for (let i = 0; i < n; i++) {
+  for (let i = 0; i < n && opts.version === 2; i++) {
     if (map.inIntersection(cx[i] as number, cy[i] as number)) continue;
     const d = Math.sqrt(world.centerline.project(cx[i] as number, cy[i] as number).dist2);
     run = d > PDM.lkDeviation ? run + 1 : 0;

@@ -53,7 +53,7 @@ describe('NavsimEnv', () => {
     const nan = new Float32Array(24); nan[5] = NaN;
     expect(() => env.step(Tensor.from('float32', [8, 3], nan))).toThrow(/NaN/);
     const far = new Float32Array(24); far[21] = 1000;
-    expect(() => env.step(Tensor.from('float32', [8, 3], far))).toThrow(/within 200 m/);
+    expect(() => env.step(Tensor.from('float32', [8, 3], far))).toThrow(/within ±200 m/);
     expect(() => env.step('go')).toThrow(InvalidActionError);
     expect(() => env.reset({ options: { scene_index: 99999 } })).toThrow(InvalidOptionsError);
     expect(() => env.reset({ options: { bogus: 1 } })).toThrow(InvalidOptionsError);
