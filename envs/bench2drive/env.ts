@@ -333,9 +333,10 @@ export class Bench2DriveEnv implements Env {
         name: 'drive',
         description: 'Advance the route one 0.05 s tick with throttle [0,1], steer [-1,1] (positive right) and brake [0,1]. Returns reward, terminated, truncated, route completion, penalty, status and new infractions.',
         inputSchema: z.object({ throttle: z.number().min(0).max(1), steer: z.number().min(-1).max(1), brake: z.number().min(0).max(1) }).strict(),
-        handler: (a) => {
+        handler: async (a, ctx) => {
           if (this.kwargs.action_type === 'waypoints') throw new InvalidActionError('this env was made with action_type "waypoints"; drive takes controls only with the default action type');
-          const r = this.step([a.throttle, a.steer, a.brake]);
+          // Through the wrapped env, so the registry's wrappers (order, limits) see the step.
+          const r = await ctx.wrapped.step(Tensor.from('float32', [3], [a.throttle, a.steer, a.brake]));
           return { reward: r.reward, terminated: r.terminated, truncated: r.truncated, route_completion: r.info['route_completion'], infraction_penalty: r.info['infraction_penalty'], status: r.info['status'], new_infractions: r.info['new_infractions'], speed: this.world!.ego.v };
         },
       }),

@@ -98,14 +98,14 @@ describe('Bench2Drive-v0', () => {
     const env = new Bench2DriveEnv({ route: 'SignalizedJunctionLeftTurn_0' });
     env.reset({ seed: 0 });
     const tool = (name: string) => env.tools.find((t) => t.name === name)!;
-    const cmd = (await tool('get_command').handler({} as never, { env })) as { command: number; command_name: string; target_point: number[] };
+    const cmd = (await tool('get_command').handler({} as never, { env, wrapped: env })) as { command: number; command_name: string; target_point: number[] };
     expect(cmd.command_name).toBe('LANEFOLLOW');
-    const info = (await tool('get_route_info').handler({} as never, { env })) as { waypoints: number[][]; global_plan: number[][]; length_m: number };
+    const info = (await tool('get_route_info').handler({} as never, { env, wrapped: env })) as { waypoints: number[][]; global_plan: number[][]; length_m: number };
     expect(info.length_m).toBeGreaterThan(140);
     const w = info.waypoints;
     expect(Math.hypot(w[1]![0]! - w[0]![0]!, w[1]![1]! - w[0]![1]!)).toBeCloseTo(2, 1);
     expect(info.global_plan.some((p) => p[2] === RoadOption.LEFT)).toBe(true);
-    const r = (await tool('drive').handler({ throttle: 0.5, steer: 0, brake: 0 } as never, { env })) as { terminated: boolean; speed: number };
+    const r = (await tool('drive').handler({ throttle: 0.5, steer: 0, brake: 0 } as never, { env, wrapped: env })) as { terminated: boolean; speed: number };
     expect(r.terminated).toBe(false);
     expect(r.speed).toBeGreaterThan(0);
   });
