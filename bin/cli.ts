@@ -5,6 +5,9 @@ import { Command } from 'commander';
 
 import { registerCheck } from './commands/check.ts';
 import { registerEnvs } from './commands/envs.ts';
+import { registerEval } from './commands/eval.ts';
+import { registerMcp } from './commands/mcp.ts';
+import { registerRollout } from './commands/rollout.ts';
 import { registerServe } from './commands/serve.ts';
 
 export function buildProgram(): Command {
@@ -15,6 +18,9 @@ export function buildProgram(): Command {
   registerServe(program);
   registerEnvs(program);
   registerCheck(program);
+  registerMcp(program);
+  registerEval(program);
+  registerRollout(program);
   return program;
 }
 

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import pino from 'pino';
 
 import { startServer } from '../../server/index.ts';
+import { mountMcp } from '../../server/mcp/index.ts';
 import type { TransportName } from '../../server/index.ts';
 
 export interface ServeOptions {
@@ -38,6 +39,8 @@ export function registerServe(program: Command): void {
         logger,
         checkEnvs: opts.check ?? false,
         limits: { idle_timeout_ms: Number(opts.idleTimeout), max_sessions: Number(opts.maxSessions) },
+        // MCP (and the viewer) need HTTP routes, which the ws transport serves.
+        mountRoutes: (routes, core) => void mountMcp(routes, core, { logger }),
       });
       process.stdout.write(`gymwire serving ${server.core.registry.ids().length} envs on ${server.url} (transport ${opts.transport})\n`);
       let stopping = false;
