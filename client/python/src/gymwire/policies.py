@@ -138,6 +138,35 @@ class OnnxPolicy:
         return PolicyOutput(actions=actions, log_probs=logp[np.arange(len(actions)), actions].astype(np.float64), values=values)
 
 
+def write_linear_onnx(path: str, weights: np.ndarray, bias: np.ndarray | None = None, value_weights: np.ndarray | None = None) -> str:
+    """Writes a linear policy ``logits = obs @ weights + bias`` (and ``value = obs @ value_weights``) as ONNX.
+
+    For examples and tests: a real ONNX graph that :class:`OnnxPolicy` loads, built with the
+    ``onnx`` package (IR version 9, opset 17, loadable by any recent onnxruntime).
+    """
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = np.asarray(weights, np.float32)
+    obs_dim, n_out = w.shape
+    inits = [numpy_helper.from_array(w, "W"), numpy_helper.from_array(np.zeros(n_out, np.float32) if bias is None else np.asarray(bias, np.float32), "B")]
+    nodes = [helper.make_node("Gemm", ["obs", "W", "B"], ["logits"])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", n_out])]
+    if value_weights is not None:
+        inits.append(numpy_helper.from_array(np.asarray(value_weights, np.float32).reshape(obs_dim, 1), "WV"))
+        nodes.append(helper.make_node("MatMul", ["obs", "WV"], ["value"]))
+        outputs.append(helper.make_tensor_value_info("value", TensorProto.FLOAT, ["N", 1]))
+    graph = helper.make_graph(nodes, "gymwire_linear_policy", [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["N", obs_dim])], outputs, initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    onnx.save(model, path)
+    return path
+
+
+#: Weights of a linear CartPole controller (push towards where the pole falls): balances for hundreds of steps.
+CARTPOLE_LINEAR_WEIGHTS = np.array([[0.0, 0.0], [0.0, 0.0], [-5.0, 5.0], [-1.0, 1.0]], np.float32)
+
+
 class PIDController:
     """PID over a sliding window, as in Bench2Drive's TCP/Transfuser agents: I = window mean, D = last difference."""
 
