@@ -1,0 +1,55 @@
+/**
+ * `gymwire eval bench2drive --agent NAME [--routes all|dev] [--json] [--url ws://...]`: drives a
+ * baseline agent (expert | naive) over the Bench2Drive-v0 route set against a gymwire server (a
+ * local one on a free port by default), with a progress bar, and prints Driving Score, Success
+ * Rate, Efficiency, Comfortness and the multi-ability table.
+ */
+import { Presets, SingleBar } from 'cli-progress';
+import type { Command } from 'commander';
+
+import { connect } from '../../client/ts/index.ts';
+import { AGENTS, makeAgent } from '../../envs/bench2drive/agents.ts';
+import type { EvalEnv } from '../../envs/bench2drive/eval.ts';
+import { evaluateBench2Drive, formatReport } from '../../envs/bench2drive/eval.ts';
+import { startServer } from '../../server/index.ts';
+
+export function registerEvalBench2Drive(evalCommand: Command): void {
+  evalCommand
+    .command('bench2drive')
+    .description('drive an agent over the Bench2Drive-v0 routes; prints DS, SR, Efficiency, Comfortness and the multi-ability table')
+    .requiredOption('--agent <name>', AGENTS.join(' | '))
+    .option('--routes <set>', 'all (70 routes) | dev (10 routes)', 'all')
+    .option('--background <n>', 'background vehicles per route (default: per scenario)')
+    .option('--url <url>', 'ws://HOST:PORT of a running server (default: start one locally)')
+    .option('--token <token>', 'auth token (also GYMWIRE_TOKEN)')
+    .option('--json', 'print the report as JSON (per-route records included)')
+    .action(async (opts: { agent: string; routes: string; background?: string; url?: string; token?: string; json?: boolean }) => {
+      if (opts.routes !== 'all' && opts.routes !== 'dev') throw new Error(`--routes must be all or dev, got ${opts.routes}`);
+      const agent = makeAgent(opts.agent);
+      const server = opts.url ? null : await startServer({ port: 0 });
+      const url = opts.url ?? (server as { url: string }).url;
+      const client = await connect(url, { token: opts.token ?? process.env.GYMWIRE_TOKEN });
+      const bar = opts.json ? null : new SingleBar({ format: 'bench2drive {bar} {value}/{total} routes | DS {ds} | {route}', hideCursor: true, stream: process.stderr }, Presets.shades_classic);
+      let sum = 0;
+      try {
+        const report = await evaluateBench2Drive({
+          makeEnv: async (kwargs) => (await client.make('gymwire/Bench2Drive-v0', kwargs)) as unknown as EvalEnv,
+          agent,
+          routes: opts.routes,
+          kwargs: opts.background !== undefined ? { background_vehicles: Number(opts.background) } : {},
+          onProgress: (done, total, rec) => {
+            sum += rec.scores.score_composed;
+            if (!bar) return;
+            if (done === 1) bar.start(total, 0, { ds: '-', route: '' });
+            bar.update(done, { ds: (sum / done).toFixed(2), route: `${rec.route_id}: ${rec.status}` });
+          },
+        });
+        bar?.stop();
+        process.stdout.write(opts.json ? `${JSON.stringify(report)}\n` : `${formatReport(report)}\n`);
+      } finally {
+        bar?.stop();
+        await client.close();
+        await server?.close();
+      }
+    });
+}
