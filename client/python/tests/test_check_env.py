@@ -17,9 +17,24 @@ def _env_ids() -> list[str]:
     return [e["id"] for e in server_envs()]
 
 
+#: Envs whose check_env failure is a known bug on the env side, reported to their owners; each is
+#: still run (xfail, not skip), so a fix shows up as XPASS.
+KNOWN_CHECK_ENV_FAILURES = {
+    "gymwire/NavsimEnv-v1": "registered with maxEpisodeSteps 1, so TimeLimit marks the one scored step truncated as well as terminated",
+    "gymwire/NavsimEnv-v2": "registered with maxEpisodeSteps 1, so TimeLimit marks the one scored step truncated as well as terminated",
+}
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "env_id" in metafunc.fixturenames:
-        metafunc.parametrize("env_id", _env_ids())
+    if "env_id" not in metafunc.fixturenames:
+        return
+    params = []
+    for env_id in _env_ids():
+        marks = []
+        if metafunc.function.__name__ == "test_check_env_passes" and env_id in KNOWN_CHECK_ENV_FAILURES:
+            marks.append(pytest.mark.xfail(reason=KNOWN_CHECK_ENV_FAILURES[env_id], strict=False))
+        params.append(pytest.param(env_id, marks=marks, id=env_id))
+    metafunc.parametrize("env_id", params)
 
 
 def test_the_server_lists_the_builtin_envs() -> None:

@@ -1,0 +1,98 @@
+"""Steps per second of gymwire.make_vec (16 CartPole sessions, one frame per step) against Gymnasium's
+own AsyncVectorEnv of CartPole-v1 with 16 envs, on the same machine, in the same run.
+
+Run: client/python/.venv/bin/python test/bench/python_vec.bench.py [--seconds 5] [--num-envs 16]
+(client/python/scripts/test.sh creates that venv). Prints JSON lines
+{"bench", "metric", "value", "unit"}; the last one is the ratio gymwire / AsyncVectorEnv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "client" / "python" / "src"))
+
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
+
+import gymwire  # noqa: E402
+
+BENCH = "python_vec"
+
+
+def emit(metric: str, value: float, unit: str, **extra: object) -> None:
+    print(json.dumps({"bench": BENCH, "metric": metric, "value": round(value, 3), "unit": unit, **extra}), flush=True)
+
+
+def start_server() -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        ["node", str(REPO / "bin" / "gymwire.js"), "serve", "--port", "0", "--log-level", "warn"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        m = re.search(r"on (ws://\S+)", line)
+        if m:
+            return proc, m.group(1)
+    raise RuntimeError("the server exited before printing its URL")
+
+
+def measure(envs: gym.vector.VectorEnv, seconds: float, seed: int = 0) -> tuple[float, int]:
+    """Env steps per second over `seconds` of random actions (after a short warm-up)."""
+    rng = np.random.default_rng(seed)
+    actions = rng.integers(0, 2, size=(4096, envs.num_envs))
+    envs.reset(seed=seed)
+    for i in range(200):
+        envs.step(actions[i % len(actions)])
+    steps = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    i = 0
+    while time.perf_counter() < deadline:
+        for _ in range(50):
+            envs.step(actions[i % len(actions)])
+            i += 1
+        steps += 50
+    elapsed = time.perf_counter() - start
+    return steps * envs.num_envs / elapsed, steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--num-envs", type=int, default=16)
+    args = parser.parse_args()
+    n = args.num_envs
+
+    floor_envs = gym.make_vec("CartPole-v1", num_envs=n, vectorization_mode="async")
+    try:
+        floor, floor_batches = measure(floor_envs, args.seconds)
+    finally:
+        floor_envs.close()
+    emit("gymnasium_async_vector_env_steps_per_s", floor, "env-steps/s", num_envs=n, batches=floor_batches)
+
+    proc, url = start_server()
+    try:
+        ours_envs = gymwire.make_vec(url, "gymwire/CartPole-v1", num_envs=n)
+        try:
+            ours, ours_batches = measure(ours_envs, args.seconds)
+        finally:
+            ours_envs.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    emit("gymwire_make_vec_steps_per_s", ours, "env-steps/s", num_envs=n, batches=ours_batches)
+    emit("gymwire_make_vec_batch_latency_us", 1e6 * n / ours, "us/step_batch", num_envs=n)
+    emit("ratio_gymwire_over_async_vector_env", ours / floor, "x", num_envs=n, cpus=os.cpu_count())
+
+
+if __name__ == "__main__":
+    main()
