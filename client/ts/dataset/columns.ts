@@ -23,9 +23,10 @@ export interface ColumnPlan {
   shape: readonly number[];
 }
 
-/** uint8 [H, W, C] with C in 1/3/4 and at least 32x32: worth storing as an image. */
+/** uint8 [H, W, C] or a stack [T, H, W, C], C in 1/3/4, at least 32x32: worth storing as an image. */
 function isImage(dtype: string, shape: readonly number[]): boolean {
-  return dtype === 'uint8' && shape.length === 3 && [1, 3, 4].includes(shape[2]!) && shape[0]! >= 32 && shape[1]! >= 32;
+  const s = shape.length === 4 ? shape.slice(1) : shape;
+  return dtype === 'uint8' && s.length === 3 && [1, 3, 4].includes(s[2]!) && s[0]! >= 32 && s[1]! >= 32;
 }
 
 export function planColumns(space: Space, images: ImageFormat = 'raw', keys: (string | number)[] = []): ColumnPlan[] {
@@ -69,7 +70,8 @@ export async function encodeLeaf(col: ColumnPlan, value: unknown): Promise<Uint8
     }
     default: {
       const t = asTensor(value, col);
-      const [height, width, channels] = t.shape as [number, number, 1 | 3 | 4];
+      // A stack [T, H, W, C] is one image of its frames one above the other (T*H rows).
+      const [height, width, channels] = (t.shape.length === 4 ? [t.shape[0]! * t.shape[1]!, t.shape[2]!, t.shape[3]!] : t.shape) as [number, number, 1 | 3 | 4];
       const img = sharp(Buffer.from(t.bytes()), { raw: { width, height, channels } });
       return new Uint8Array(await (col.encoding === 'png' ? img.png({ compressionLevel: 1 }) : img.jpeg({ quality: 90 })).toBuffer());
     }

@@ -163,7 +163,7 @@ export class TrajectoryWriter {
         new Field('truncated', new Bool(), false),
         new Field('log_prob', new Float64(), true),
         new Field('value', new Float64(), true),
-        new Field('info', new Utf8(), false),
+        new Field('info', new Utf8(), false, new Map([['gymwire.encoding', 'json']])),
       ],
       new Map([
         ['gymwire.format', DATASET_FORMAT],
