@@ -98,6 +98,7 @@ export class Bench2DriveEnv implements Env {
   private pid = new WaypointController();
   private prevR = 0;
   private finished = false;
+  private finalStatus: string | null = null;
 
   constructor(kwargs: Bench2DriveKwargs = {}) {
     this.kwargs = Bench2DriveKwargsSchema.parse(kwargs);
@@ -169,6 +170,7 @@ export class Bench2DriveEnv implements Env {
     this.pid = new WaypointController();
     this.prevR = 0;
     this.finished = false;
+    this.finalStatus = null;
     const info = this.info([]);
     info['route'] = this.routeInfo();
     return { obs: this.observe(), info };
@@ -286,7 +288,7 @@ export class Bench2DriveEnv implements Env {
     if (w.status === 'timeout') infractions['route_timeout']!.push({ message: 'Route timeout.', time: w.time, frame: w.tick, x: w.ego.x, y: w.ego.y });
     const R = w.completion.percentage;
     const P = w.penalty();
-    const status = w.status === 'running' ? 'Running' : w.record().status;
+    const status = w.status === 'running' ? 'Running' : this.finalStatus ?? (this.finalStatus = w.record().status);
     const k = w.metric.length / 8 - 1;
     const info: Info = {
       route_id: w.scenario.routeId,
@@ -406,6 +408,7 @@ export class Bench2DriveEnv implements Env {
     this.pid.speed.state = s.pid[1];
     this.prevR = s.prevR;
     this.finished = s.finished;
+    this.finalStatus = null;
     this.rng.setState(s.rng);
   }
 }

@@ -697,7 +697,7 @@ export class World {
   /** One 0.05 s tick under the given control. */
   step(control: Control): TickResult {
     if (this.status !== 'running') return { events: [], done: true, status: this.status };
-    const before = this.allEvents().length;
+    const before = this.eventLists().map((l) => l.length);
     this.tick += 1;
     this.time = this.tick * DT;
     this.lights.advance(DT);
@@ -754,7 +754,11 @@ export class World {
     else if (this.time > this.timeout) this.status = 'timeout';
     else if (this.tick >= MAX_TICKS) this.status = 'tickRuntime';
     if (this.status !== 'running') this.finish();
-    return { events: this.allEvents().slice(before), done: this.status !== 'running', status: this.status };
+    const fresh: TrafficEvent[] = [];
+    this.eventLists().forEach((l, i) => {
+      for (let k = before[i]!; k < l.length; k++) fresh.push(l[k]!);
+    });
+    return { events: fresh, done: this.status !== 'running', status: this.status };
   }
 
   private finish(): void {
@@ -796,25 +800,31 @@ export class World {
     return routeComfort(Array.from({ length: n }, (_, k) => this.metricInfo(k)));
   }
 
-  allEvents(): TrafficEvent[] {
-    const ev = [
-      ...this.collision.events,
-      ...this.redLight.events,
-      ...this.stopSign.events,
-      ...this.outside.events,
-      ...this.minSpeed.events,
-      ...this.scenarioTimeout.events,
-      ...this.yieldEv.events,
-      ...this.inRoute.events,
-      ...this.blocked.events,
+  private eventLists(): TrafficEvent[][] {
+    return [
+      this.collision.events,
+      this.redLight.events,
+      this.stopSign.events,
+      this.outside.events,
+      this.minSpeed.events,
+      this.scenarioTimeout.events,
+      this.yieldEv.events,
+      this.inRoute.events,
+      this.blocked.events,
     ];
-    return ev.sort((a, b) => a.frame - b.frame);
+  }
+
+  /** Every event so far, in time order. */
+  allEvents(): TrafficEvent[] {
+    return this.eventLists()
+      .flat()
+      .sort((a, b) => a.frame - b.frame);
   }
 
   /** P now, counting the outside-lanes percentage so far. */
   penalty(): number {
-    const ev = this.allEvents();
-    let p = infractionPenalty(ev);
+    let p = 1;
+    for (const l of this.eventLists()) p *= infractionPenalty(l);
     if (this.status === 'running') p *= 1 - this.outside.percentage() / 100;
     return p;
   }
