@@ -1,0 +1,29 @@
+"""verl: the VLA env class EnvManager runs, reset to dataset state ids and stepped in chunks.
+
+In verl: `from gymwire.integrations.verl import register; register()` in the env worker process,
+`env.train.simulator_type: gymwire` and `env.train.gymwire: {url, env_id}` in rob_ppo_trainer.yaml.
+Run: python examples/python/verl_vla.py
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+from _server import check, server_url
+
+from gymwire.integrations.verl import RemoteGymEnv, register
+
+with server_url() as url:
+    print("verl patched:", register())
+    env = RemoteGymEnv({"num_envs": 2, "gymwire": {"url": url, "env_id": "gymwire/EvacWorldModel-v0"}}, rank=0, world_size=1)
+    obs, _ = env.reset_envs_to_state_ids([10, 11], [0, 0])
+    total = np.zeros(2)
+    for _ in range(4):
+        obs, rews, terms, truncs, infos = env.chunk_step(np.zeros((2, 8, 7), np.float32))
+        total += np.asarray(rews).sum(axis=1)
+    saved = env.get_state()  # what EnvManager.stop_simulator keeps
+    env.close()
+    img = obs["images_and_states"]["full_image"]
+    print("full_image", img.shape, "state", obs["images_and_states"]["state"].shape, "returns", total.round(3))
+    check(len(pickle.dumps((obs, rews, terms, truncs))) > 0 and img.shape == (2, 64, 64, 3) and isinstance(saved, bytes), "verl VLA shapes")
