@@ -32,8 +32,10 @@ import { SceneScorer } from './evaluate.ts';
 import type { SplitName } from './generator.ts';
 import { SPLITS, generateScene } from './generator.ts';
 import type { Version } from './pdm.ts';
+import { twoStageScore, twoStageWeights } from './pdm.ts';
 import type { Scene } from './scene.ts';
 import { parseScene } from './scene.ts';
+import { endpoint, followUpScenes } from './two-stage.ts';
 
 export const NavsimKwargsSchema = z
   .object({
@@ -48,6 +50,8 @@ export const NavsimKwargsSchema = z
     lidar: z.boolean().default(false),
     lidar_channels: z.number().int().min(1).max(128).default(32),
     lidar_azimuth_steps: z.number().int().min(8).max(2048).default(360),
+    /** v2 only: two-stage pseudo-simulation (a second step on the follow-up scenes, Gaussian-weighted). */
+    two_stage: z.boolean().default(false),
     render_mode: z.enum(['rgb_array']).nullable().optional(),
   })
   .strict();
@@ -160,12 +164,15 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
   private rig: CameraRig | null = null;
   private grid: SemanticGrid | null = null;
   private lastObs: Record<string, unknown> | null = null;
-  private lastResult: SceneResult | null = null;
+  private current: Scene | null = null;
+  /** Two-stage state: stage-1 score and poses once stage 1 is done. */
+  private stage1: { score: number; poses: number[][]; interval: number; endpoint: { x: number; y: number }; ups: Scene[]; shown: number } | null = null;
 
   constructor(version: Version, kwargs: NavsimKwargs = {}) {
     this.version = version;
     this.opts = NavsimKwargsSchema.parse(kwargs);
     this.renderMode = this.opts.render_mode ?? null;
+    if (this.opts.two_stage && version !== 2) throw new InvalidOptionsError('two_stage is a NAVSIM v2 option: make gymwire/NavsimEnv-v2');
     this.source = new SceneSource(this.opts.split, this.opts.scene_dir ?? null);
     const o = this.opts;
     const spaces: Record<string, Space> = {
@@ -217,8 +224,8 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
   }
 
   private get scene(): Scene {
-    if (this.sceneIndex < 0) throw new InvalidActionError('call reset before step');
-    return this.source.get(this.sceneIndex);
+    if (this.sceneIndex < 0 || !this.current) throw new InvalidActionError('call reset before step');
+    return this.current;
   }
 
   reset(opts: ResetOptions = {}): ResetResult<Record<string, unknown>> {
@@ -243,8 +250,9 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
   private load(idx: number): ResetResult<Record<string, unknown>> {
     this.sceneIndex = idx;
     this.stepped = false;
-    this.lastResult = null;
-    const scene = this.scene;
+    this.stage1 = null;
+    this.current = this.source.get(idx);
+    const scene = this.current;
     this.scorer = this.source.scorer(idx);
     this.grid = this.rig || this.opts.bev || this.opts.lidar || this.renderMode ? this.source.grid(idx) : null;
     this.lastObs = this.observe();
@@ -312,10 +320,40 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
     if (this.sceneIndex < 0 || !this.scorer) throw new InvalidActionError('call reset before step');
     if (this.stepped) throw new InvalidActionError('the episode is over (one step per scene): call reset');
     const { poses, interval } = parseAction(action);
+    if (this.opts.two_stage) return this.twoStageStep(poses, interval);
     const r = this.scorer.score(poses, { version: this.version, interval });
     this.stepped = true;
-    this.lastResult = r;
     return { obs: this.lastObs as Record<string, unknown>, reward: r.metrics.score, terminated: true, truncated: false, info: resultInfo(r, this.scene.name) };
+  }
+
+  /** Stage 1 scores and moves to the follow-up nearest the agent's endpoint; stage 2 scores the plan on every follow-up. */
+  private twoStageStep(poses: number[][], interval: number): StepResult<Record<string, unknown>> {
+    const scorer = this.scorer as SceneScorer;
+    const base = this.source.get(this.sceneIndex);
+    if (this.stage1 === null) {
+      const ups = followUpScenes(base);
+      const r = scorer.score(poses, { version: 2, interval });
+      if (ups.length === 0) {
+        this.stepped = true;
+        return { obs: this.lastObs as Record<string, unknown>, reward: r.metrics.score, terminated: true, truncated: false, info: { ...resultInfo(r, base.name), stage: 1, two_stage: false } };
+      }
+      const end = endpoint(r.simulatedStates);
+      const w = twoStageWeights(end, ups.map((u) => u.ego));
+      const best = w.indexOf(Math.max(...w));
+      this.stage1 = { score: r.metrics.score, poses, interval, endpoint: end, ups, shown: best };
+      this.current = ups[best] as Scene;
+      this.scorer = new SceneScorer(this.current);
+      this.lastObs = this.observe();
+      return { obs: this.lastObs, reward: 0, terminated: false, truncated: false, info: { ...resultInfo(r, base.name), stage: 1, stage1_score: r.metrics.score, stage2_weights: w, stage2_scene: this.current.name } };
+    }
+    const { ups, shown: shownIdx } = this.stage1;
+    const w = twoStageWeights(this.stage1.endpoint, ups.map((u) => u.ego));
+    const results = ups.map((u, i) => (i === shownIdx ? (this.scorer as SceneScorer) : new SceneScorer(u)).score(poses, { version: 2, interval }));
+    const stage2 = results.map((r) => r.metrics.score);
+    const reward = twoStageScore(this.stage1.score, w, stage2);
+    this.stepped = true;
+    const shown = results[shownIdx] as SceneResult;
+    return { obs: this.lastObs as Record<string, unknown>, reward, terminated: true, truncated: false, info: { ...resultInfo(shown, this.scene.name), stage: 2, stage1_score: this.stage1.score, stage2_scores: stage2, stage2_weights: w, score: reward } };
   }
 
   render(): Tensor | null {
@@ -358,15 +396,21 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
   }
 
   getState(): Uint8Array {
-    return packState('navsim/1', { rng: this.rng.getState(), sceneIndex: this.sceneIndex, stepped: this.stepped });
+    return packState('navsim/1', { rng: this.rng.getState(), sceneIndex: this.sceneIndex, stepped: this.stepped, stage1: this.stage1 ? { poses: this.stage1.poses, interval: this.stage1.interval } : null });
   }
 
   setState(bytes: Uint8Array): void {
-    const st = unpackState('navsim/1', bytes) as { rng?: number[]; sceneIndex?: number; stepped?: boolean };
+    const st = unpackState('navsim/1', bytes) as { rng?: number[]; sceneIndex?: number; stepped?: boolean; stage1?: { poses: number[][]; interval: number } | null };
     if (!st || !Array.isArray(st.rng) || typeof st.sceneIndex !== 'number') throw new InvalidStateError('not a NavsimEnv state');
+    if (st.sceneIndex >= 0) {
+      this.load(st.sceneIndex);
+      // Replaying stage 1 rebuilds the follow-up exactly (scoring is deterministic).
+      if (st.stage1 && this.opts.two_stage) this.twoStageStep(st.stage1.poses, st.stage1.interval);
+    } else {
+      this.sceneIndex = -1;
+      this.current = null;
+    }
     this.rng.setState(st.rng);
-    if (st.sceneIndex >= 0) this.load(st.sceneIndex);
-    else this.sceneIndex = -1;
     this.stepped = st.stepped === true;
   }
 }

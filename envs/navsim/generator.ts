@@ -114,7 +114,8 @@ function laneAgent(token: string, type: AgentData['type'], dims: [number, number
     return [Math.round(tt * 10) / 10, x, y, Math.atan2(Math.sin(h), Math.cos(h)), sp * Math.cos(h), sp * Math.sin(h)];
   };
   for (const [tt, ss] of hist) states.push(pose(tt as number, ss as number));
-  for (let i = 0; i <= 50; i++) {
+  // 9 s of future: 5 s for v1 scoring plus the 4 s offset of v2's stage-2 follow-ups.
+  for (let i = 0; i <= 90; i++) {
     const t = i * 0.1;
     states.push(pose(t, s));
     s += dir * v(t) * 0.1;

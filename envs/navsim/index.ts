@@ -11,7 +11,8 @@ export function registerNavsim(registry: Registry): void {
       description: `NAVSIM ${version === 1 ? 'v1: PDM Score' : 'v2: Extended PDM Score'} on seeded synthetic scenes (or a directory of scene files): one 4 s trajectory of 8 poses per scene, tracked by LQR + kinematic bicycle and scored.`,
       entryPoint: (kwargs) => new NavsimEnv(version, kwargs),
       kwargsSchema: NavsimKwargsSchema,
-      maxEpisodeSteps: 1,
+      // Two steps when v2's two-stage mode is on; one-stage episodes terminate after the first.
+      maxEpisodeSteps: 2,
       tags: ['driving', 'navsim'],
     });
   }

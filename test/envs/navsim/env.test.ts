@@ -109,3 +109,23 @@ describe('sanity on synthetic-test', () => {
     expect(c / N).toBeLessThan(Math.min(h, p) / N - 0.3);
   }, 60_000);
 });
+
+describe('v2 two-stage', () => {
+  it('scores stage 1, moves to the nearest follow-up, and returns stage1 x weighted stage-2 mean', () => {
+    const env = new NavsimEnv(2, { two_stage: true });
+    const { info } = env.reset({ options: { scene_index: 0 } });
+    const scene = generateScene('synthetic-test', info.scene_index as number);
+    const s1 = env.step(poses(humanAgent(scene)));
+    expect(s1.terminated).toBe(false);
+    const w = s1.info.stage2_weights as number[];
+    expect(w.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 9);
+    const st = env.getState();
+    const s2 = env.step(poses(constantVelocity(scene)));
+    expect(s2.terminated).toBe(true);
+    const scores = s2.info.stage2_scores as number[];
+    expect(s2.reward).toBeCloseTo((s1.info.stage1_score as number) * w.reduce((a, wi, i) => a + wi * (scores[i] as number), 0), 12);
+    env.setState(st);
+    expect(env.step(poses(constantVelocity(scene))).reward).toBe(s2.reward);
+    expect(() => new NavsimEnv(1, { two_stage: true })).toThrow(InvalidOptionsError);
+  });
+});
