@@ -7,7 +7,7 @@
  * what inference costs per batch). Target: pipelined >= 1.5x lock-step.
  *
  * Two links: `local` (the server process on this machine, loopback) and `lan` (the same server
- * behind a TCP proxy that delays every chunk by LINK_MS each way, 0.5 ms by default, standing in for
+ * behind a TCP proxy process that delays every chunk by LINK_MS each way, 1 ms by default, standing in for
  * a server on another machine). Pipelining can only overlap what runs on different cores or waits
  * on the wire: on a loaded 2-core machine the local figure is bounded by CPU, not by the design.
  *   npx tsx test/bench/rollout.bench.ts [--quick]
@@ -17,8 +17,6 @@ import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer, connect as tcpConnect } from 'node:net';
-import type { Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 
 import { connect } from '../../client/ts/client.ts';
@@ -41,26 +39,32 @@ function emit(metric: string, value: number, unit: string, extra: Record<string,
 const child = spawn(process.execPath, ['--import', 'tsx', 'test/bench/server-process.ts', 'gymwire', 'ws'], { stdio: ['ignore', 'pipe', 'inherit'] });
 const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
 const localUrl = (JSON.parse(line) as { url: string }).url;
-const LINK_MS = Number(process.env.LINK_MS ?? 0.5);
+const LINK_MS = Number(process.env.LINK_MS ?? 1);
 
-/** A TCP proxy adding a one-way delay to every chunk, order kept. */
+/**
+ * A TCP proxy in its own process adding a one-way delay to every chunk (order kept), so the delay
+ * costs the measured client no CPU. Node timers have 1 ms granularity.
+ */
+const PROXY = `
+const net = require('node:net');
+const [port, delay] = [Number(process.argv[1]), Number(process.argv[2])];
+const pipe = (from, to) => {
+  from.on('data', (c) => setTimeout(() => to.destroyed || to.write(c), delay));
+  from.on('close', () => setTimeout(() => to.destroy(), delay));
+  from.on('error', () => to.destroy());
+};
+const server = net.createServer((down) => {
+  down.setNoDelay(true);
+  const up = net.connect(port, '127.0.0.1', () => up.setNoDelay(true));
+  pipe(down, up);
+  pipe(up, down);
+});
+server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
+`;
 async function delayedLink(target: string, delayMs: number): Promise<{ url: string; close(): void }> {
-  const { hostname, port } = new URL(target);
-  const pipeDelayed = (from: Socket, to: Socket) => {
-    from.on('data', (chunk) => setTimeout(() => to.destroyed || to.write(chunk), delayMs));
-    from.on('close', () => setTimeout(() => to.destroy(), delayMs));
-  };
-  const server = createServer((down) => {
-    down.setNoDelay(true);
-    const up = tcpConnect(Number(port), hostname, () => up.setNoDelay(true));
-    pipeDelayed(down, up);
-    pipeDelayed(up, down);
-    up.on('error', () => down.destroy());
-    down.on('error', () => up.destroy());
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const addr = server.address() as { port: number };
-  return { url: `ws://127.0.0.1:${addr.port}`, close: () => server.close() };
+  const proxy = spawn(process.execPath, ['-e', PROXY, new URL(target).port, String(delayMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [port] = (await once(createInterface({ input: proxy.stdout }), 'line')) as [string];
+  return { url: `ws://127.0.0.1:${port.trim()}`, close: () => proxy.kill('SIGKILL') };
 }
 const link = await delayedLink(localUrl, LINK_MS);
 const dir = await mkdtemp(join(tmpdir(), 'gymwire-rollout-bench-'));
