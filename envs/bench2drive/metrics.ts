@@ -14,104 +14,13 @@
  * @example
  * drivingScore(records, 70); successRate(records, 70); comfortness(perRouteMetricInfo);
  */
+import { COMFORT_BOUNDS, savgol } from '../driving/comfort.ts';
 import type { RouteRecord } from './scoring.ts';
 
-// ---- Savitzky–Golay (scipy.signal.savgol_filter, mode='interp') ----
-
-function solve(a: number[][], b: number[]): number[] {
-  const n = b.length;
-  const m = a.map((row, i) => [...row, b[i]!]);
-  for (let c = 0; c < n; c++) {
-    let p = c;
-    for (let r = c + 1; r < n; r++) if (Math.abs(m[r]![c]!) > Math.abs(m[p]![c]!)) p = r;
-    [m[c], m[p]] = [m[p]!, m[c]!];
-    for (let r = 0; r < n; r++) {
-      if (r === c) continue;
-      const f = m[r]![c]! / m[c]![c]!;
-      for (let k = c; k <= n; k++) m[r]![k]! -= f * m[c]![k]!;
-    }
-  }
-  return m.map((row, i) => row[n]! / row[i]!);
-}
-
-/** Least-squares polynomial fit of y at positions t; returns coefficients (lowest order first). */
-function polyfit(t: readonly number[], y: readonly number[], order: number): number[] {
-  const k = order + 1;
-  const ata = Array.from({ length: k }, () => new Array<number>(k).fill(0));
-  const aty = new Array<number>(k).fill(0);
-  for (let i = 0; i < t.length; i++) {
-    const pw: number[] = [1];
-    for (let j = 1; j < 2 * k; j++) pw.push(pw[j - 1]! * t[i]!);
-    for (let r = 0; r < k; r++) {
-      aty[r]! += pw[r]! * y[i]!;
-      for (let c = 0; c < k; c++) ata[r]![c]! += pw[r + c]!;
-    }
-  }
-  return solve(ata, aty);
-}
-
-function polyDeriv(coef: readonly number[], t: number, deriv: number): number {
-  let s = 0;
-  for (let k = deriv; k < coef.length; k++) {
-    let f = 1;
-    for (let j = 0; j < deriv; j++) f *= k - j;
-    s += coef[k]! * f * t ** (k - deriv);
-  }
-  return s;
-}
-
-/**
- * `savgol_filter(x, window_length, polyorder, deriv, delta, mode='interp')`: the interior is the
- * least-squares polynomial of each centred window evaluated at its centre; the first and last
- * window/2 samples come from the polynomial fitted to the first/last full window.
- */
-export function savgol(x: readonly number[], window: number, polyorder: number, deriv = 0, delta = 1): number[] {
-  const n = x.length;
-  if (window > n) throw new Error(`savgol: window ${window} is longer than the signal (${n})`);
-  if (polyorder >= window) throw new Error(`savgol: polyorder ${polyorder} must be < window ${window}`);
-  const out = new Array<number>(n).fill(0);
-  const scale = 1 / delta ** deriv;
-  const half = Math.floor(window / 2);
-  const local = Array.from({ length: window }, (_, i) => i - half);
-  // The centred-window fit is linear in y: precompute its weights once.
-  const weights = local.map((_, j) => {
-    const e = local.map((__, i) => (i === j ? 1 : 0));
-    return polyDeriv(polyfit(local, e, polyorder), 0, deriv);
-  });
-  if (window % 2 === 1) {
-    for (let i = half; i < n - half; i++) {
-      let s = 0;
-      for (let j = 0; j < window; j++) s += weights[j]! * x[i - half + j]!;
-      out[i] = s * scale;
-    }
-  }
-  const edge = (start: number, from: number, to: number) => {
-    const t = Array.from({ length: window }, (_, i) => i);
-    const c = polyfit(t, x.slice(start, start + window), polyorder);
-    for (let i = from; i < to; i++) out[i] = polyDeriv(c, i - start, deriv) * scale;
-  };
-  if (window % 2 === 1) {
-    edge(0, 0, half);
-    edge(n - window, n - half, n);
-  } else {
-    // Even windows only occur on signals no longer than the window: one fit covers everything.
-    edge(0, 0, n);
-  }
-  return out;
-}
+// The shared scipy-exact Savitzky–Golay filter (mode='interp') and nuPlan's bounds, as Bench2Drive's script uses them.
+export { COMFORT_BOUNDS, savgol };
 
 // ---- Comfortness ----
-
-/** nuPlan comfort bounds as Bench2Drive's script has them. */
-export const COMFORT_BOUNDS = {
-  maxAbsMagJerk: 8.37,
-  maxAbsLatAccel: 4.89,
-  maxLonAccel: 2.4,
-  minLonAccel: -4.05,
-  maxAbsYawAccel: 1.93,
-  maxAbsLonJerk: 4.13,
-  maxAbsYawRate: 0.95,
-} as const;
 
 /** One `metric_info` sample, as Bench2Drive's agents log it every tick (CARLA conventions). */
 export interface MetricInfo {
@@ -139,7 +48,10 @@ function phaseUnwrap(h: readonly number[]): number[] {
   });
 }
 
-const within = (v: readonly number[], lo: number, hi: number) => v.every((x) => x > lo && x < hi);
+const within = (v: ArrayLike<number>, lo: number, hi: number) => {
+  for (let i = 0; i < v.length; i++) if (!(v[i]! > lo && v[i]! < hi)) return false;
+  return true;
+};
 
 /** `compute_comfort_metric` on one window: true when all six bounds hold at every sample. */
 export function comfortWindow(s: readonly MetricInfo[], windowSize = 7, polyOrder = 2, dt = 0.1): boolean {
