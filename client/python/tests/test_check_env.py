@@ -19,10 +19,7 @@ def _env_ids() -> list[str]:
 
 #: Envs whose check_env failure is a known bug on the env side, reported to their owners; each is
 #: still run (xfail, not skip), so a fix shows up as XPASS.
-KNOWN_CHECK_ENV_FAILURES = {
-    "gymwire/NavsimEnv-v1": "registered with maxEpisodeSteps 1, so TimeLimit marks the one scored step truncated as well as terminated",
-    "gymwire/NavsimEnv-v2": "registered with maxEpisodeSteps 1, so TimeLimit marks the one scored step truncated as well as terminated",
-}
+KNOWN_CHECK_ENV_FAILURES: dict[str, str] = {}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
