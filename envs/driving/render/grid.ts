@@ -9,7 +9,7 @@
  * grid.classAt(10, -1.75); // SEM.ROAD
  */
 import type { Coords } from '../geometry.ts';
-import { vertexCount } from '../geometry.ts';
+import { bounds, vertexCount } from '../geometry.ts';
 import type { DrivingMap } from '../map.ts';
 
 /** Semantic classes of ground cells. */
@@ -27,22 +27,16 @@ export class SemanticGrid {
    * the map is large so the grid stays under `maxCells` cells per side.
    */
   static fromMap(map: DrivingMap, opts: { cell?: number; margin?: number; maxCells?: number } = {}): SemanticGrid {
-    const margin = opts.margin ?? 40;
+    const margin = opts.margin ?? 30;
     let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
     for (const p of map.drivablePolygons) {
-      const c = p.polygon;
-      for (let i = 0; i < c.length; i += 2) {
-        const x = c[i] as number, y = c[i + 1] as number;
-        if (x < minX) minX = x;
-        if (x > maxX) maxX = x;
-        if (y < minY) minY = y;
-        if (y > maxY) maxY = y;
-      }
+      const [a, b, c, d] = bounds(p.polygon);
+      minX = Math.min(minX, a); minY = Math.min(minY, b); maxX = Math.max(maxX, c); maxY = Math.max(maxY, d);
     }
     if (!Number.isFinite(minX)) { minX = -50; minY = -50; maxX = 50; maxY = 50; }
     minX -= margin; minY -= margin; maxX += margin; maxY += margin;
     const maxCells = opts.maxCells ?? 2048;
-    const cell = Math.max(opts.cell ?? 0.2, (maxX - minX) / maxCells, (maxY - minY) / maxCells);
+    const cell = Math.max(opts.cell ?? 0.25, (maxX - minX) / maxCells, (maxY - minY) / maxCells);
     const g = new SemanticGrid(minX, minY, cell, Math.ceil((maxX - minX) / cell), Math.ceil((maxY - minY) / cell));
     for (const p of map.drivablePolygons) g.fillPolygon(p.polygon, SEM.ROAD);
     for (const a of map.intersections) g.fillPolygon(a.polygon, SEM.INTERSECTION);
