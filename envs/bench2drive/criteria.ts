@@ -11,6 +11,8 @@
  * c.events.length; // 1
  */
 
+import { segmentsIntersect } from '../driving/geometry.ts';
+
 export const TrafficEventType = {
   COLLISION_STATIC: 'COLLISION_STATIC',
   COLLISION_VEHICLE: 'COLLISION_VEHICLE',
@@ -152,15 +154,6 @@ export interface LightView {
   y: number;
   red: boolean;
   stopLines: readonly StopLine[];
-}
-
-function segmentsIntersect(ax: number, ay: number, bx: number, by: number, cx: number, cy: number, dx: number, dy: number): boolean {
-  const o = (px: number, py: number, qx: number, qy: number, rx: number, ry: number) => (qx - px) * (ry - py) - (qy - py) * (rx - px);
-  const d1 = o(cx, cy, dx, dy, ax, ay);
-  const d2 = o(cx, cy, dx, dy, bx, by);
-  const d3 = o(ax, ay, bx, by, cx, cy);
-  const d4 = o(ax, ay, bx, by, dx, dy);
-  return d1 * d2 < 0 && d3 * d4 < 0;
 }
 
 /**
