@@ -122,3 +122,17 @@ def cartpole(url: str):
     env = gymwire.make(url, "gymwire/CartPole-v1")
     yield env
     env.close()
+
+
+@pytest.fixture
+def cartpole_dataset(url: str, tmp_path: Path):
+    """Two random-policy CartPole episodes (first seed 4) recorded with gymwire.collect and read back."""
+    import gymwire
+    from gymwire.policies import make_policy
+
+    env = gymwire.make(url, "gymwire/CartPole-v1")
+    try:
+        gymwire.collect(env, make_policy("random", action_space=env.action_space, seed=0), episodes=2, out_dir=tmp_path, seed=4)
+    finally:
+        env.close()
+    return gymwire.load_dataset(tmp_path)

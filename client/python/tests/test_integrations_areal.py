@@ -98,17 +98,8 @@ def test_environment_shape_with_reset_and_step_as_tools(url: str) -> None:
     asyncio.run(main())
 
 
-def test_dataset_to_areal(url: str, tmp_path) -> None:
-    import gymwire
-    from gymwire.dataset import load_dataset
-    from gymwire.policies import make_policy
-
-    env = gymwire.make(url, CARTPOLE)
-    try:
-        gymwire.collect(env, make_policy("random", action_space=env.action_space, seed=0), episodes=2, out_dir=tmp_path, seed=0)
-    finally:
-        env.close()
-    rows = dataset_to_areal(load_dataset(tmp_path), policy_version=7, use_torch=False)
+def test_dataset_to_areal(cartpole_dataset) -> None:
+    rows = dataset_to_areal(cartpole_dataset, policy_version=7, use_torch=False)
     assert len(rows) == 2
     for r in rows:
         n = r["input_ids"].shape[1]

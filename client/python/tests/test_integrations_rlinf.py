@@ -157,17 +157,8 @@ def test_register_without_rlinf_says_so() -> None:
         gw_rlinf.register()
 
 
-def test_dataset_to_rlinf_shapes(url: str, tmp_path) -> None:
-    import gymwire
-    from gymwire.dataset import load_dataset
-    from gymwire.policies import make_policy
-
-    env = gymwire.make(url, "gymwire/CartPole-v1")
-    try:
-        gymwire.collect(env, make_policy("random", action_space=env.action_space, seed=0), episodes=2, out_dir=tmp_path, seed=0)
-    finally:
-        env.close()
-    out = dataset_to_rlinf(load_dataset(tmp_path), num_action_chunks=4)
+def test_dataset_to_rlinf_shapes(cartpole_dataset) -> None:
+    out = dataset_to_rlinf(cartpole_dataset, num_action_chunks=4)
     E, S, C = out["rewards"].shape
     assert E == 2 and C == 4 and out["states"].shape == (2, S, 4)
     assert out["mask"].sum() == out["rewards"].sum()

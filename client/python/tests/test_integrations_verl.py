@@ -139,17 +139,8 @@ def test_base_tool_keeps_one_session_per_request(url: str) -> None:
     assert entries[0]["class_name"].endswith("verl.GymWSTool") and entries[0]["config"]["type"] == "native"
 
 
-def test_dataset_to_verl(url: str, tmp_path) -> None:
-    import gymwire
-    from gymwire.dataset import load_dataset
-    from gymwire.policies import make_policy
-
-    env = gymwire.make(url, "gymwire/CartPole-v1")
-    try:
-        gymwire.collect(env, make_policy("random", action_space=env.action_space, seed=0), episodes=2, out_dir=tmp_path, seed=4)
-    finally:
-        env.close()
-    out = dataset_to_verl(load_dataset(tmp_path))
+def test_dataset_to_verl(cartpole_dataset) -> None:
+    out = dataset_to_verl(cartpole_dataset)
     bs, steps = out["rews"].shape
     assert bs == 2 and out["state"].shape == (2, steps, 4) and out["complete"].shape == (2,)
     assert out["env_state_id"][0] == 4

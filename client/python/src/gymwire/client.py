@@ -461,3 +461,24 @@ class Client:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def with_owned_client(url: str, client_options: dict[str, Any] | None, build: Callable[[Client], T]) -> T:
+    """Opens a client for one object that will own it; closes it again if building that object fails."""
+    client = Client(url, **(client_options or {}))
+    try:
+        return build(client)
+    except BaseException:
+        client.close()
+        raise
+
+
+def release(client: Client, close_remote: Coroutine[Any, Any, Any], owns_client: bool) -> None:
+    """Closes a remote session or vector (quietly when the connection is already gone), then the client if owned."""
+    try:
+        client.run(close_remote)
+    except (E.GymwireError, RuntimeError):
+        pass
+    finally:
+        if owns_client:
+            client.close()

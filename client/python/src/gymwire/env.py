@@ -21,6 +21,7 @@ import gymnasium as gym
 import numpy as np
 
 from . import errors as E
+from .client import release, with_owned_client
 from .spaces import space_from_wire, value_from_wire, value_to_wire
 from .tools import ToolSet
 
@@ -171,13 +172,7 @@ class GymwireEnv(gym.Env[Any, Any]):
         if self._closed:
             return
         self._closed = True
-        try:
-            self._client.run(self._remote.close())
-        except (E.GymwireError, RuntimeError):
-            pass
-        finally:
-            if self._owns_client:
-                self._client.close()
+        release(self._client, self._remote.close(), self._owns_client)
         super().close()
 
     def __repr__(self) -> str:
@@ -190,12 +185,4 @@ def make(url: str, env_id: str, *, client_options: dict[str, Any] | None = None,
     The env owns its connection and closes it in ``close()``. ``client_options`` go to
     :class:`~gymwire.client.AsyncClient` (token, request_timeout, reconnect, ...).
     """
-    from .client import Client
-
-    client = Client(url, **(client_options or {}))
-    try:
-        remote = client.run(client.aclient.make(env_id, kwargs))
-    except BaseException:
-        client.close()
-        raise
-    return GymwireEnv(client, remote, owns_client=True)
+    return with_owned_client(url, client_options, lambda c: GymwireEnv(c, c.run(c.aclient.make(env_id, kwargs)), owns_client=True))

@@ -24,6 +24,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from . import errors as E
+from .client import release, with_owned_client
 from .spaces import value_from_wire, value_to_wire
 
 if TYPE_CHECKING:
@@ -201,23 +202,10 @@ class GymwireVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
         if self._closed:
             return
         self._closed = True
-        try:
-            self._client.run(self._remote.close())
-        except (E.GymwireError, RuntimeError):
-            pass
-        finally:
-            if self._owns_client:
-                self._client.close()
+        release(self._client, self._remote.close(), self._owns_client)
 
 
 def make_vec(url: str, env_id: str, num_envs: int, autoreset_mode: str | AutoresetMode = "next_step", *, client_options: dict[str, Any] | None = None, **kwargs: Any) -> GymwireVectorEnv:
     """Connects to ``url`` and makes ``num_envs`` sessions of ``env_id`` as one ``gymnasium.vector.VectorEnv``."""
-    from .client import Client
-
-    client = Client(url, **(client_options or {}))
-    try:
-        remote = client.run(client.aclient.make_vec(env_id, num_envs, kwargs, _mode_name(autoreset_mode)))
-    except BaseException:
-        client.close()
-        raise
-    return GymwireVectorEnv(client, remote, owns_client=True)
+    mode = _mode_name(autoreset_mode)
+    return with_owned_client(url, client_options, lambda c: GymwireVectorEnv(c, c.run(c.aclient.make_vec(env_id, num_envs, kwargs, mode)), owns_client=True))
