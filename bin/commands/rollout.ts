@@ -23,6 +23,8 @@ import type { Policy } from '../../client/ts/policy.ts';
 import { Rollout } from '../../client/ts/rollout/engine.ts';
 import type { PartialMode, RolloutSummary } from '../../client/ts/rollout/engine.ts';
 import { findImage, spaceHasImage, writeAnimatedWebp } from '../../client/ts/rollout/preview.ts';
+import { makeAgent, AGENTS as B2D_AGENTS } from '../../envs/bench2drive/agents.ts';
+import type { Agent } from '../../envs/bench2drive/agents.ts';
 import { constantVelocityFromObs } from '../../envs/navsim/agents.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 
@@ -59,6 +61,22 @@ export const BASELINES: Record<string, { describe: string; make(): { policy: Pol
       ),
     }),
   },
+  ...Object.fromEntries(
+    B2D_AGENTS.map((name) => [
+      `bench2drive:${name}`,
+      {
+        describe: `Bench2Drive: the ${name} agent`,
+        make: () => {
+          const agents = new Map<string, Agent>();
+          const agentFor = (session: string) => agents.get(session) ?? agents.set(session, makeAgent(name)).get(session)!;
+          const policy = perSessionPolicy(`bench2drive:${name}`, (obs, session, info) => Tensor.from('float32', [3], agentFor(session).act(obs as Record<string, unknown>, info)), {
+            episodeStart: (session, info) => agentFor(session).reset(info),
+          });
+          return { policy, kwargs: makeAgent(name).makeKwargs };
+        },
+      },
+    ]),
+  ),
 };
 
 async function buildPolicy(spec: string, opts: RolloutCliOptions): Promise<{ policy: Policy; kwargs?: Record<string, unknown> }> {

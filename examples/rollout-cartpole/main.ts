@@ -33,8 +33,7 @@ const client = await connect(server.url);
 const modelPath = join(tmpdir(), `gymwire-cartpole-mlp-${process.pid}.onnx`);
 await writeMlp(modelPath);
 const policy = await OnnxPolicy.load(modelPath, { seed: 0 });
-let failed = false;
-try {
+async function collectAndCheck(): Promise<boolean> {
   const probe = await client.make('gymwire/CartPole-v1');
   const writer = await TrajectoryWriter.create(out, { envId: probe.envId, observationSpace: probe.observationSpace, actionSpace: probe.actionSpace });
   await probe.close();
@@ -55,10 +54,12 @@ try {
     ['returns match', Math.abs(returns - (summary.meanReturn ?? 0) * episodes) < 1e-6],
   ];
   for (const [name, ok] of checks) console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}`);
-  failed = checks.some(([, ok]) => !ok);
-} finally {
+  return checks.every(([, ok]) => ok);
+}
+
+const passed = await collectAndCheck().finally(async () => {
   await policy.close();
   await client.closeAll();
   await server.close();
-}
-process.exit(failed ? 1 : 0);
+});
+process.exit(passed ? 0 : 1);

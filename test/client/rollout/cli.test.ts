@@ -69,6 +69,11 @@ describe('gymwire rollout', () => {
       expect(meta.pages).toBeGreaterThan(5);
       expect((await stat(join(dir, 'preview.webp'))).size).toBeGreaterThan(100);
       await expect(runRolloutCommand({ ...opts, policy: 'nonsense' }, out.stream)).rejects.toThrow(/unknown policy "nonsense"/);
+      // A NAVSIM baseline handed in by the CLI as a policy: one-step episodes scored by the env.
+      const nav = await runRolloutCommand({ ...opts, env: 'gymwire/NavsimEnv-v1', policy: 'navsim:constant-velocity', sessions: '2', episodes: '4', out: join(tmp.dir, 'nav'), preview: undefined }, out.stream);
+      expect(nav).toMatchObject({ episodes: 4, steps: 4, incomplete: 0 });
+      expect(nav.meanReturn).toBeGreaterThan(0);
+      await expect(runRolloutCommand({ ...opts, policy: 'navsim:constant-velocity', out: undefined, preview: undefined }, out.stream)).rejects.toThrow(/needs a NAVSIM observation/);
     } finally {
       await srv.close();
       await tmp.cleanup();

@@ -3,15 +3,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { registerClassic } from '../../../envs/classic/index.ts';
+import { registerNavsim } from '../../../envs/navsim/index.ts';
 import { Registry } from '../../../envs/core/registry.ts';
 import { startServer } from '../../../server/index.ts';
 import type { RunningServer, ServerOptions } from '../../../server/index.ts';
 import { decodeColumn } from '../../../client/ts/dataset/reader.ts';
 import type { Dataset } from '../../../client/ts/dataset/reader.ts';
 
+/** CartPole (and the other classic envs) plus NAVSIM, whose baseline the CLI test drives. */
 export function classicRegistry(): Registry {
   const registry = new Registry();
   registerClassic(registry);
+  registerNavsim(registry);
   return registry;
 }
 
