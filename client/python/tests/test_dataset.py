@@ -112,3 +112,32 @@ def test_dict_spaces_get_one_column_per_leaf(url: str, tmp_path: Path) -> None:
     assert cols["obs.tuple.1"] == {"encoding": "raw", "dtype": "float32", "shape": [3]}
     assert ds.column("obs.box_uint64").dtype == np.uint64
     assert all(isinstance(t, str) for t in ds.column("obs.text"))
+
+
+@pytest.mark.parametrize("env_id", ["gymwire/CartPole-v1", "gymwire/Conformance-v0"])
+def test_python_and_typescript_writers_produce_the_same_schema(url: str, tmp_path: Path, env_id: str) -> None:
+    """`gymwire rollout` (TypeScript) and gymwire.collect write the same columns, types and metadata."""
+    ts_dir = tmp_path / "ts"
+    out = subprocess.run(
+        ["node", str(REPO / "bin/gymwire.js"), "rollout", "--url", url, "--env", env_id, "--sessions", "2", "--episodes", "3", "--out", str(ts_dir), "--no-progress", "--seed", "0"],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    ts = load_dataset(ts_dir)
+    env = gymwire.make(url, env_id)
+    try:
+        gymwire.collect(env, make_policy("random", action_space=env.action_space, seed=0), episodes=1, out_dir=tmp_path / "py", seed=0)
+    finally:
+        env.close()
+    py = load_dataset(tmp_path / "py")
+    assert ts.manifest["columns"] == py.manifest["columns"]
+    assert ts.observation_space == py.observation_space and ts.action_space == py.action_space
+    for ts_field, py_field in zip(ts.steps.schema, py.steps.schema):
+        assert (ts_field.name, ts_field.type) == (py_field.name, py_field.type)
+        assert (ts_field.metadata or {}) == (py_field.metadata or {}), ts_field.name
+    assert ts.steps.schema.names == py.steps.schema.names
+    assert ts.episodes.schema.names == py.episodes.schema.names
+    for key in (b"gymwire.format", b"gymwire.version", b"gymwire.env_id"):
+        assert ts.steps.schema.metadata[key] == py.steps.schema.metadata[key]
+    arrays = episodes_to_arrays(ts)
+    assert len(arrays["lengths"]) == ts.manifest["counts"]["episodes"] >= 3

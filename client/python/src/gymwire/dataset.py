@@ -217,7 +217,7 @@ class TrajectoryWriter:
                 pa.field("truncated", pa.bool_(), nullable=False),
                 pa.field("log_prob", pa.float64(), nullable=True),
                 pa.field("value", pa.float64(), nullable=True),
-                pa.field("info", pa.utf8(), nullable=False),
+                pa.field("info", pa.utf8(), nullable=False, metadata={"gymwire.encoding": "json"}),
             ],
             metadata={
                 "gymwire.format": DATASET_FORMAT,
