@@ -176,6 +176,23 @@ async function runEpisode(env: RemoteEnv, maxSteps: number, rng: Random): Promis
   return null;
 }
 
+/** Makes two sessions stepped in one frame and steps them randomly until an episode ends (or gives up). */
+async function batchUntilAnEnd(ctx: CaseContext, mode: 'next_step' | 'same_step' | 'disabled', seed: number) {
+  const c = await ctx.client();
+  const vec = await c.makeVec(ctx.envId, 2, { autoresetMode: mode });
+  await vec.reset({ seed });
+  const rng = new Random(seed);
+  const act = () => vec.envs.map((e) => sample(e.actionSpace, rng));
+  for (let i = 0; i < ctx.maxSteps; i++) {
+    const out = await vec.step(act());
+    const ended = out.terminations.map((t, k) => t || out.truncations[k] === true);
+    if (ended.some(Boolean)) return { vec, out, ended, act };
+  }
+  return null;
+}
+
+const NO_END = (ctx: CaseContext): CaseResult => ({ status: 'skip', reason: `no episode ended within ${ctx.maxSteps} batched steps` });
+
 // ---------------------------------------------------------------------------------------------
 // The cases
 
@@ -328,71 +345,48 @@ export const CASES: ConformanceCase[] = [
   {
     name: 'batched step, autoreset next_step: the step after an end resets with reward 0',
     async run(ctx) {
-      const c = await ctx.client();
-      const vec = await c.makeVec(ctx.envId, 2, { autoresetMode: 'next_step' });
-      await vec.reset({ seed: 11 });
-      const rng = new Random(11);
-      for (let i = 0; i < ctx.maxSteps; i++) {
-        const out = await vec.step(vec.envs.map((e) => sample(e.actionSpace, rng)));
-        const ended = out.terminations.map((t, k) => t || out.truncations[k] === true);
-        if (!ended.some(Boolean)) continue;
-        const next = await vec.step(vec.envs.map((e) => sample(e.actionSpace, rng)));
-        ended.forEach((e, k) => {
-          if (!e) return;
-          check(next.rewards[k] === 0, `session ${k}: reward after autoreset is ${next.rewards[k]}, not 0`);
-          check(!next.terminations[k] && !next.truncations[k], `session ${k}: flags set on the autoreset step`);
-        });
-        return;
-      }
-      return { status: 'skip', reason: `no episode ended within ${ctx.maxSteps} batched steps` };
+      const run = await batchUntilAnEnd(ctx, 'next_step', 11);
+      if (!run) return NO_END(ctx);
+      const next = await run.vec.step(run.act());
+      run.ended.forEach((e, k) => {
+        if (!e) return;
+        check(next.rewards[k] === 0, `session ${k}: reward after autoreset is ${next.rewards[k]}, not 0`);
+        check(!next.terminations[k] && !next.truncations[k], `session ${k}: flags set on the autoreset step`);
+      });
+      return { status: 'pass' };
     },
   },
   {
     name: 'batched step, autoreset same_step: final_obs and final_info with masks',
     async run(ctx) {
-      const c = await ctx.client();
-      const vec = await c.makeVec(ctx.envId, 2, { autoresetMode: 'same_step' });
-      await vec.reset({ seed: 12 });
-      const rng = new Random(12);
-      for (let i = 0; i < ctx.maxSteps; i++) {
-        const out = await vec.step(vec.envs.map((e) => sample(e.actionSpace, rng)));
-        const ended = out.terminations.map((t, k) => t || out.truncations[k] === true);
-        if (!ended.some(Boolean)) continue;
-        ended.forEach((e, k) => {
-          check(out.infos._final_obs?.[k] === e, `session ${k}: _final_obs mask is ${out.infos._final_obs?.[k]}, episode ended: ${e}`);
-          if (e) check(contains(vec.singleObservationSpace, out.infos.final_obs![k]) === null, 'final_obs outside the observation space');
-        });
-        // The session was reset in the same call: it steps on without a reset.
-        await vec.step(vec.envs.map((e) => sample(e.actionSpace, rng)));
-        return;
-      }
-      return { status: 'skip', reason: `no episode ended within ${ctx.maxSteps} batched steps` };
+      const run = await batchUntilAnEnd(ctx, 'same_step', 12);
+      if (!run) return NO_END(ctx);
+      const { out, vec } = run;
+      run.ended.forEach((e, k) => {
+        check(out.infos._final_obs?.[k] === e, `session ${k}: _final_obs mask is ${out.infos._final_obs?.[k]}, episode ended: ${e}`);
+        if (e) check(contains(vec.singleObservationSpace, out.infos.final_obs![k]) === null, 'final_obs outside the observation space');
+      });
+      // The session was reset in the same call: it steps on without a reset.
+      await vec.step(run.act());
+      return { status: 'pass' };
     },
   },
   {
     name: 'batched step, autoreset disabled: the caller resets ended sessions by mask',
     async run(ctx) {
-      const c = await ctx.client();
-      const vec = await c.makeVec(ctx.envId, 2, { autoresetMode: 'disabled' });
-      await vec.reset({ seed: 13 });
-      const rng = new Random(13);
-      for (let i = 0; i < ctx.maxSteps; i++) {
-        const out = await vec.step(vec.envs.map((e) => sample(e.actionSpace, rng)));
-        const ended = out.terminations.map((t, k) => t || out.truncations[k] === true);
-        if (!ended.some(Boolean)) continue;
-        let refused = false;
-        try {
-          await vec.step(vec.envs.map((e) => sample(e.actionSpace, rng)));
-        } catch {
-          refused = true;
-        }
-        check(refused, 'stepping an ended session without a reset was accepted in disabled mode');
-        // The refused batch failed only the ended sessions; the others stepped and may have ended too.
-        await vec.reset({ mask: ended });
-        await vec.step(vec.envs.map((e) => sample(e.actionSpace, rng)));
-        return;
+      const run = await batchUntilAnEnd(ctx, 'disabled', 13);
+      if (!run) return NO_END(ctx);
+      let refused = false;
+      try {
+        await run.vec.step(run.act());
+      } catch {
+        refused = true;
       }
-      return { status: 'skip', reason: `no episode ended within ${ctx.maxSteps} batched steps` };
+      check(refused, 'stepping an ended session without a reset was accepted in disabled mode');
+      // The refused batch failed only the ended sessions; the others stepped on.
+      await run.vec.reset({ mask: run.ended });
+      await run.vec.step(run.act());
+      return { status: 'pass' };
     },
   },
   {
