@@ -210,6 +210,10 @@ export async function runRolloutCommand(opts: RolloutCliOptions, out: NodeJS.Wri
     let summary: RolloutSummary;
     try {
       summary = await rollout.run();
+    } catch (err) {
+      // Keep what was collected (the running episodes are already marked incomplete).
+      await writer?.close({ policy: policy.name, servers: opts.url, sessions: total }).catch(() => {});
+      throw err;
     } finally {
       process.off('SIGINT', onSigint);
       bar?.update(rollout.progress().episodes);

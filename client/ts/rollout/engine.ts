@@ -29,6 +29,14 @@ import { unstack } from './batch.ts';
 
 export type PartialMode = 'finish' | 'keep' | 'discard';
 
+/** Errors meaning "the server no longer has this session" (as opposed to a bad action or a bug). */
+const SESSION_LOSS = new Set(['SESSION_LOST', 'CONNECTION_LOST', 'CLOSED', 'ENV_ERR_UNKNOWN_SESSION', 'ENV_ERR_SHUTTING_DOWN']);
+
+function isSessionLoss(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && SESSION_LOSS.has(code);
+}
+
 export interface RolloutTarget {
   client: GymwireClient;
   /** Recorded in the dataset's `server` column. */
@@ -127,7 +135,11 @@ export class Rollout {
     if (this.stopMode === null || mode !== 'finish') this.stopMode = mode;
   }
 
-  /** Makes the sessions, checks the policy against the env's spaces, collects, closes the sessions. */
+  /**
+   * Makes the sessions, checks the policy against the env's spaces, collects, closes the sessions.
+   * Rejects when the policy fails or the env refuses an action; the episodes running then are
+   * handed to the writer as incomplete first, so closing the writer keeps them.
+   */
   async run(): Promise<RolloutSummary> {
     const { opts } = this;
     const first = await opts.targets[0]!.client.make(opts.envId, opts.kwargs ?? {});
@@ -153,9 +165,20 @@ export class Rollout {
       await this.resetAll();
       const groups = Math.max(1, Math.min(opts.groups ?? 2, this.slots.length));
       const members = Array.from({ length: groups }, (_, g) => this.slots.filter((s) => s.index % groups === g));
-      await Promise.all(members.map((m) => this.loop(m)));
-      // Stopped with 'keep' or 'discard': whatever still runs is written or dropped now.
-      for (const s of this.slots) if (s.episode) this.endEpisode(s, 'incomplete', 'stopped');
+      // One group failing (a policy error, an action the env refuses) stops the others.
+      let failure: Error | null = null;
+      await Promise.all(
+        members.map((m) =>
+          this.loop(m).catch((err: unknown) => {
+            failure ??= err instanceof Error ? err : new Error(String(err));
+            this.stop('keep');
+          }),
+        ),
+      );
+      // Stopped with 'keep' or 'discard', or failed: whatever still runs is written (or dropped) now.
+      const reason = failure ? `rollout failed: ${(failure as Error).message}` : 'stopped';
+      for (const s of this.slots) if (s.episode) this.endEpisode(s, 'incomplete', reason);
+      if (failure) throw failure;
     } finally {
       if (opts.closeSessions !== false) await Promise.allSettled(this.slots.filter((s) => !s.lost).map((s) => s.env.close()));
     }
@@ -243,6 +266,7 @@ export class Rollout {
     try {
       r = await target.client.request('step_batch', { session_ids: slots.map((s) => s.env.sessionId), actions, autoreset_mode: 'same_step' });
     } catch (err) {
+      if (!isSessionLoss(err)) throw err;
       await this.onLostSessions(target, slots, err as Error);
       return;
     }

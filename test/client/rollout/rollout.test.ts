@@ -7,6 +7,7 @@ import { decodeColumn, readDataset } from '../../../client/ts/dataset/reader.ts'
 import { TrajectoryWriter } from '../../../client/ts/dataset/writer.ts';
 import { OnnxPolicy } from '../../../client/ts/policies/onnx.ts';
 import { PolicyMismatchError, RandomPolicy } from '../../../client/ts/policy.ts';
+import type { Policy } from '../../../client/ts/policy.ts';
 import { Rollout } from '../../../client/ts/rollout/engine.ts';
 import type { RolloutOptions } from '../../../client/ts/rollout/engine.ts';
 import { Tensor } from '../../../protocol/tensor.ts';
@@ -166,6 +167,30 @@ describe('Rollout', () => {
     } finally {
       await p.close();
       await client.close();
+      await srv.close();
+    }
+  });
+
+  it('fails loudly on a policy error or a refused action, keeping the episodes collected so far', async () => {
+    const srv = await cartpoleServer();
+    const client = await connect(srv.url);
+    try {
+      let calls = 0;
+      const flaky: Policy = {
+        name: 'flaky',
+        check: () => {},
+        act: (obs) => {
+          if (++calls > 20) throw new Error('the GPU fell over');
+          return { actions: obs.map(() => 0) };
+        },
+      };
+      let made: Rollout | null = null;
+      await expect(collect('fail-policy', { targets: [{ client, url: srv.url, sessions: 4 }], policy: flaky, episodes: 100 }, (r) => (made = r))).rejects.toThrow(/the GPU fell over/);
+      expect(made!.progress().steps).toBeGreaterThan(0);
+      const bad: Policy = { name: 'bad', check: () => {}, act: (obs) => ({ actions: obs.map(() => 7) }) };
+      await expect(collect('fail-action', { targets: [{ client, url: srv.url, sessions: 2 }], policy: bad, episodes: 4 })).rejects.toMatchObject({ code: 'ENV_ERR_INVALID_ACTION' });
+    } finally {
+      await client.closeAll();
       await srv.close();
     }
   });
