@@ -22,7 +22,7 @@ with server_url() as url:
     env.is_start = True
     rng = np.random.default_rng(0)
     rewards = []
-    for chunk in range(6):  # max_steps_per_rollout_epoch // num_action_chunks
+    for _ in range(6):  # max_steps_per_rollout_epoch // num_action_chunks
         obs_list, r, terms, truncs, infos = env.chunk_step(rng.uniform(-0.2, 0.2, size=(4, 8, 7)).astype(np.float32))
         rewards.append(np.asarray(r))
     obs = obs_list[-1]

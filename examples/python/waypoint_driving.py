@@ -32,7 +32,7 @@ with server_url() as url:
     pid = WaypointPID(num_envs=1)
     obs, info = env.reset(seed=0)
     speeds, total = [], 0.0
-    for t in range(args.steps):
+    for _ in range(args.steps):
         controls = pid.control(predict_waypoints(obs), float(obs["speed"][0]))
         obs, reward, terminated, truncated, info = env.step(controls)
         speeds.append(float(obs["speed"][0]))

@@ -14,7 +14,6 @@ import sys
 import types
 
 import numpy as np
-import pytest
 
 from gymwire.integrations import siirl as gw_siirl
 from gymwire.integrations.siirl import GymwireLIBEROAdapter, GymwireTextEnv

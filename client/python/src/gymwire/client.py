@@ -268,7 +268,7 @@ class AsyncClient:
             self._on_disconnect(ws.close_code or 1006, ws.close_reason or "")
         else:
             # A handshake on this socket may still be waiting (the server closed during hello).
-            for rid, p in list(self._pending.items()):
+            for p in list(self._pending.values()):
                 if p.type == "hello" and not p.future.done():
                     p.future.set_exception(E.ConnectionLostError("connection closed during the handshake"))
 
