@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
 import { scoreScene } from '../../../envs/navsim/evaluate.ts';
 import { parseScene } from '../../../envs/navsim/scene.ts';
 
-const DIR = '/work/shared/reference/navsim';
+// A copy of shared/reference/navsim (scenes scored by NAVSIM's own code), kept in the repo so the test is self-contained.
+const DIR = join(import.meta.dirname, '..', '..', 'fixtures', 'navsim-reference');
 const load = (f: string): unknown => JSON.parse(readFileSync(`${DIR}/${f}`, 'utf8'));
 
 interface Expected {
