@@ -178,3 +178,109 @@ def test_async_client_pipelines_requests(url: str) -> None:
             await client.close_all()
 
     assert asyncio.run(main()) == [1.0] * 8
+
+
+# ---------------------------------------------------------------------------------------------
+# The remaining cases of test/conformance/suite.ts, at the wire level where the SDK would hide them.
+
+
+async def _raw(url: str, frames: list[bytes], hello: bool = True) -> list[dict]:
+    from websockets.asyncio.client import connect
+
+    from gymwire.codec import pack, unpack
+
+    answers = []
+    async with connect(url, compression=None) as ws:
+        if hello:
+            await ws.send(pack({"id": 0, "type": "hello", "protocol_version": 1}))
+            unpack(await ws.recv())
+        for frame in frames:
+            await ws.send(frame)
+            answers.append(unpack(await asyncio.wait_for(ws.recv(), 10)))
+    return answers
+
+
+def test_requests_before_hello_get_handshake_required(url: str) -> None:
+    from gymwire.codec import pack
+
+    (answer,) = asyncio.run(_raw(url, [pack({"id": 1, "type": "list_envs"})], hello=False))
+    assert answer["type"] == "error" and answer["error"]["code"] == "ENV_ERR_HANDSHAKE_REQUIRED"
+
+
+def test_bad_frames_get_typed_errors_and_the_connection_stays_usable(url: str) -> None:
+    import msgpack
+
+    from gymwire.codec import pack
+
+    bad_tensor = msgpack.packb({"id": 2, "type": "ping", "payload": msgpack.ExtType(1, bytes([99, 0]))})
+    frames = [b"\x92\x01", bad_tensor, pack({"id": 3, "type": "warp"}), pack({"id": 4, "type": "make"}), pack({"id": 5, "type": "ping"})]
+    a = asyncio.run(_raw(url, frames))
+    assert [x.get("error", {}).get("code") for x in a[:4]] == ["ENV_ERR_BAD_FRAME", "ENV_ERR_BAD_TENSOR", "ENV_ERR_UNKNOWN_TYPE", "ENV_ERR_INVALID_MESSAGE"]
+    assert a[0]["id"] is None and a[2]["id"] == 3
+    assert a[4]["type"] == "result" and a[4]["id"] == 5
+
+
+def test_stepping_on_after_an_episode_ended_needs_a_reset(client: gymwire.Client) -> None:
+    cart = client.make(CARTPOLE)
+    cart.reset(seed=1)
+    for _ in range(500):
+        _, _, terminated, truncated, _ = cart.step(1)
+        if terminated or truncated:
+            break
+    with pytest.raises(E.ResetNeededError):
+        cart.step(1)
+    cart.reset()
+    cart.step(1)
+
+
+def test_batched_reset_and_step_agree_with_single_sessions(client: gymwire.Client) -> None:
+    vec = client.make_vec(CONF, 2)
+    singles = [client.make(CONF) for _ in range(2)]
+    obs, _ = vec.reset(seed=[10, 20])
+    one = [s.reset(seed=seed)[0] for s, seed in zip(singles, (10, 20))]
+    assert all(np.array_equal(obs["position"][i], one[i]["position"]) for i in range(2))
+    actions = np.array([[0.3, -0.1], [-0.2, 0.4]], np.float32)
+    vobs, vr, vte, vtr, _ = vec.step(actions)
+    for i, s in enumerate(singles):
+        o, r, te, tr, _ = s.step(actions[i])
+        assert np.array_equal(vobs["position"][i], o["position"]) and (vr[i], vte[i], vtr[i]) == (r, te, tr)
+        assert vobs["box_float16"].dtype == np.float16
+
+
+def test_render_answers_with_a_frame_or_unsupported(client: gymwire.Client) -> None:
+    plain = client.make(CARTPOLE)
+    plain.reset(seed=0)
+    assert plain.render() is None
+    with pytest.raises(E.UnsupportedError, match="render_mode"):
+        client.run(plain.remote.render())
+    drawn = client.make(CARTPOLE, render_mode="rgb_array")
+    drawn.reset(seed=0)
+    frame = drawn.render()
+    assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.flags.writeable
+    png = client.run(drawn.remote.render("png"))
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_sessions_are_private_to_the_client_that_made_them(url: str, client: gymwire.Client) -> None:
+    env = client.make(CARTPOLE)
+    with gymwire.Client(url) as other:
+        with pytest.raises(E.UnknownSessionError):
+            other.run(other.aclient.request("reset", {"session_id": env.session_id}))
+
+
+def test_limits_and_auth_are_refused_with_clear_errors() -> None:
+    from conftest import ServerProcess
+
+    server = ServerProcess("--max-sessions", "2", "--token", "s3cret")
+    try:
+        with pytest.raises(E.UnauthorizedError, match="token"):
+            gymwire.Client(server.url, reconnect=False)
+        with pytest.raises(E.UnauthorizedError, match="wrong"):
+            gymwire.Client(server.url, token="nope", reconnect=False)
+        with gymwire.Client(server.url, token="s3cret") as c:
+            c.make(CARTPOLE)
+            c.make(CARTPOLE)
+            with pytest.raises(E.TooManySessionsError, match="max_sessions"):
+                c.make(CARTPOLE)
+    finally:
+        server.stop()
