@@ -190,3 +190,27 @@ def test_blocking_call_on_the_clients_own_loop_is_refused(url: str) -> None:
 
         with pytest.raises(RuntimeError, match="own event loop"):
             client.run(inside())
+
+
+def test_a_server_that_forgot_us_fails_waiting_session_requests_with_session_lost() -> None:
+    hellos: list[dict[str, Any]] = []
+
+    async def on_message(ws: ServerConnection, msg: dict[str, Any]) -> None:
+        if msg["type"] == "hello":
+            hellos.append(msg)
+            await ws.send(pack({"id": msg["id"], "type": "result", "result": {**WELCOME, "resumed": False, "resume_token": f"r{len(hellos)}"}}))
+        elif msg["type"] == "step" and len(hellos) == 1:
+            ws.transport.abort()  # drop the first connection while the step waits
+        elif msg["type"] == "ping":
+            await ws.send(pack({"id": msg["id"], "type": "result", "result": {"server_time_ms": 0}}))
+
+    async def main() -> None:
+        async with fake_server(on_message) as url:
+            client = await gymwire.AsyncClient.connect(url, request_timeout=5)
+            with pytest.raises(E.SessionLostError):
+                await client.request("step", {"session_id": "s_1", "action": 0})
+            assert hellos[1]["resume_token"] == "r1"  # it did try to resume
+            assert (await client.request("ping", {}))["server_time_ms"] == 0
+            await client.close()
+
+    asyncio.run(main())
