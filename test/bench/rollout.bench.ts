@@ -1,15 +1,17 @@
 /**
- * Rollout benchmark (issue 7): env-steps/s collecting from 64 CartPole sessions with the small ONNX
- * MLP policy (scripts/onnx/mlp.ts, run in its worker thread), pipelined (2 session groups: one
+ * Rollout benchmark (issue 7): env-steps/s collecting from 64 CartPole sessions with small ONNX
+ * MLP policies (scripts/onnx/mlp.ts, run in the policy's worker thread), pipelined (2 session groups: one
  * group's step_batch in flight while the other's actions are computed) against lock-step (1 group:
  * act, then step, then act). The server runs in its own process, as it would on another machine.
  * Also: the same pipelined rollout writing the Arrow dataset, and the policy alone (the floor of
  * what inference costs per batch). Target: pipelined >= 1.5x lock-step.
  *
- * Two links: `local` (the server process on this machine, loopback) and `lan` (the same server
- * behind a TCP proxy process that delays every chunk by LINK_MS each way, 1 ms by default, standing in for
- * a server on another machine). Pipelining can only overlap what runs on different cores or waits
- * on the wire: on a loaded 2-core machine the local figure is bounded by CPU, not by the design.
+ * Two links for the headline model: `local` (the server process on this machine, loopback) and
+ * `lan` (the same server behind a TCP proxy process delaying every chunk by LINK_MS each way, 1 ms
+ * by default, standing in for a server on another machine). A fixed delay is a per-call cost: it
+ * does not shrink with the group's size, so splitting the same 64 sessions cannot hide it (more
+ * sessions in flight would). Pipelining also needs idle cores: on a loaded 2-core machine every
+ * thread competes for the same CPU; each line records the load average.
  *   npx tsx test/bench/rollout.bench.ts [--quick]
  */
 import { spawn } from 'node:child_process';
@@ -68,63 +70,79 @@ async function delayedLink(target: string, delayMs: number): Promise<{ url: stri
 }
 const link = await delayedLink(localUrl, LINK_MS);
 const dir = await mkdtemp(join(tmpdir(), 'gymwire-rollout-bench-'));
-const model = join(dir, 'cartpole-mlp.onnx');
-// A small MLP whose inference costs about what a step_batch round trip does (~1 ms per batch of
-// 32 here), the regime pipelining is for: the 64-unit test MLP is too cheap to hide anything.
-const HIDDEN = Number(process.env.BENCH_HIDDEN ?? 256);
-const DEPTH = Number(process.env.BENCH_DEPTH ?? 3);
-await writeMlp(model, { ...CARTPOLE_MLP, hidden: HIDDEN, depth: DEPTH });
-const policy = await OnnxPolicy.load(model, { seed: 0 });
+/**
+ * Policies, all tanh MLPs from scripts/onnx/mlp.ts: the 64-unit test MLP, whose inference is mostly
+ * the worker hop's fixed cost, and two wider ones whose compute grows with the batch. Pipelining
+ * pays when the policy's and the envs' costs grow with the batch and are of similar size: with a
+ * fixed per-call cost, two groups of 32 take as long per call as one of 64 and nothing is gained.
+ * The last one is the headline figure.
+ */
+const MODELS = [
+  { name: 'mlp64', hidden: 64, depth: 1 },
+  { name: 'mlp256x3', hidden: 256, depth: 3 },
+  { name: 'mlp768x3', hidden: 768, depth: 3 },
+] as const;
 const env = new CartPoleEnv();
 let client = await connect(localUrl);
 let url = localUrl;
+let policy: OnnxPolicy | null = null;
 
 async function run(groups: number, withWriter: boolean): Promise<number> {
   const writer = withWriter ? await TrajectoryWriter.create(join(dir, `ds-${groups}-${Date.now()}`), { envId: ENV, observationSpace: env.observationSpace, actionSpace: env.actionSpace }) : null;
-  const rollout = new Rollout({ envId: ENV, targets: [{ client, url, sessions: SESSIONS }], policy, episodes: 1e9, maxSteps: STEPS, onLimit: 'discard', groups, seed: 0, writer });
+  const rollout = new Rollout({ envId: ENV, targets: [{ client, url, sessions: SESSIONS }], policy: policy!, episodes: 1e9, maxSteps: STEPS, onLimit: 'discard', groups, seed: 0, writer });
   const s = await rollout.run();
-  await writer?.close({ policy: policy.name });
+  await writer?.close({ policy: policy!.name });
   return s.stepsPerSec;
 }
 
-try {
-  policy.check({ observationSpace: env.observationSpace, actionSpace: env.actionSpace });
-  // Warm up the server's sessions path, the worker and the JIT.
-  await run(2, false);
-  // Lock-step and pipelined runs alternate, so both see the same machine load; medians of the
-  // rounds are reported, with the speedup as the median of the per-round ratios.
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  for (const [name, target] of [['local', localUrl], ['lan', link.url]] as const) {
-    if (target !== url) {
-      await client.close();
-      client = await connect(target);
-      url = target;
-      await run(2, false);
-    }
-    const locks: number[] = [];
-    const pipes: number[] = [];
-    for (let i = 0; i < ROUNDS; i++) {
-      const first = i % 2 === 0;
-      const a = await run(first ? 1 : 2, false);
-      const b = await run(first ? 2 : 1, false);
-      locks.push(first ? a : b);
-      pipes.push(first ? b : a);
-    }
-    const extra = { sessions: SESSIONS, link: name, rounds: ROUNDS, loadavg: Number(loadavg()[0]!.toFixed(2)), ...(name === 'lan' ? { one_way_delay_ms: LINK_MS } : {}) };
-    const ratio = median(locks.map((l, i) => pipes[i]! / l));
-    emit('lockstep_env_steps_per_s', median(locks), 'steps/s', { ...extra, groups: 1 });
-    emit('pipelined_env_steps_per_s', median(pipes), 'steps/s', { ...extra, groups: 2 });
-    if (name === 'local') emit('pipelined_with_dataset_env_steps_per_s', await run(2, true), 'steps/s', { ...extra, groups: 2, dataset: 'arrow' });
-    emit('speedup_pipelined_vs_lockstep', ratio, 'x', { ...extra, target: 1.5, pass: ratio >= 1.5 });
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** Lock-step and pipelined runs alternate, so both see the same machine load; medians of the rounds, speedup = median of per-round ratios. */
+async function compare(model: string, link: 'local' | 'lan', withDataset: boolean): Promise<void> {
+  await run(2, false); // warm-up: sessions path, worker, JIT
+  const locks: number[] = [];
+  const pipes: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const first = i % 2 === 0;
+    const a = await run(first ? 1 : 2, false);
+    const b = await run(first ? 2 : 1, false);
+    locks.push(first ? a : b);
+    pipes.push(first ? b : a);
   }
-  const obs = Array.from({ length: SESSIONS / 2 }, () => env.reset({ seed: 0 }).obs);
-  const t0 = performance.now();
-  const calls = QUICK ? 200 : 1000;
-  for (let i = 0; i < calls; i++) await policy.act(obs, { sessions: [] });
-  emit('policy_batch32_ms', (performance.now() - t0) / calls, 'ms', { floor: true, hidden: HIDDEN, depth: DEPTH });
+  const extra = { model, sessions: SESSIONS, link, rounds: ROUNDS, loadavg: Number(loadavg()[0]!.toFixed(2)), ...(link === 'lan' ? { one_way_delay_ms: LINK_MS } : {}) };
+  const ratio = median(locks.map((l, i) => pipes[i]! / l));
+  emit('lockstep_env_steps_per_s', median(locks), 'steps/s', { ...extra, groups: 1 });
+  emit('pipelined_env_steps_per_s', median(pipes), 'steps/s', { ...extra, groups: 2 });
+  if (withDataset) emit('pipelined_with_dataset_env_steps_per_s', await run(2, true), 'steps/s', { ...extra, groups: 2, dataset: 'arrow' });
+  emit('speedup_pipelined_vs_lockstep', ratio, 'x', { ...extra, target: 1.5, pass: ratio >= 1.5 });
+}
+
+try {
+  for (const m of MODELS) {
+    const path = join(dir, `${m.name}.onnx`);
+    await writeMlp(path, { ...CARTPOLE_MLP, hidden: m.hidden, depth: m.depth });
+    await policy?.close();
+    policy = await OnnxPolicy.load(path, { seed: 0 });
+    policy.check({ observationSpace: env.observationSpace, actionSpace: env.actionSpace });
+    const obs = Array.from({ length: SESSIONS }, (_, i) => env.reset({ seed: i }).obs);
+    for (const n of [SESSIONS / 2, SESSIONS]) {
+      const t0 = performance.now();
+      const calls = QUICK ? 100 : 400;
+      for (let i = 0; i < calls; i++) await policy.act(obs.slice(0, n), { sessions: [] });
+      emit(`policy_batch${n}_ms`, (performance.now() - t0) / calls, 'ms', { model: m.name, floor: true });
+    }
+    const headline = m === MODELS[MODELS.length - 1];
+    await compare(m.name, 'local', headline);
+    if (headline) {
+      await client.close();
+      client = await connect(link.url);
+      url = link.url;
+      await compare(m.name, 'lan', false);
+    }
+  }
 } finally {
   await client.close();
-  await policy.close();
+  await policy?.close();
   link.close();
   child.kill('SIGKILL');
   await rm(dir, { recursive: true, force: true });

@@ -2,10 +2,10 @@
  * The rollout engine: M sessions on one or more servers, a batched policy, episodes assembled per
  * session and handed to a {@link TrajectoryWriter}.
  *
- * Sessions are split into `groups` (default 2). Each group runs its own loop, policy -> step_batch
- * -> record, so while one group's actions are being computed (in the ONNX worker, or any async
- * policy) the other group's step_batch is on the wire and its envs are stepping: neither the envs
- * nor the policy wait on each other. `groups: 1` is plain lock-step collection.
+ * Sessions are split into `groups` (default 2) that take turns: while one group's actions are
+ * being computed (in the ONNX worker, or any async policy) the other group's step_batch is on the
+ * wire and its envs are stepping, so neither the envs nor the policy wait on each other.
+ * `groups: 1` is plain lock-step collection.
  *
  * Episodes: sessions autoreset in the same step (`same_step`: the final observation arrives in the
  * info), so no round trip is spent on resets. At most `episodes` episodes are started; a session
@@ -116,6 +116,7 @@ export class Rollout {
   private started = 0;
   private stopMode: PartialMode | null = null;
   private readonly returns: number[] = [];
+  private returnSum = 0;
   private readonly lengths: number[] = [];
   private steps = 0;
   private incomplete = 0;
@@ -159,22 +160,23 @@ export class Rollout {
         made.push(env.then((e) => ({ index: i, target, env: e, obs: null, info: {}, sessionStep: 0, episode: null, lost: false })));
       }
     }
-    this.slots = await Promise.all(made);
+    const settled = await Promise.allSettled(made);
+    this.slots = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    const refused = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (refused) {
+      await Promise.allSettled(this.slots.map((s) => s.env.close()));
+      throw refused.reason;
+    }
     this.t0 = performance.now();
     try {
       await this.resetAll();
       const groups = Math.max(1, Math.min(opts.groups ?? 2, this.slots.length));
       const members = Array.from({ length: groups }, (_, g) => this.slots.filter((s) => s.index % groups === g));
-      // One group failing (a policy error, an action the env refuses) stops the others.
+      // A policy error or an action the env refuses ends the rollout; running episodes are kept.
       let failure: Error | null = null;
-      await Promise.all(
-        members.map((m) =>
-          this.loop(m).catch((err: unknown) => {
-            failure ??= err instanceof Error ? err : new Error(String(err));
-            this.stop('keep');
-          }),
-        ),
-      );
+      await this.drive(members).catch((err: unknown) => {
+        failure = err instanceof Error ? err : new Error(String(err));
+      });
       // Stopped with 'keep' or 'discard', or failed: whatever still runs is written (or dropped) now.
       const reason = failure ? `rollout failed: ${(failure as Error).message}` : 'stopped';
       for (const s of this.slots) if (s.episode) this.endEpisode(s, 'incomplete', reason);
@@ -194,7 +196,7 @@ export class Rollout {
       steps: this.steps,
       elapsedMs,
       stepsPerSec: elapsedMs > 0 ? (this.steps * 1000) / elapsedMs : 0,
-      meanReturn: n > 0 ? this.returns.reduce((a, b) => a + b, 0) / n : null,
+      meanReturn: n > 0 ? this.returnSum / n : null,
     };
   }
 
@@ -241,21 +243,44 @@ export class Rollout {
     this.opts.policy.episodeStart?.(s.env.sessionId, info);
   }
 
-  /** One group: act, step, record, until no session of the group has a running episode. */
-  private async loop(group: Slot[]): Promise<void> {
+  /**
+   * The schedule: groups take turns. On its turn a group collects its last step's results, its
+   * actions are computed and its next step_batch is sent without waiting; the next group's turn
+   * follows at once, so its actions are computed while this group's step is on the wire and its
+   * envs step. A fixed order keeps the overlap from drifting into both groups acting, then both
+   * stepping. With one group this is plain lock-step.
+   */
+  private async drive(groups: Slot[][]): Promise<void> {
     const { opts } = this;
-    for (;;) {
-      if (opts.maxSteps !== undefined && this.steps >= opts.maxSteps && this.stopMode === null) this.stop(opts.onLimit ?? 'keep');
-      if (this.stopMode === 'keep' || this.stopMode === 'discard') return;
-      const live = group.filter((s) => s.episode && !s.lost);
-      if (live.length === 0) return;
-      const out: PolicyOutput = await opts.policy.act(
-        live.map((s) => s.obs),
-        { sessions: live.map((s) => s.env.sessionId), infos: live.map((s) => s.info) },
-      );
-      await Promise.all(this.byTarget(live).map(([target, slots]) => this.stepTarget(target, slots, live, out)));
-      opts.onProgress?.(this.progress());
-      if (opts.writer) await opts.writer.ready();
+    const inFlight: (Promise<void> | null)[] = groups.map(() => null);
+    try {
+      for (;;) {
+        let acted = false;
+        for (let g = 0; g < groups.length; g++) {
+          const pending = inFlight[g];
+          if (pending) {
+            inFlight[g] = null;
+            await pending;
+          }
+          if (opts.maxSteps !== undefined && this.steps >= opts.maxSteps && this.stopMode === null) this.stop(opts.onLimit ?? 'keep');
+          if (this.stopMode === 'keep' || this.stopMode === 'discard') continue;
+          const live = groups[g]!.filter((s) => s.episode && !s.lost);
+          if (live.length === 0) continue;
+          acted = true;
+          const out: PolicyOutput = await opts.policy.act(
+            live.map((s) => s.obs),
+            { sessions: live.map((s) => s.env.sessionId), infos: live.map((s) => s.info) },
+          );
+          inFlight[g] = Promise.all(this.byTarget(live).map(([target, slots]) => this.stepTarget(target, slots, live, out))).then(() => {});
+          // Keep a rejection from going unhandled while other groups take their turns.
+          inFlight[g]!.catch(() => {});
+          opts.onProgress?.(this.progress());
+          if (opts.writer) await opts.writer.ready();
+        }
+        if (!acted && inFlight.every((p) => p === null)) return;
+      }
+    } finally {
+      await Promise.allSettled(inFlight.filter((p) => p !== null));
     }
   }
 
@@ -363,6 +388,7 @@ export class Rollout {
     if (status === 'incomplete') this.incomplete++;
     else {
       this.returns.push(ret);
+      this.returnSum += ret;
       this.lengths.push(ep.steps.length);
     }
     const record: EpisodeRecord = { id: ep.id, session: s.env.sessionId, server: s.target.url, seed: ep.seed, status, reason, steps: ep.steps };
