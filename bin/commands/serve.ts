@@ -3,6 +3,7 @@ import pino from 'pino';
 
 import { startServer } from '../../server/index.ts';
 import { mountMcp } from '../../server/mcp/index.ts';
+import { mountViewer } from '../../server/viewer/index.ts';
 import type { TransportName } from '../../server/index.ts';
 
 export interface ServeOptions {
@@ -19,7 +20,7 @@ export interface ServeOptions {
 export function registerServe(program: Command): void {
   program
     .command('serve')
-    .description('serve every registered env over WebSockets (plus /healthz and /metrics on the same port)')
+    .description('serve every registered env over WebSockets (plus /healthz, /metrics, /mcp and the viewer at / on the same port)')
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option('--port <port>', 'port (0 picks a free one)', '8765')
     .option('--transport <name>', 'ws or uws', 'ws')
@@ -40,7 +41,10 @@ export function registerServe(program: Command): void {
         checkEnvs: opts.check ?? false,
         limits: { idle_timeout_ms: Number(opts.idleTimeout), max_sessions: Number(opts.maxSessions) },
         // MCP (and the viewer) need HTTP routes, which the ws transport serves.
-        mountRoutes: (routes, core) => void mountMcp(routes, core, { logger }),
+        mountRoutes: (routes, core) => {
+          void mountMcp(routes, core, { logger });
+          mountViewer(routes, core);
+        },
       });
       process.stdout.write(`gymwire serving ${server.core.registry.ids().length} envs on ${server.url} (transport ${opts.transport})\n`);
       let stopping = false;

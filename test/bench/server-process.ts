@@ -26,7 +26,10 @@ async function main(): Promise<string> {
   }
   const uws = await loadUws();
   const app = uws.App();
-  app.ws('/*', { compression: uws.DISABLED, maxPayloadLength: 256 * 1024 * 1024, message: (ws, msg) => ws.send(replyFor(Buffer.from(msg)), true) });
+  app.ws('/*', { compression: uws.DISABLED, maxPayloadLength: 256 * 1024 * 1024, message: (ws, msg) => {
+      ws.send(replyFor(Buffer.from(msg)), true);
+    },
+  });
   const port = await new Promise<number>((resolve) => app.listen('127.0.0.1', 0, (t) => resolve(uws.us_socket_local_port(t))));
   return `ws://127.0.0.1:${port}`;
 }
