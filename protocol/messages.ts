@@ -43,8 +43,13 @@ export const RENDER_FORMATS = ['tensor', 'png', 'jpeg'] as const;
 // ---------------------------------------------------------------------------------------------
 // Requests
 
+const AckSchema = z
+  .number()
+  .int()
+  .optional()
+  .describe('optional: every request with an id up to this one has been answered and received; the server may forget those answers');
 const req = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
-  z.object({ id: RequestIdSchema, type: z.literal(type), ...shape }).strict();
+  z.object({ id: RequestIdSchema, type: z.literal(type), ack: AckSchema, ...shape }).strict();
 
 export const HelloRequestSchema = req('hello', {
   protocol_version: z.number().int().positive(),

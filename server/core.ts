@@ -72,9 +72,13 @@ export interface ServerCoreOptions {
   reapIntervalMs?: number;
 }
 
-/** Replies kept per client for retried requests: enough for every request in flight at a reconnect. */
+/**
+ * Replies kept per client for requests retried after a reconnect. Enough for every request in flight
+ * at a drop in practice; a retried request whose answer was evicted is refused
+ * (ENV_ERR_REPLY_EXPIRED), never applied twice. Kept small: retained image replies cost GC time.
+ */
 const REPLY_CACHE_ENTRIES = 1024;
-const REPLY_CACHE_BYTES = 64 * 1024 * 1024;
+const REPLY_CACHE_BYTES = 16 * 1024 * 1024;
 
 /** Ops whose retry after a reconnect must not act twice. */
 const CACHED_OPS: ReadonlySet<RequestType> = new Set(['make', 'reset', 'step', 'reset_batch', 'step_batch', 'execute', 'set_state', 'close']);
@@ -89,6 +93,8 @@ class ClientState {
   readonly sessions = new Set<string>();
   readonly replies = new Map<number, CachedReply>();
   replyBytes = 0;
+  /** The highest request id seen from this client; ids below it were all received (one ordered stream at a time). */
+  highestId = -1;
   connection: Connection | null = null;
   detachedAt: number | null = null;
   /** Sessions being made right now: counted against the limits before they exist. */
@@ -112,6 +118,15 @@ class ClientState {
     if (bytes instanceof Uint8Array) account(bytes);
     else void bytes.then(account, () => {});
     this.evict();
+  }
+
+  /** Drops answers the client confirmed it received (every id up to `ack`). */
+  forgetUpTo(ack: number): void {
+    for (const [id, entry] of this.replies) {
+      if (id > ack) break;
+      this.replyBytes -= entry.size;
+      this.replies.delete(id);
+    }
   }
 
   private evict(): void {
@@ -271,7 +286,12 @@ export class ServerCore {
         else void cached.bytes.then((b) => client.connection?.send(b));
         return;
       }
+      if (req.id <= client.highestId) {
+        return this.fail(conn, req.id, new ProtocolError('ENV_ERR_REPLY_EXPIRED', `request ${req.id} (${req.type}) already ran, but its answer is no longer held; it was not applied again`, { id: req.id, type: req.type }));
+      }
     }
+    client.highestId = Math.max(client.highestId, req.id);
+    if (req.ack !== undefined) client.forgetUpTo(req.ack);
     const bytes = this.run(conn, client, req);
     if (cacheable) client.remember(req.id, bytes);
     // The client may have reconnected while this ran: answer on its current connection.

@@ -117,7 +117,10 @@ export class GymwireClient {
   request<T extends RequestType>(type: T, fields: RequestInput<T>): Promise<ResultOf<T>> {
     if (this.state === 'closed') return Promise.reject(new SdkError('CLOSED', 'the client is closed'));
     const id = this.nextId++;
-    const frame = encode({ ...fields, id, type });
+    // Everything below the oldest unanswered request has been received: the server may forget those answers.
+    const oldest = this.pending.keys().next();
+    const ack = (oldest.done ? id : oldest.value) - 1;
+    const frame = encode({ ...fields, id, type, ack });
     return new Promise<ResultOf<T>>((resolve, reject) => {
       const timeoutMs = this.opts.requestTimeoutMs ?? 120_000;
       const entry: Pending = {
