@@ -9,7 +9,7 @@ import { CartPoleEnv } from '../../envs/classic/cartpole.ts';
 import type { ClientEvent, GymwireClient } from '../../client/ts/client.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
 import { Tensor } from '../../protocol/tensor.ts';
-import { valuesEqual } from '../conformance/suite.ts';
+import { RawConnection, valuesEqual } from '../conformance/suite.ts';
 import { testRegistry } from '../helpers/envs.ts';
 import { startTestServer, TRANSPORTS } from '../helpers/servers.ts';
 import type { TestServer } from '../helpers/servers.ts';
@@ -97,6 +97,28 @@ describe.each(TRANSPORTS)('transport %s', (transport) => {
     const codes = await Promise.all(Array.from({ length: 12 }, () => codeOf(env.step(0))));
     expect(codes).toContain('ENV_ERR_TOO_MANY_PENDING');
     expect(codes).toContain('ok');
+  });
+
+  it('answers a retried request id from memory, and refuses an old one whose answer was forgotten', async () => {
+    const srv = await serve(transport);
+    const raw = new RawConnection(await srv.connector());
+    cleanups.push(async () => raw.close());
+    await raw.hello();
+    raw.send({ id: 1, type: 'make', env_id: 'test/Counter-v0' });
+    const sid = ((await raw.next()).result as { session_id: string }).session_id;
+    raw.send({ id: 2, type: 'reset', session_id: sid });
+    await raw.next();
+    raw.send({ id: 3, type: 'step', session_id: sid, action: 0 });
+    const first = await raw.next();
+    raw.send({ id: 3, type: 'step', session_id: sid, action: 0 }); // a retry: same answer, not a second step
+    const again = await raw.next();
+    expect(again).toEqual(first);
+    raw.send({ id: 4, type: 'step', session_id: sid, action: 0, ack: 3 }); // the client confirms it has 1..3
+    expect(((await raw.next()).result as { obs: number }).obs).toBe(2);
+    raw.send({ id: 3, type: 'step', session_id: sid, action: 0 });
+    expect(((await raw.next()).error as { code: string }).code).toBe('ENV_ERR_REPLY_EXPIRED');
+    raw.send({ id: 5, type: 'step', session_id: sid, action: 0 });
+    expect(((await raw.next()).result as { obs: number }).obs).toBe(3);
   });
 
   it('enforces the auth token', async () => {
