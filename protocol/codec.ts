@@ -10,12 +10,51 @@
  */
 import { addExtension, Packr } from 'msgpackr';
 
-import { decodeTensorPayload, encodeTensorPayload, Tensor, TENSOR_EXT_TYPE } from './tensor.ts';
+import { decodeTensorPayload, DTYPE_CODE, Tensor, TENSOR_EXT_TYPE } from './tensor.ts';
+
+type AllocateForWrite = (size: number) => { target: Uint8Array; position: number };
+
+/**
+ * Writes a tensor as ext type 1 straight into msgpackr's output buffer: one copy of the data
+ * (large observations are most of a frame's bytes, so an intermediate payload buffer doubles the cost).
+ */
+function packTensor(t: Tensor, allocateForWrite: AllocateForWrite): undefined {
+  const ndim = t.shape.length;
+  const length = 2 + 4 * ndim + t.byteLength;
+  const extHeader = length < 0x100 ? 3 : length < 0x10000 ? 4 : 6;
+  const { target, position } = allocateForWrite(extHeader + length);
+  let p = position;
+  if (length < 0x100) {
+    target[p++] = 0xc7;
+    target[p++] = length;
+  } else if (length < 0x10000) {
+    target[p++] = 0xc8;
+    target[p++] = length >> 8;
+    target[p++] = length & 0xff;
+  } else {
+    target[p++] = 0xc9;
+    target[p++] = (length >>> 24) & 0xff;
+    target[p++] = (length >>> 16) & 0xff;
+    target[p++] = (length >>> 8) & 0xff;
+    target[p++] = length & 0xff;
+  }
+  target[p++] = TENSOR_EXT_TYPE;
+  target[p++] = DTYPE_CODE[t.dtype];
+  target[p++] = ndim;
+  for (const d of t.shape) {
+    target[p++] = d & 0xff;
+    target[p++] = (d >>> 8) & 0xff;
+    target[p++] = (d >>> 16) & 0xff;
+    target[p++] = (d >>> 24) & 0xff;
+  }
+  target.set(t.bytes(), p);
+  return undefined;
+}
 
 addExtension({
   Class: Tensor,
   type: TENSOR_EXT_TYPE,
-  pack: (t: Tensor) => encodeTensorPayload(t),
+  pack: packTensor as never,
   unpack: (payload: Uint8Array) => decodeTensorPayload(payload),
 });
 
