@@ -16,11 +16,11 @@ import sharp from 'sharp';
 import type { z } from 'zod';
 
 import { InvalidActionError, InvalidOptionsError, InvalidStateError } from '../envs/core/env.ts';
-import type { Env, EnvTool } from '../envs/core/env.ts';
+import type { Env, EnvTool, ResetResult as ResetOutcome, StepResult as StepOutcome } from '../envs/core/env.ts';
 import { defaultRegistry } from '../envs/index.ts';
 import { InvalidKwargsError, UnknownEnvError } from '../envs/core/registry.ts';
 import type { Registry } from '../envs/core/registry.ts';
-import { EnvContractError, ResetNeededError, TimeLimit, unwrap, Wrapper } from '../envs/core/wrappers.ts';
+import { after, EnvContractError, ResetNeededError, TimeLimit, unwrap, Wrapper } from '../envs/core/wrappers.ts';
 import { decode, encode } from '../protocol/codec.ts';
 import { ProtocolError } from '../protocol/errors.ts';
 import type { ErrorCode } from '../protocol/errors.ts';
@@ -589,43 +589,51 @@ export class ServerCore {
       const obs: unknown[] = new Array(n);
       const infos: Record<string, unknown>[] = new Array(n);
       const errors: ({ code: ErrorCode; message: string } | null)[] = new Array(n).fill(null);
-      const stepOne = async (s: Session, i: number): Promise<void> => {
-        try {
-          if (req.autoreset_mode === 'next_step' && s.autoresetPending) {
-            const r = await s.env.reset({ seed: null, options: null });
-            s.autoresetPending = false;
-            s.recordReset(r.obs, r.info);
-            s.metrics.resets.inc();
-            obs[i] = r.obs;
-            infos[i] = r.info;
-            return;
-          }
-          const r = await s.env.step(actions[i]);
-          s.metrics.steps.inc();
-          s.recordStep(r.obs, r.reward, r.terminated || r.truncated, r.info);
-          rewards[i] = r.reward;
-          terminated[i] = r.terminated ? 1 : 0;
-          truncated[i] = r.truncated ? 1 : 0;
-          obs[i] = r.obs;
-          infos[i] = r.info;
-          const ended = r.terminated || r.truncated;
-          if (ended && req.autoreset_mode === 'next_step') s.autoresetPending = true;
-          if (ended && req.autoreset_mode === 'same_step') {
-            const rr = await s.env.reset({ seed: null, options: null });
-            s.metrics.resets.inc();
-            s.recordReset(rr.obs, rr.info);
-            obs[i] = rr.obs;
-            infos[i] = { ...rr.info, final_obs: r.obs, final_info: r.info };
-          }
-        } catch (err) {
-          const pe = this.toProtocolError(err, s.log, 'step_batch');
-          errors[i] = { code: pe.code, message: pe.message };
-          s.failed = true;
-          infos[i] = {};
-        }
+      const fail = (s: Session, i: number, err: unknown): void => {
+        const pe = this.toProtocolError(err, s.log, 'step_batch');
+        errors[i] = { code: pe.code, message: pe.message };
+        s.failed = true;
+        infos[i] = {};
       };
-      // Sync envs run in a plain loop; only async ones pay for promises.
-      await Promise.all(sessions.map(stepOne));
+      const afterReset = (s: Session, i: number, r: ResetOutcome): void => {
+        s.autoresetPending = false;
+        s.recordReset(r.obs, r.info);
+        s.metrics.resets.inc();
+        obs[i] = r.obs;
+        infos[i] = r.info;
+      };
+      const afterStep = (s: Session, i: number, r: StepOutcome): void | Promise<void> => {
+        s.metrics.steps.inc();
+        s.recordStep(r.obs, r.reward, r.terminated || r.truncated, r.info);
+        rewards[i] = r.reward;
+        terminated[i] = r.terminated ? 1 : 0;
+        truncated[i] = r.truncated ? 1 : 0;
+        obs[i] = r.obs;
+        infos[i] = r.info;
+        if (!(r.terminated || r.truncated)) return;
+        if (req.autoreset_mode === 'next_step') s.autoresetPending = true;
+        if (req.autoreset_mode !== 'same_step') return;
+        return after(s.env.reset({ seed: null, options: null }), (rr) => {
+          afterReset(s, i, rr);
+          infos[i] = { ...rr.info, final_obs: r.obs, final_info: r.info };
+        });
+      };
+      /** One session's part of the batch; synchronous for sync envs, so a batch of CartPoles costs no promise per session. */
+      const stepOne = (s: Session, i: number): void | Promise<void> => {
+        if (req.autoreset_mode === 'next_step' && s.autoresetPending) return after(s.env.reset({ seed: null, options: null }), (r) => afterReset(s, i, r));
+        // A promise that resolves to a promise flattens: the cast only tells TypeScript so.
+        return after(s.env.step(actions[i]), (r) => afterStep(s, i, r)) as void | Promise<void>;
+      };
+      const pending: Promise<void>[] = [];
+      sessions.forEach((s, i) => {
+        try {
+          const p = stepOne(s, i);
+          if (p) pending.push(p.catch((err: unknown) => fail(s, i, err)));
+        } catch (err) {
+          fail(s, i, err);
+        }
+      });
+      if (pending.length) await Promise.all(pending);
       sessions[0]!.metrics.latency.observe(Number(process.hrtime.bigint() - start) / 1e9);
       if (errors.some((e) => e)) fillFailedSlots(obs, errors);
       return {
