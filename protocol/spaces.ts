@@ -445,9 +445,9 @@ function sampleStacked(space: BoxSpace | DiscreteSpace, count: number, rng: Rand
 /** Stacks equally shaped tensors along a new leading axis. */
 export function stackTensors(items: readonly Tensor[], dtype: DType, shape: readonly number[]): Tensor {
   const out = Tensor.zeros(dtype, [items.length, ...shape]);
-  const bytes = out.bytes();
-  const per = bytes.byteLength / Math.max(1, items.length);
-  items.forEach((t, i) => bytes.set(t.bytes(), i * per));
+  const per = shapeSize(shape);
+  const data = out.data as Float64Array;
+  for (let i = 0; i < items.length; i++) data.set(items[i]!.data as Float64Array, i * per);
   return out;
 }
 

@@ -123,19 +123,23 @@ export class Tensor<D extends DType = DType> {
   readonly data: TypedArrayFor<D>;
 
   constructor(dtype: D, shape: readonly number[], data: TypedArrayFor<D>) {
-    if (!isDType(dtype)) throw new TensorFormatError(`unknown dtype ${String(dtype)}`);
-    for (const d of shape) {
+    // Hot path (every observation is built here): one pass over the shape, no copies.
+    const ctor = CTOR[dtype];
+    if (ctor === undefined) throw new TensorFormatError(`unknown dtype ${String(dtype)}`);
+    let expected = 1;
+    for (let k = 0; k < shape.length; k++) {
+      const d = shape[k]!;
       if (!Number.isInteger(d) || d < 0) throw new TensorFormatError(`invalid dimension ${d} in shape [${shape.join(', ')}]`);
+      expected *= d;
     }
-    const expected = shapeSize(shape);
     if (data.length !== expected) {
       throw new TensorFormatError(`${dtype} tensor of shape [${shape.join(', ')}] needs ${expected} elements, got ${data.length}`);
     }
-    if (!(data instanceof CTOR[dtype])) {
-      throw new TensorFormatError(`${dtype} tensor needs a ${CTOR[dtype].name}, got ${data.constructor.name}`);
+    if (!(data instanceof ctor)) {
+      throw new TensorFormatError(`${dtype} tensor needs a ${ctor.name}, got ${data.constructor.name}`);
     }
     this.dtype = dtype;
-    this.shape = Object.freeze([...shape]);
+    this.shape = shape;
     this.data = data;
   }
 

@@ -546,7 +546,8 @@ export class ServerCore {
     try {
       const closed = sessions.find((s) => s.closed);
       if (closed) throw new ProtocolError('ENV_ERR_UNKNOWN_SESSION', `session ${closed.id} was closed`, { session_id: closed.id });
-      for (const s of sessions) s.touch();
+      const now = Date.now();
+      for (const s of sessions) s.lastActive = now;
       return await fn(sessions);
     } finally {
       for (const s of sessions) s.lock.release();
@@ -602,8 +603,12 @@ export class ServerCore {
         obs[i] = r.obs;
         infos[i] = r.info;
       };
+      // Steps are counted once per batch when every session runs the same env (label lookups add up at 256 sessions).
+      const oneEnv = sessions.every((s) => s.envId === sessions[0]!.envId);
+      let stepped = 0;
       const afterStep = (s: Session, i: number, r: StepOutcome): void | Promise<void> => {
-        s.metrics.steps.inc();
+        if (oneEnv) stepped++;
+        else s.metrics.steps.inc();
         s.recordStep(r.obs, r.reward, r.terminated || r.truncated, r.info);
         rewards[i] = r.reward;
         terminated[i] = r.terminated ? 1 : 0;
@@ -634,6 +639,7 @@ export class ServerCore {
         }
       });
       if (pending.length) await Promise.all(pending);
+      if (stepped) sessions[0]!.metrics.steps.inc(stepped);
       sessions[0]!.metrics.latency.observe(Number(process.hrtime.bigint() - start) / 1e9);
       if (errors.some((e) => e)) fillFailedSlots(obs, errors);
       return {
