@@ -162,6 +162,10 @@ export class GraphBuilder {
     return this.constant({ dtype: 'int64', dims: dims ?? [values.length], data: BigInt64Array.from(values.map((v) => BigInt(v))) });
   }
 
+  i32(values: number[], dims?: number[]): string {
+    return this.constant({ dtype: 'int32', dims: dims ?? [values.length], data: Int32Array.from(values) });
+  }
+
   private constant(t: ConstTensor): string {
     const key = `${t.dtype}|${t.dims.join(',')}|${Array.from(t.data as ArrayLike<number | bigint>).join(',')}`;
     for (const [name, existing] of this.inits) {

@@ -127,19 +127,30 @@ export function buildTinyWorldModel(spec: TinySpec): Uint8Array {
   const within = (grid: string, lo: string | number, hi: string | number) =>
     g.op('Cast', [g.op('And', [g.op('GreaterOrEqual', [grid, typeof lo === 'number' ? g.f32(lo) : lo]), g.op('Less', [grid, typeof hi === 'number' ? g.f32(hi) : hi])])], { to: 1 });
 
-  // Each pixel takes the palette index of the last shape painted over it: shapes are numbered in
-  // paint order and combined with Max, so drawing is a few broadcast ops on [B,C,H,W] (channels-last
-  // painting with Where was ten times slower in onnxruntime's broadcasting loops).
+  // Each shape paints one bit: a pixel's bits are its column's bits AND its row's bits (shapes are
+  // rectangles), and the highest set bit is the shape painted last. Rows also carry the background
+  // (bits 8-9) and the frame number (bits 10 and up; columns have all of those set), so the whole
+  // per-pixel work is one BitwiseAnd and one uint8 Gather from a per-frame colour table. (Painting
+  // palette ids with Mul and Max on float [B,C,H,W] cost three times as much.)
   const palette: number[][] = [COLORS.wood, COLORS.sky, COLORS.tableFront].map((c) => [...c]);
-  const bgIds = Array.from({ length: size }, (_, r) => (r < size / 2 ? 0 : r + 0.5 < TABLE_ROW * s ? 1 : 2));
-  let ids = g.f32(bgIds, [size, 1]);
+  const SHAPE_BITS = 8;
+  const TABLE = 4 << SHAPE_BITS;
+  const i32 = (x: string) => g.op('Cast', [x], { to: 6 });
+  let colBits = g.i32([-1 << SHAPE_BITS], []);
+  const bgCode = Array.from({ length: size }, (_, r) => (r < size / 2 ? 0 : r + 0.5 < TABLE_ROW * s ? 1 : 2));
+  let rowBits = g.i32(
+    bgCode.map((b) => b << SHAPE_BITS),
+    [size, 1],
+  );
   const paint = (x0: string | number, x1: string | number, y0: string | number, y1: string | number, color: readonly number[], opts: { topOnly?: boolean; when?: string } = {}) => {
+    const bit = palette.length - 3;
     palette.push([...color]);
-    let cols = mul(within(col, x0, x1), palette.length - 1);
+    let cols = within(col, x0, x1);
     if (opts.when) cols = mul(cols, opts.when);
     let rows = within(row, y0, y1);
     if (opts.topOnly) rows = mul(rows, topPanel);
-    ids = g.op('Max', [ids, mul(cols, rows)]);
+    colBits = g.op('Add', [colBits, g.op('Mul', [i32(cols), g.i32([1 << bit], [])])]);
+    rowBits = g.op('Add', [rowBits, g.op('Mul', [i32(rows), g.i32([1 << bit], [])])]);
   };
 
   const half = add(mul(ez, 10 / PX_PER_M), 2.5 * s);
@@ -162,16 +173,20 @@ export function buildTinyWorldModel(spec: TinySpec): Uint8Array {
   paint(sub(bx, bh), add(bx, bh), sub(br, bh), add(br, bh), COLORS.block);
 
   // Seeded noise: a per-frame brightness jitter (about +-2 levels), applied to each frame's own
-  // copy of the palette so the per-pixel work is one uint8 gather.
+  // copy of the palette, expanded to the frame's table of all bit patterns.
   const K = palette.length;
   const lit = g.op('Clip', [g.op('Round', [add(g.f32(palette.flat(), [1, 1, K, 3]), unsq(mul(noise, 2), [2, 3]))]), g.f32(0), g.f32(255)]);
-  const palettes = g.op('Reshape', [g.op('Cast', [lit], { to: 2 }), g.i64([-1, 3])]);
-  const nFrames = g.op('Mul', [g.op('Gather', [g.op('Shape', [noise]), g.i64([0], [])], { axis: 0 }), g.i64([C], [])]);
-  const base = g.op('Reshape', [g.op('Mul', [g.op('Range', [g.i64([0], []), nFrames, g.i64([1], [])]), g.i64([K], [])]), g.i64([-1, C, 1, 1])]);
-  const index = g.op('Add', [g.op('Cast', [ids], { to: 7 }), base]);
-  const frames = g.op('Gather', [palettes, index], { axis: 0 });
+  const lut = Array.from({ length: TABLE }, (_, p) => {
+    const shapes = p & ((1 << SHAPE_BITS) - 1);
+    return shapes === 0 ? Math.min(2, p >> SHAPE_BITS) : 3 + Math.floor(Math.log2(shapes));
+  });
+  const tables = g.op('Reshape', [g.op('Gather', [g.op('Cast', [lit], { to: 2 }), g.i64(lut)], { axis: 2 }), g.i64([-1, 3])]);
+  const nFrames = i32(g.op('Mul', [g.op('Gather', [g.op('Shape', [noise]), g.i64([0], [])], { axis: 0 }), g.i64([C], [])]));
+  const frameBits = g.op('Reshape', [g.op('Mul', [g.op('Range', [g.i32([0], []), nFrames, g.i32([1], [])]), g.i32([TABLE], [])]), g.i64([-1, C, 1, 1])]);
+  const index = g.op('BitwiseAnd', [colBits, g.op('Add', [rowBits, frameBits])]);
+  const frames = g.op('Gather', [tables, index], { axis: 0 });
   g.output(frames, 'frames', 'uint8', ['B', C, size, size, 3]);
-  return g.toModel({ graphName: `tiny_world_model_${size}` });
+  return g.toModel({ graphName: `tiny_world_model_${size}`, opset: 18 });
 }
 
 /** reward.onnx: frames uint8 [N,H,W,3] -> prob float32 [N,1]; fires when the block is lifted. */
