@@ -25,5 +25,12 @@ export function buildProgram(): Command {
 }
 
 export async function main(argv: string[]): Promise<void> {
-  await buildProgram().parseAsync(argv);
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (err) {
+    // Usage and connection errors are for a person: the message, not a stack trace (GYMWIRE_DEBUG=1 shows it).
+    process.stderr.write(`gymwire: ${err instanceof Error ? err.message : String(err)}\n`);
+    if (process.env.GYMWIRE_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+    process.exitCode = 1;
+  }
 }

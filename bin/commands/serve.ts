@@ -14,6 +14,9 @@ export interface ServeOptions {
   logLevel: string;
   idleTimeout: string;
   maxSessions: string;
+  maxSessionsPerClient: string;
+  maxFrameBytes: string;
+  resumeGrace: string;
   check?: boolean;
 }
 
@@ -28,9 +31,15 @@ export function registerServe(program: Command): void {
     .option('--log-level <level>', 'pino log level', 'info')
     .option('--idle-timeout <ms>', 'close sessions idle this long (0 disables the reaper)', String(10 * 60 * 1000))
     .option('--max-sessions <n>', 'sessions the server holds at most', '8192')
+    .option('--max-sessions-per-client <n>', 'sessions one client may hold', '1024')
+    .option('--max-frame-bytes <n>', 'largest frame accepted (bytes)', String(64 * 1024 * 1024))
+    .option('--resume-grace <ms>', 'how long a disconnected client may resume its sessions', '60000')
     .option('--check', 'check every observation against its space (slower; for env development)')
     .action(async (opts: ServeOptions) => {
       if (opts.transport !== 'ws' && opts.transport !== 'uws') throw new Error(`--transport must be ws or uws, got ${opts.transport}`);
+      for (const [flag, value] of Object.entries({ '--port': opts.port, '--idle-timeout': opts.idleTimeout, '--max-sessions': opts.maxSessions, '--max-sessions-per-client': opts.maxSessionsPerClient, '--max-frame-bytes': opts.maxFrameBytes, '--resume-grace': opts.resumeGrace })) {
+        if (!/^\d+$/.test(value)) throw new Error(`${flag} must be a non-negative integer, got ${JSON.stringify(value)}`);
+      }
       const logger = pino({ level: opts.logLevel }, pino.destination(2));
       const server = await startServer({
         host: opts.host,
@@ -39,7 +48,13 @@ export function registerServe(program: Command): void {
         token: opts.token ?? process.env.GYMWIRE_TOKEN ?? null,
         logger,
         checkEnvs: opts.check ?? false,
-        limits: { idle_timeout_ms: Number(opts.idleTimeout), max_sessions: Number(opts.maxSessions) },
+        limits: {
+          idle_timeout_ms: Number(opts.idleTimeout),
+          max_sessions: Number(opts.maxSessions),
+          max_sessions_per_client: Number(opts.maxSessionsPerClient),
+          max_frame_bytes: Number(opts.maxFrameBytes),
+          resume_grace_ms: Number(opts.resumeGrace),
+        },
         // MCP (and the viewer) need HTTP routes, which the ws transport serves.
         mountRoutes: (routes, core) => {
           void mountMcp(routes, core, { logger });
