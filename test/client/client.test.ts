@@ -1,0 +1,76 @@
+import { afterEach, describe, expect, it } from 'vitest';
+
+import { connect } from '../../client/ts/client.ts';
+import { ProtocolError, SdkError } from '../../client/ts/errors.ts';
+import { wsConnector } from '../../client/ts/transport.ts';
+import { testRegistry } from '../helpers/envs.ts';
+import { startTestServer } from '../helpers/servers.ts';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
+});
+
+describe('client', () => {
+  it('fails a request that gets no answer in time with a local REQUEST_TIMEOUT', async () => {
+    const srv = await startTestServer('ws', { registry: testRegistry() });
+    cleanups.push(() => srv.close());
+    const c = await connect(srv.connector, { requestTimeoutMs: 50 });
+    cleanups.push(() => c.close());
+    const env = await c.make('test/Counter-v0', { delay_ms: 400 });
+    await env.reset();
+    const err = await env.step(0).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SdkError);
+    expect((err as SdkError).code).toBe('REQUEST_TIMEOUT');
+  });
+
+  it('reports a server that is not there as CONNECT_FAILED', async () => {
+    const err = await connect(wsConnector('ws://127.0.0.1:1'), { reconnect: false }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SdkError);
+    expect((err as SdkError).code).toBe('CONNECT_FAILED');
+  });
+
+  it('rebuilds wire errors as ProtocolError with code and details', async () => {
+    const srv = await startTestServer('memory', { registry: testRegistry() });
+    cleanups.push(() => srv.close());
+    const c = await connect(srv.connector);
+    cleanups.push(() => c.close());
+    const err = await c.make('test/Missing-v0').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProtocolError);
+    expect((err as ProtocolError).code).toBe('ENV_ERR_UNKNOWN_ENV');
+    expect((err as ProtocolError).details.available).toContain('test/Counter-v0');
+    expect((err as ProtocolError).fault).toBe('client');
+  });
+
+  it('fails waiting requests with CONNECTION_LOST when the server is gone for good', async () => {
+    const srv = await startTestServer('ws', { registry: testRegistry() });
+    const c = await connect(srv.connector, { reconnectTimeoutMs: 300, reconnectDelayMs: 20 });
+    cleanups.push(() => c.close());
+    const env = await c.make('test/Counter-v0', { delay_ms: 2000 });
+    await env.reset();
+    const pending = env.step(0).catch((e: unknown) => e);
+    await srv.server.transport.close(); // the socket dies without an answer, and nothing listens any more
+    const err = await pending;
+    expect(err).toBeInstanceOf(SdkError);
+    expect((err as SdkError).code).toBe('CONNECTION_LOST');
+    await srv.close();
+  });
+
+  it('marks sessions lost when a restarted server no longer knows the client', async () => {
+    const first = await startTestServer('ws', { registry: testRegistry() });
+    const port = first.server.port;
+    const c = await connect(wsConnector(`ws://127.0.0.1:${port}`), { reconnectDelayMs: 20 });
+    cleanups.push(() => c.close());
+    const env = await c.make('test/Counter-v0');
+    await env.reset();
+    await first.close();
+    const { startServer } = await import('../../server/index.ts');
+    const second = await startServer({ port, registry: testRegistry() });
+    cleanups.push(() => second.close());
+    await expect.poll(() => c.isOpen, { timeout: 5000 }).toBe(true);
+    await expect.poll(() => env.closed, { timeout: 5000 }).toBe(true);
+    const err = await env.step(0).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProtocolError);
+    expect((err as ProtocolError).code).toBe('ENV_ERR_UNKNOWN_SESSION');
+  });
+});
