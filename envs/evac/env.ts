@@ -70,6 +70,9 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
   private readonly maxSteps: number;
   private readonly returnAll: boolean;
   private state: EvacState | null = null;
+  /** History frames this env allocated (never the dataset's shared first frames), and free ones. */
+  private readonly owned = new WeakSet<Uint8Array>();
+  private spare: Uint8Array[] = [];
 
   constructor(
     private readonly model: LoadedWorldModel,
@@ -163,13 +166,17 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
 
     const res = await this.model.step({ context, actions, pose: Float32Array.from(st.pose), noise });
 
-    // Frames are never written after generation, so history and observations share views of the
-    // batch's output instead of copying (this keeps the event loop free with many sessions).
+    // History keeps its own copies of the frames it needs (the batch's buffer is recycled once every
+    // session has released it); frames that leave the history become the next step's copies.
     const C = this.chunk;
-    const frames: Uint8Array[] = [];
-    for (let t = 0; t < C; t++) frames.push(res.frames.subarray(t * frameLen, (t + 1) * frameLen));
-    st.history.push(...frames);
-    if (m.context.selection === 'last') st.history.splice(0, st.history.length - m.context.frames);
+    const n = st.history.length;
+    const keep = m.context.selection === 'last' ? Math.min(n + C, m.context.frames) : n + C;
+    const next: Uint8Array[] = [];
+    for (let j = n + C - keep; j < n + C; j++) next.push(j < n ? st.history[j]! : this.ownedCopy(res.frames.subarray((j - n) * frameLen, (j - n + 1) * frameLen)));
+    for (const f of st.history) if (this.owned.has(f) && !next.includes(f)) this.spare.push(f);
+    st.history = next;
+    const lastFrame = res.frames.slice((C - 1) * frameLen, C * frameLen);
+    const allFrames = this.returnAll ? res.frames.slice() : null;
     if (res.poses) st.pose = Array.from(res.poses.subarray((C - 1) * 8, C * 8));
 
     const raw = Array.from(res.probs, (p) => (p > m.reward.threshold ? 1 : 0));
@@ -197,10 +204,11 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
       success: terminated,
       episode_index: st.episode,
     };
-    if (this.returnAll) info.frames = new Tensor('uint8', [C, this.H, this.W, 3], res.frames);
+    if (allFrames) info.frames = new Tensor('uint8', [C, this.H, this.W, 3], allFrames);
+    res.release();
     let reward = 0;
     for (const r of rewards) reward += r;
-    return { obs: this.observe(), reward, terminated, truncated, info };
+    return { obs: this.observe(lastFrame), reward, terminated, truncated, info };
   }
 
   /** The last frame, uint8 [H,W,3] (the server encodes it as PNG). */
@@ -229,16 +237,24 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     this.state = { ...(s as EvacState), history: s.history!.map((f) => Uint8Array.from(f)), pose: [...s.pose!] };
   }
 
-  private observe(): EvacObs {
+  /** `frame` is the newest frame when the caller already holds a copy of it that nothing else writes. */
+  private observe(frame?: Uint8Array): EvacObs {
     const st = this.state!;
     const state = new Float32Array(16);
     state.set(st.pose.slice(0, 8), 0);
     state.set(st.pose.slice(0, 8), 8);
     return {
-      full_image: new Tensor('uint8', [this.H, this.W, 3], st.history[st.history.length - 1]!),
+      full_image: new Tensor('uint8', [this.H, this.W, 3], frame ?? st.history[st.history.length - 1]!.slice()),
       state: new Tensor('float32', [16], state),
       task_description: st.task,
     };
+  }
+
+  private ownedCopy(src: Uint8Array): Uint8Array {
+    const dst = this.spare.pop() ?? new Uint8Array(src.length);
+    dst.set(src);
+    this.owned.add(dst);
+    return dst;
   }
 
   /** Accepts a float tensor or nested number arrays of shape [chunk, dim], finite and within bounds. */

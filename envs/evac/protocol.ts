@@ -30,11 +30,13 @@ export type WorkerRequest =
       /** [B,...noiseShape] or null */
       noise: Float32Array | null;
       noiseShape: number[];
+      /** A spare frame buffer of exactly [B,C,H,W,3] bytes for the output, or null */
+      out: ArrayBuffer | null;
     }
   | { id: number; type: 'close' };
 
 export type WorkerResponse =
   | { id: number; ok: true; type: 'loaded'; meta: ModelMeta; provider: 'cpu' | 'cuda'; fallback: string | null }
-  | { id: number; ok: true; type: 'stepped'; frames: Uint8Array; probs: Float32Array; poses: Float32Array | null }
+  | { id: number; ok: true; type: 'stepped'; frames: Uint8Array; probs: Float32Array; poses: Float32Array | null; spare: ArrayBuffer }
   | { id: number; ok: true; type: 'closed' }
   | { id: number; ok: false; error: string };

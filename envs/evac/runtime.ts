@@ -62,6 +62,13 @@ export interface ChunkResult {
   probs: Float32Array;
   /** float32 [C,8] poses from the action adapter, or null without one */
   poses: Float32Array | null;
+  /**
+   * Says this step's views are no longer read. Once every step of a batch has released, the
+   * batch's frame buffer is reused for a later batch (optional: an unreleased buffer is simply
+   * left to the garbage collector). Recycling keeps megabytes of ArrayBuffers per batch from being
+   * allocated on the main thread, whose external-memory GCs otherwise stall the event loop.
+   */
+  release(): void;
 }
 
 interface Pending {
@@ -84,6 +91,8 @@ export class LoadedWorldModel {
   private timer: NodeJS.Timeout | null = null;
   private running = false;
   private lastBatch = Infinity;
+  /** Spare buffers by byte length: batch inputs returned by the worker, released frame outputs. */
+  private readonly pool = new Map<number, ArrayBuffer[]>();
 
   constructor(
     private readonly runtime: WorldModelRuntime,
@@ -147,8 +156,8 @@ export class LoadedWorldModel {
   private async runBatch(batch: Pending[]): Promise<void> {
     const m = this.manifest;
     const B = batch.length;
-    const cat = <T extends Uint8Array | Float32Array>(parts: readonly T[], Ctor: new (n: number) => T): T => {
-      const out = new Ctor(parts.reduce((n, p) => n + p.length, 0));
+    const cat = <T extends Uint8Array | Float32Array>(parts: readonly T[], Ctor: { new (b: ArrayBuffer): T; BYTES_PER_ELEMENT: number }): T => {
+      const out = new Ctor(this.take(parts.reduce((n, p) => n + p.length, 0) * Ctor.BYTES_PER_ELEMENT));
       let o = 0;
       for (const p of parts) {
         out.set(p as never, o);
@@ -182,23 +191,58 @@ export class LoadedWorldModel {
       ),
       noise,
       noiseShape,
+      out: this.pool.get(B * m.chunk * m.height * m.width * 3)?.pop() ?? null,
     };
-    const transfer = [msg.context.buffer, msg.actions.buffer, msg.pose.buffer, ...(noise ? [noise.buffer] : [])] as ArrayBuffer[];
+    const transfer = [msg.context.buffer, msg.actions.buffer, msg.pose.buffer, ...(noise ? [noise.buffer] : []), ...(msg.out ? [msg.out] : [])] as ArrayBuffer[];
     const res = await this.runtime.request(msg, transfer);
     if (res.type !== 'stepped') throw new Error(`worker answered ${res.type} to a step`);
     this.runtime.recordRun(B);
+    this.give(res.spare);
     const frameLen = m.chunk * m.height * m.width * 3;
-    // Each session's continuation gets its own macrotask, so 32 sessions' bookkeeping does not
-    // hold the event loop in one piece (other sessions' messages interleave).
-    batch.forEach((p, i) => {
-      setImmediate(p.resolve, {
-        frames: res.frames.subarray(i * frameLen, (i + 1) * frameLen),
-        probs: res.probs.subarray(i * m.chunk, (i + 1) * m.chunk),
-        poses: res.poses ? res.poses.subarray(i * m.chunk * 8, (i + 1) * m.chunk * 8) : null,
-      } satisfies ChunkResult);
-    });
+    let unreleased = B;
+    const release = (): void => {
+      if (--unreleased === 0) this.give(res.frames.buffer as ArrayBuffer);
+    };
+    // Sessions continue a few at a time, one event-loop turn per group: immediates queued together
+    // all run in the same check phase, so resolving 32 sessions at once held the loop for their
+    // whole bookkeeping (timers and other sockets waited behind it).
+    const resolveFrom = (start: number): void => {
+      const end = Math.min(B, start + RESOLVE_GROUP);
+      for (let i = start; i < end; i++) {
+        batch[i]!.resolve({
+          frames: res.frames.subarray(i * frameLen, (i + 1) * frameLen),
+          probs: res.probs.subarray(i * m.chunk, (i + 1) * m.chunk),
+          poses: res.poses ? res.poses.subarray(i * m.chunk * 8, (i + 1) * m.chunk * 8) : null,
+          release: once(release),
+        });
+      }
+      if (end < B) setImmediate(resolveFrom, end);
+    };
+    setImmediate(resolveFrom, 0);
+  }
+
+  private take(bytes: number): ArrayBuffer {
+    return this.pool.get(bytes)?.pop() ?? new ArrayBuffer(bytes);
+  }
+
+  private give(buffer: ArrayBuffer): void {
+    const list = this.pool.get(buffer.byteLength) ?? [];
+    // Two per size covers the batch in flight and the one being filled; more would only hoard.
+    if (list.length < 2) list.push(buffer);
+    this.pool.set(buffer.byteLength, list);
   }
 }
+
+function once(fn: () => void): () => void {
+  let done = false;
+  return () => {
+    if (!done) fn();
+    done = true;
+  };
+}
+
+/** Sessions resumed per event-loop turn after a batch (see runBatch). */
+const RESOLVE_GROUP = 4;
 
 export class WorldModelRuntime {
   readonly batchWindowMs: number;

@@ -119,8 +119,18 @@ export function buildTinyWorldModel(spec: TinySpec): Uint8Array {
   const closedF = unsq(g.op('Cast', [closed], { to: 1 }), [2, 3]);
   const openF = g.op('Sub', [g.f32(1), closedF]);
 
-  const { col, row } = grids(g, size);
-  const topPanel = topRows(g, size);
+  // Row quantities are kept as [B,C,H] (not [B,C,H,1]): onnxruntime broadcasts a trailing 1 one
+  // element at a time, which made these small tensors cost more than the whole frame.
+  const { col } = grids(g, size);
+  const row = g.f32(
+    Array.from({ length: size }, (_, i) => i + 0.5),
+    [size],
+  );
+  const topPanel = g.f32(
+    Array.from({ length: size }, (_, i) => (i < size / 2 ? 1 : 0)),
+    [size],
+  );
+  const squeezeLast = (x: string | number) => (typeof x === 'number' ? x : g.op('Squeeze', [x, AX(g, [3])]));
   const add = (a: string, b: string | number) => g.op('Add', [a, typeof b === 'number' ? g.f32(b) : b]);
   const sub = (a: string, b: string | number) => g.op('Sub', [a, typeof b === 'number' ? g.f32(b) : b]);
   const mul = (a: string, b: string | number) => g.op('Mul', [a, typeof b === 'number' ? g.f32(b) : b]);
@@ -136,21 +146,22 @@ export function buildTinyWorldModel(spec: TinySpec): Uint8Array {
   const SHAPE_BITS = 8;
   const TABLE = 4 << SHAPE_BITS;
   const i32 = (x: string) => g.op('Cast', [x], { to: 6 });
-  let colBits = g.i32([-1 << SHAPE_BITS], []);
+  // Sums of distinct powers of two below 2^24 are exact in float32; one cast to int32 at the end.
+  let colBits = g.f32(-1 << SHAPE_BITS);
   const bgCode = Array.from({ length: size }, (_, r) => (r < size / 2 ? 0 : r + 0.5 < TABLE_ROW * s ? 1 : 2));
-  let rowBits = g.i32(
+  let rowBits = g.f32(
     bgCode.map((b) => b << SHAPE_BITS),
-    [size, 1],
+    [size],
   );
   const paint = (x0: string | number, x1: string | number, y0: string | number, y1: string | number, color: readonly number[], opts: { topOnly?: boolean; when?: string } = {}) => {
     const bit = palette.length - 3;
     palette.push([...color]);
     let cols = within(col, x0, x1);
     if (opts.when) cols = mul(cols, opts.when);
-    let rows = within(row, y0, y1);
+    let rows = within(row, squeezeLast(y0), squeezeLast(y1));
     if (opts.topOnly) rows = mul(rows, topPanel);
-    colBits = g.op('Add', [colBits, g.op('Mul', [i32(cols), g.i32([1 << bit], [])])]);
-    rowBits = g.op('Add', [rowBits, g.op('Mul', [i32(rows), g.i32([1 << bit], [])])]);
+    colBits = add(colBits, mul(cols, 1 << bit));
+    rowBits = add(rowBits, mul(rows, 1 << bit));
   };
 
   const half = add(mul(ez, 10 / PX_PER_M), 2.5 * s);
@@ -182,8 +193,8 @@ export function buildTinyWorldModel(spec: TinySpec): Uint8Array {
   });
   const tables = g.op('Reshape', [g.op('Gather', [g.op('Cast', [lit], { to: 2 }), g.i64(lut)], { axis: 2 }), g.i64([-1, 3])]);
   const nFrames = i32(g.op('Mul', [g.op('Gather', [g.op('Shape', [noise]), g.i64([0], [])], { axis: 0 }), g.i64([C], [])]));
-  const frameBits = g.op('Reshape', [g.op('Mul', [g.op('Range', [g.i32([0], []), nFrames, g.i32([1], [])]), g.i32([TABLE], [])]), g.i64([-1, C, 1, 1])]);
-  const index = g.op('BitwiseAnd', [colBits, g.op('Add', [rowBits, frameBits])]);
+  const frameBits = g.op('Reshape', [g.op('Mul', [g.op('Range', [g.i32([0], []), nFrames, g.i32([1], [])]), g.i32([TABLE], [])]), g.i64([-1, C, 1])]);
+  const index = g.op('BitwiseAnd', [i32(colBits), unsq(g.op('Add', [i32(rowBits), frameBits]), [3])]);
   const frames = g.op('Gather', [tables, index], { axis: 0 });
   g.output(frames, 'frames', 'uint8', ['B', C, size, size, 3]);
   return g.toModel({ graphName: `tiny_world_model_${size}`, opset: 18 });
