@@ -2,10 +2,30 @@
 // session lives here and the rollout's event loop keeps stepping envs meanwhile. Plain JS so that it
 // loads under node, tsx and vitest alike. One session per worker, created once and reused
 // (onnxruntime-node leaks memory when sessions are created and released repeatedly).
+//
+// Batches travel through shared memory, not messages: the caller writes the stacked inputs into
+// `input`, bumps ctrl[REQ] and wakes this thread (a futex, Atomics.wait); the outputs come back in
+// `output` with ctrl[RES] bumped and the caller's Atomics.waitAsync woken. A message round trip
+// costs two structured clones and two event-loop wake-ups per batch, which for a small MLP is most
+// of the inference time. Messages remain for setup, new buffers (the loop pauses) and close.
+import { TextEncoder } from 'node:util';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 
 const { path, device, deviceId, threads } = workerData;
+
+// ctrl: Int32Array over a SharedArrayBuffer; keep these in sync with onnx.ts.
+const REQ = 0; // request sequence number, bumped by the caller
+const RES = 1; // answered sequence number, bumped here
+const OP = 2; // what the request asks: RUN, PAUSE (leave the loop for a message) or CLOSE
+const STATUS = 3; // answer: OK, ERROR (message in output) or TOO_SMALL (bytes needed in ctrl[NEED])
+const ROWS = 4; // batch size of the request
+const NEED = 5;
+const OP_RUN = 0, OP_PAUSE = 1, OP_CLOSE = 2;
+const OK = 0, ERROR = 1, TOO_SMALL = 2;
+// Output header: per output [typeCode, byteOffset, byteLength, ndims, d0..d3] Int32s, then data.
+const HEADER_INTS = 8;
+const TYPES = ['float32', 'float64', 'int64', 'int32', 'uint8', 'int8', 'int16', 'uint16', 'bool'];
 
 async function create() {
   const base = { intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all' };
@@ -29,6 +49,10 @@ const meta = (list, names) =>
     return { name, type: m?.type ?? null, shape: m?.shape ? m.shape.map((d) => (typeof d === 'number' && d >= 0 ? d : String(d))) : null };
   });
 
+const errorText = (err) => String(err && err.message ? err.message : err);
+
+const ARRAYS = { float32: Float32Array, float64: Float64Array, int32: Int32Array, uint8: Uint8Array, int8: Int8Array, int16: Int16Array, uint16: Uint16Array };
+
 let session = null;
 try {
   const made = await create();
@@ -41,7 +65,76 @@ try {
     outputs: meta(session.outputMetadata, session.outputNames),
   });
 } catch (err) {
-  parentPort.postMessage({ type: 'failed', message: String(err && err.message ? err.message : err) });
+  parentPort.postMessage({ type: 'failed', message: errorText(err) });
+}
+
+/** Runs one batch from shared memory and writes the answer back; never throws. */
+async function answer(shared) {
+  const { ctrl, input, output, feeds } = shared;
+  const rows = ctrl[ROWS];
+  try {
+    const named = {};
+    for (const f of feeds) {
+      // ORT's binding wants ordinary memory: copy the rows out of the shared buffer.
+      const view = new ARRAYS[f.type](input, f.byteOffset, rows * f.per);
+      named[f.input] = new ort.Tensor(f.type, view.slice(), [rows, ...f.shape]);
+    }
+    const result = await session.run(named);
+    const names = session.outputNames;
+    const header = new Int32Array(output, 0, names.length * HEADER_INTS);
+    let offset = Math.ceil((names.length * HEADER_INTS * 4) / 8) * 8;
+    const placed = names.map((name) => {
+      const t = result[name];
+      if (t.dims.length > 4) throw new Error(`model output '${name}' has ${t.dims.length} dimensions; the ONNX policy reads at most 4`);
+      const bytes = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+      const at = offset;
+      offset += Math.ceil(bytes.byteLength / 8) * 8;
+      return { t, bytes, at };
+    });
+    if (offset > output.byteLength) {
+      ctrl[NEED] = offset;
+      ctrl[STATUS] = TOO_SMALL;
+      return;
+    }
+    const out = new Uint8Array(output);
+    placed.forEach(({ t, bytes, at }, i) => {
+      out.set(bytes, at);
+      const h = i * HEADER_INTS;
+      header[h] = TYPES.indexOf(t.type);
+      header[h + 1] = at;
+      header[h + 2] = bytes.byteLength;
+      header[h + 3] = t.dims.length;
+      for (let d = 0; d < 4; d++) header[h + 4 + d] = t.dims[d] ?? 0;
+    });
+    ctrl[STATUS] = OK;
+  } catch (err) {
+    const text = new TextEncoder().encode(errorText(err)).subarray(0, Math.max(0, output.byteLength - 4));
+    new DataView(output).setInt32(0, text.byteLength, true);
+    new Uint8Array(output, 4).set(text);
+    ctrl[STATUS] = ERROR;
+  }
+}
+
+/** Serves batches until the caller pauses (new buffers follow as a message) or closes. */
+async function serve(shared) {
+  const { ctrl } = shared;
+  // The request number when the buffers were sent: a request may already be waiting.
+  let seen = shared.seq;
+  for (;;) {
+    Atomics.wait(ctrl, REQ, seen);
+    seen = Atomics.load(ctrl, REQ);
+    const op = ctrl[OP];
+    if (op === OP_RUN) await answer(shared);
+    else ctrl[STATUS] = OK;
+    Atomics.store(ctrl, RES, seen);
+    Atomics.notify(ctrl, RES);
+    if (op === OP_CLOSE) {
+      await session?.release();
+      parentPort.close();
+      return;
+    }
+    if (op === OP_PAUSE) return;
+  }
 }
 
 parentPort.on('message', async (msg) => {
@@ -50,22 +143,7 @@ parentPort.on('message', async (msg) => {
     parentPort.close();
     return;
   }
-  try {
-    const feeds = {};
-    for (const [name, t] of Object.entries(msg.feeds)) feeds[name] = new ort.Tensor(t.type, t.data, t.dims);
-    const result = await session.run(feeds);
-    const outputs = {};
-    const transfer = new Set();
-    for (const [name, t] of Object.entries(result)) {
-      outputs[name] = { type: t.type, dims: [...t.dims], data: t.data };
-      if (t.data && t.data.buffer instanceof ArrayBuffer) transfer.add(t.data.buffer);
-    }
-    try {
-      parentPort.postMessage({ type: 'result', id: msg.id, outputs }, [...transfer]);
-    } catch {
-      parentPort.postMessage({ type: 'result', id: msg.id, outputs });
-    }
-  } catch (err) {
-    parentPort.postMessage({ type: 'error', id: msg.id, message: String(err && err.message ? err.message : err) });
+  if (msg.type === 'shared') {
+    await serve({ ctrl: new Int32Array(msg.ctrl), input: msg.input, output: msg.output, feeds: msg.feeds, seq: msg.seq });
   }
 });

@@ -51,17 +51,45 @@ export interface OnnxValueMeta {
 interface WorkerTensor {
   type: string;
   dims: number[];
-  data: ArrayLike<number> & { buffer: ArrayBufferLike };
+  data: ArrayLike<number | bigint>;
 }
 
-type WorkerMessage =
-  | { type: 'ready'; provider: string; fallback: string | null; inputs: OnnxValueMeta[]; outputs: OnnxValueMeta[] }
-  | { type: 'failed'; message: string }
-  | { type: 'result'; id: number; outputs: Record<string, WorkerTensor> }
-  | { type: 'error'; id: number; message: string };
+type WorkerMessage = { type: 'ready'; provider: string; fallback: string | null; inputs: OnnxValueMeta[]; outputs: OnnxValueMeta[] } | { type: 'failed'; message: string };
+
+/** Node 20 has Atomics.waitAsync; TypeScript's ES2023 lib does not declare it yet. */
+interface AtomicsWaitAsync {
+  waitAsync(array: Int32Array, index: number, value: number): { async: false; value: string } | { async: true; value: Promise<string> };
+}
+
+// The shared control block and output header; keep in sync with onnx-worker.mjs.
+const REQ = 0;
+const RES = 1;
+const OP = 2;
+const STATUS = 3;
+const ROWS = 4;
+const NEED = 5;
+const OP_RUN = 0;
+const OP_PAUSE = 1;
+const OP_CLOSE = 2;
+const ERROR = 1;
+const TOO_SMALL = 2;
+const HEADER_INTS = 8;
+const OUT_TYPES = ['float32', 'float64', 'int64', 'int32', 'uint8', 'int8', 'int16', 'uint16', 'bool'];
+type ArrayCtor = new (buffer: ArrayBuffer, byteOffset: number, length: number) => ArrayLike<number | bigint> & { buffer: ArrayBufferLike };
+const OUT_ARRAYS: Partial<Record<string, ArrayCtor & { BYTES_PER_ELEMENT: number }>> = {
+  float32: Float32Array,
+  float64: Float64Array,
+  int64: BigInt64Array,
+  int32: Int32Array,
+  uint8: Uint8Array,
+  int8: Int8Array,
+  int16: Int16Array,
+  uint16: Uint16Array,
+  bool: Uint8Array,
+};
 
 const FLOAT_INPUTS = new Set(['float32', 'float64']);
-const TYPED: Partial<Record<string, new (n: number) => ArrayLike<number> & { buffer: ArrayBufferLike; [i: number]: number }>> = {
+const TYPED: Partial<Record<string, (new (buffer: ArrayBufferLike, byteOffset: number, length: number) => { [i: number]: number }) & { BYTES_PER_ELEMENT: number }>> = {
   float32: Float32Array,
   float64: Float64Array,
   uint8: Uint8Array,
@@ -81,8 +109,14 @@ interface Feed {
 
 export class OnnxPolicy implements Policy {
   readonly name: string;
-  private nextId = 1;
-  private readonly waiting = new Map<number, { resolve(o: Record<string, WorkerTensor>): void; reject(e: Error): void }>();
+  private readonly ctrl = new Int32Array(new SharedArrayBuffer(8 * 4));
+  private input: SharedArrayBuffer | null = null;
+  private output: SharedArrayBuffer | null = null;
+  private sharedRows = '';
+  private outputHint = 0;
+  private sharing = false;
+  private queue: Promise<unknown> = Promise.resolve();
+  private dead: ((err: Error) => void) | null = null;
   private feeds: Feed[] | null = null;
   private actionKind: { kind: 'discrete'; n: number; start: number } | { kind: 'box'; space: BoxSpace } | null = null;
   private readonly rng: Random;
@@ -99,7 +133,6 @@ export class OnnxPolicy implements Policy {
   ) {
     this.name = `onnx:${path.split('/').pop()}`;
     this.rng = new Random(opts.seed ?? 0);
-    worker.on('message', (m: WorkerMessage) => this.onMessage(m));
     worker.on('error', (err) => this.failAll(err));
     worker.on('exit', (code) => this.failAll(new Error(`the ONNX worker exited (${code})`)));
     worker.unref();
@@ -135,56 +168,119 @@ export class OnnxPolicy implements Policy {
     const action = this.actionKind;
     if (!feeds || !action) throw new PolicyMismatchError(`${this.name}: act() called before check()`);
     const n = observations.length;
-    const msgFeeds: Record<string, { type: string; dims: number[]; data: ArrayLike<number> }> = {};
-    const transfer: ArrayBuffer[] = [];
-    for (const f of feeds) {
-      const per = f.shape.reduce((a, b) => a * b, 1);
-      const out = new TYPED[f.type]!(n * per);
-      observations.forEach((o, i) => {
-        const t = (f.key === null ? o : (o as Record<string, unknown>)[f.key]) as Tensor;
-        if (!(t instanceof Tensor) || t.size !== per) throw new PolicyMismatchError(`${this.name}: observation ${f.key ?? ''} of session ${i} is not a tensor of ${per} elements`);
-        const src = t.data as ArrayLike<number>;
-        for (let k = 0; k < per; k++) out[i * per + k] = Number(src[k]);
-      });
-      msgFeeds[f.input] = { type: f.type, dims: [n, ...f.shape], data: out };
-      transfer.push(out.buffer as ArrayBuffer);
-    }
-    const outputs = await this.run(msgFeeds, transfer);
-    return this.decode(outputs, n, action);
+    // One batch in the shared buffers at a time: later calls wait their turn.
+    const turn = this.queue.then(() => this.infer(observations, feeds));
+    this.queue = turn.catch(() => {});
+    return this.decode(await turn, n, action);
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     const exited = new Promise((r) => this.worker.once('exit', r));
-    this.worker.postMessage({ type: 'close' });
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 2000).unref())]);
+    const bounded = (p: Promise<unknown>) => Promise.race([p, new Promise((r) => setTimeout(r, 2000).unref())]);
+    await bounded(this.queue);
+    if (this.sharing) {
+      this.ctrl[OP] = OP_CLOSE;
+      this.signal();
+    } else this.worker.postMessage({ type: 'close' });
+    await bounded(exited);
     await this.worker.terminate();
   }
 
   // -------------------------------------------------------------------------------------------
 
-  private run(feeds: Record<string, unknown>, transfer: ArrayBuffer[]): Promise<Record<string, WorkerTensor>> {
-    if (this.closed) return Promise.reject(new Error(`${this.name} is closed`));
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
-      this.worker.postMessage({ type: 'run', id, feeds }, transfer);
+  /** Writes the batch into the shared input buffer, wakes the worker and reads its answer. */
+  private async infer(observations: readonly unknown[], feeds: Feed[]): Promise<Record<string, WorkerTensor>> {
+    if (this.closed) throw new Error(`${this.name} is closed`);
+    const n = observations.length;
+    const layout: { feed: Feed; per: number; byteOffset: number }[] = [];
+    let inBytes = 0;
+    for (const feed of feeds) {
+      const per = feed.shape.reduce((a, b) => a * b, 1);
+      layout.push({ feed, per, byteOffset: inBytes });
+      inBytes += Math.ceil((n * per * TYPED[feed.type]!.BYTES_PER_ELEMENT) / 8) * 8;
+    }
+    await this.ensureBuffers(inBytes, this.outputBytes(n), layout);
+    for (const { feed, per, byteOffset } of layout) {
+      const out = new TYPED[feed.type]!(this.input!, byteOffset, n * per);
+      for (let i = 0; i < n; i++) {
+        const o = observations[i];
+        const t = (feed.key === null ? o : (o as Record<string, unknown>)[feed.key]) as Tensor;
+        if (!(t instanceof Tensor) || t.size !== per) throw new PolicyMismatchError(`${this.name}: observation ${feed.key ?? ''} of session ${i} is not a tensor of ${per} elements`);
+        const src = t.data as ArrayLike<number>;
+        for (let k = 0; k < per; k++) out[i * per + k] = Number(src[k]);
+      }
+    }
+    this.ctrl[ROWS] = n;
+    this.ctrl[OP] = OP_RUN;
+    await this.signal();
+    const status = this.ctrl[STATUS];
+    if (status === TOO_SMALL) {
+      // The outputs came out larger than their metadata let us expect: grow and ask again.
+      this.outputHint = Math.max(this.outputHint, this.ctrl[NEED]!);
+      return this.infer(observations, feeds);
+    }
+    if (status === ERROR) {
+      const len = new DataView(this.output!).getInt32(0, true);
+      throw new Error(`${this.name}: inference failed: ${new TextDecoder().decode(new Uint8Array(this.output!, 4, len).slice())}`);
+    }
+    const header = new Int32Array(this.output!, 0, this.outputs.length * HEADER_INTS);
+    const result: Record<string, WorkerTensor> = {};
+    this.outputs.forEach((o, i) => {
+      const h = i * HEADER_INTS;
+      const type = OUT_TYPES[header[h]!] ?? 'float32';
+      const bytes = new Uint8Array(this.output!, header[h + 1]!, header[h + 2]!).slice();
+      const Ctor = OUT_ARRAYS[type] ?? Float32Array;
+      const data = new Ctor(bytes.buffer, 0, bytes.byteLength / Ctor.BYTES_PER_ELEMENT);
+      result[o.name] = { type, dims: Array.from(header.subarray(h + 4, h + 4 + header[h + 3]!)), data };
+    });
+    return result;
+  }
+
+  /** Bytes the outputs of a batch of n take, from the model's metadata (symbolic dims taken as n). */
+  private outputBytes(n: number): number {
+    let bytes = this.outputs.length * HEADER_INTS * 4 + 8;
+    for (const o of this.outputs) bytes += Math.ceil(((o.shape ?? [n, 64]).reduce<number>((a, d) => a * (typeof d === 'number' ? Math.max(1, d) : n), 1) * 8) / 8) * 8 + 8;
+    return Math.max(bytes, this.outputHint, 1024);
+  }
+
+  /** Gives the worker larger shared buffers when a batch needs them (the worker's loop pauses for the message). */
+  private async ensureBuffers(inBytes: number, outBytes: number, layout: { feed: Feed; per: number; byteOffset: number }[]): Promise<void> {
+    const fits = this.input && this.output && this.input.byteLength >= inBytes && this.output.byteLength >= outBytes && this.sharedRows === layout.map((l) => l.byteOffset).join(',');
+    if (fits) return;
+    if (this.sharing) {
+      this.ctrl[OP] = OP_PAUSE;
+      await this.signal();
+    }
+    if (!this.input || this.input.byteLength < inBytes) this.input = new SharedArrayBuffer(Math.max(inBytes * 2, 1024));
+    if (!this.output || this.output.byteLength < outBytes) this.output = new SharedArrayBuffer(outBytes * 2);
+    this.sharedRows = layout.map((l) => l.byteOffset).join(',');
+    const feeds = layout.map((l) => ({ input: l.feed.input, type: l.feed.type, shape: l.feed.shape, per: l.per, byteOffset: l.byteOffset }));
+    this.worker.postMessage({ type: 'shared', ctrl: this.ctrl.buffer, input: this.input, output: this.output, feeds, seq: this.ctrl[REQ] });
+    this.sharing = true;
+  }
+
+  /** Bumps the request number, wakes the worker, and resolves once it has answered (or rejects if it dies). */
+  private signal(): Promise<void> {
+    const seq = (this.ctrl[REQ]! + 1) | 0;
+    Atomics.store(this.ctrl, REQ, seq);
+    Atomics.notify(this.ctrl, REQ);
+    const waited = (Atomics as unknown as AtomicsWaitAsync).waitAsync(this.ctrl, RES, (seq - 1) | 0);
+    if (!waited.async) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      this.dead = reject;
+      void waited.value.then(() => {
+        this.dead = null;
+        resolve();
+      });
     });
   }
 
-  private onMessage(m: WorkerMessage): void {
-    if (m.type !== 'result' && m.type !== 'error') return;
-    const w = this.waiting.get(m.id);
-    if (!w) return;
-    this.waiting.delete(m.id);
-    if (m.type === 'result') w.resolve(m.outputs);
-    else w.reject(new Error(`${this.name}: inference failed: ${m.message}`));
-  }
-
   private failAll(err: Error): void {
-    for (const w of this.waiting.values()) w.reject(err);
-    this.waiting.clear();
+    this.dead?.(err);
+    this.dead = null;
+    this.closed = true;
   }
 
   private planFeeds(space: Space): Feed[] {

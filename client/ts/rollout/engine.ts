@@ -219,7 +219,11 @@ export class Rollout {
 
   private byTarget(slots: Slot[]): [RolloutTarget, Slot[]][] {
     const map = new Map<RolloutTarget, Slot[]>();
-    for (const s of slots) map.set(s.target, [...(map.get(s.target) ?? []), s]);
+    for (const s of slots) {
+      const list = map.get(s.target);
+      if (list) list.push(s);
+      else map.set(s.target, [s]);
+    }
     return [...map];
   }
 
@@ -244,48 +248,73 @@ export class Rollout {
   }
 
   /**
-   * The schedule: groups take turns. On its turn a group collects its last step's results, its
-   * actions are computed and its next step_batch is sent without waiting; the next group's turn
-   * follows at once, so its actions are computed while this group's step is on the wire and its
-   * envs step. A fixed order keeps the overlap from drifting into both groups acting, then both
-   * stepping. With one group this is plain lock-step.
+   * The schedule: each group loops act -> step_batch -> record on its own, so the main thread
+   * decodes one group's step while the policy worker computes another group's actions and the
+   * server steps a third's envs: nothing waits on a fixed order of awaits. Only the order in which
+   * groups hand their batches to the policy is fixed (round robin, a baton passed at each act), so
+   * a seeded sampling policy draws its random numbers in the same order on every run. With one
+   * group this is plain lock-step.
    */
   private async drive(groups: Slot[][]): Promise<void> {
     const { opts } = this;
-    const inFlight: (Promise<void> | null)[] = groups.map(() => null);
-    try {
-      for (;;) {
-        let acted = false;
-        for (let g = 0; g < groups.length; g++) {
-          const pending = inFlight[g];
-          if (pending) {
-            inFlight[g] = null;
-            await pending;
-          }
+    const n = groups.length;
+    const done = groups.map(() => false);
+    const waiting: ((() => void) | null)[] = groups.map(() => null);
+    let turn = 0;
+    let halted = false;
+    const wake = (g: number) => {
+      const w = waiting[g];
+      waiting[g] = null;
+      w?.();
+    };
+    const pass = () => {
+      for (let k = 1; k <= n; k++) {
+        const next = (turn + k) % n;
+        if (!done[next]) {
+          turn = next;
+          wake(next);
+          return;
+        }
+      }
+    };
+    const myTurn = (g: number) => (turn === g || halted ? Promise.resolve() : new Promise<void>((r) => (waiting[g] = r)));
+    const loop = async (g: number): Promise<void> => {
+      try {
+        for (;;) {
+          await myTurn(g);
           if (opts.maxSteps !== undefined && this.steps >= opts.maxSteps && this.stopMode === null) this.stop(opts.onLimit ?? 'keep');
-          if (this.stopMode === 'keep' || this.stopMode === 'discard') continue;
-          const live = groups[g]!.filter((s) => s.episode && !s.lost);
-          if (live.length === 0) continue;
-          acted = true;
-          const out: PolicyOutput = await opts.policy.act(
-            live.map((s) => s.obs),
-            { sessions: live.map((s) => s.env.sessionId), infos: live.map((s) => s.info) },
-          );
-          inFlight[g] = Promise.all(this.byTarget(live).map(([target, slots]) => this.stepTarget(target, slots, live, out))).then(() => {});
-          // Keep a rejection from going unhandled while other groups take their turns.
-          inFlight[g]!.catch(() => {});
+          const live = halted || this.stopMode === 'keep' || this.stopMode === 'discard' ? [] : groups[g]!.filter((s) => s.episode && !s.lost);
+          // A group whose sessions all went idle stays idle: episodes only start from its own steps.
+          if (live.length === 0) return;
+          let acting: Promise<PolicyOutput>;
+          try {
+            acting = Promise.resolve(opts.policy.act(live.map((s) => s.obs), { sessions: live.map((s) => s.env.sessionId), infos: live.map((s) => s.info) }));
+          } catch (err) {
+            acting = Promise.reject(err);
+          }
+          pass();
+          const out = await acting;
+          await Promise.all(this.byTarget(live).map(([target, slots]) => this.stepTarget(target, slots, live, out)));
           opts.onProgress?.(this.progress());
           if (opts.writer) await opts.writer.ready();
         }
-        if (!acted && inFlight.every((p) => p === null)) return;
+      } catch (err) {
+        // A policy error or an action the env refuses ends the rollout: the other groups stop at their next turn.
+        halted = true;
+        groups.forEach((_, k) => wake(k));
+        throw err;
+      } finally {
+        done[g] = true;
+        if (turn === g) pass();
       }
-    } finally {
-      await Promise.allSettled(inFlight.filter((p) => p !== null));
-    }
+    };
+    const results = await Promise.allSettled(groups.map((_, g) => loop(g)));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   private async stepTarget(target: RolloutTarget, slots: Slot[], live: Slot[], out: PolicyOutput): Promise<void> {
-    const at = slots.map((s) => live.indexOf(s));
+    const at = slots.length === live.length ? slots.map((_, i) => i) : slots.map((s) => live.indexOf(s));
     const actions = at.map((j) => out.actions[j]);
     let r;
     try {
