@@ -48,6 +48,8 @@ interface Pending {
   resolve(result: unknown): void;
   reject(err: Error): void;
   timer: NodeJS.Timeout | null;
+  /** When a request times out (one sweeping timer checks deadlines: no timer per request on the hot path). */
+  deadline: number;
 }
 
 type State = 'connecting' | 'open' | 'reconnecting' | 'closed';
@@ -61,6 +63,7 @@ export class GymwireClient {
   private resumeToken: string | undefined;
   private readonly envs = new Map<string, RemoteEnv>();
   private reconnecting: Promise<void> | null = null;
+  private sweeper: NodeJS.Timeout | null = null;
 
   private constructor(
     private readonly connector: Connector,
@@ -129,24 +132,34 @@ export class GymwireClient {
         resolve: resolve as (r: unknown) => void,
         reject,
         timer: null,
+        deadline: timeoutMs > 0 ? Date.now() + timeoutMs : Infinity,
       };
-      if (timeoutMs > 0) {
-        entry.timer = setTimeout(() => {
-          this.pending.delete(id);
-          reject(new SdkError('REQUEST_TIMEOUT', `${type} got no answer within ${timeoutMs} ms`, { id, type }));
-        }, timeoutMs);
-        entry.timer.unref?.();
-      }
+      if (timeoutMs > 0) this.ensureSweeper(timeoutMs);
       this.pending.set(id, entry);
       // While reconnecting the request waits in `pending`; it goes out after the resume.
       if (this.state === 'open') this.transport!.send(frame);
     });
   }
 
+  /** Times out requests past their deadline; pending is in send order, so the scan stops at the first live one. */
+  private ensureSweeper(timeoutMs: number): void {
+    if (this.sweeper) return;
+    this.sweeper = setInterval(() => {
+      const now = Date.now();
+      for (const [id, p] of this.pending) {
+        if (p.deadline > now) break;
+        this.pending.delete(id);
+        p.reject(new SdkError('REQUEST_TIMEOUT', `${p.type} got no answer within ${this.opts.requestTimeoutMs ?? 120_000} ms`, { id, type: p.type }));
+      }
+    }, Math.max(5, Math.min(1000, Math.floor(timeoutMs / 10))));
+    this.sweeper.unref?.();
+  }
+
   /** Closes the connection; the server reaps this client's sessions after its grace period (close envs first to free them now). */
   async close(): Promise<void> {
     if (this.state === 'closed') return;
     this.state = 'closed';
+    if (this.sweeper) clearInterval(this.sweeper);
     this.failAll(new SdkError('CLOSED', 'the client was closed'));
     this.transport?.close();
     this.transport = null;
@@ -211,6 +224,7 @@ export class GymwireClient {
           reject(e);
         },
         timer: null,
+        deadline: Infinity,
       });
       transport.send(
         encode({
