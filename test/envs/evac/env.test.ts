@@ -159,6 +159,18 @@ describe('EvacWorldModel-v0 reward, termination and truncation (RLinf rules)', (
     expect(outcomes.filter(Boolean).length).toBeLessThanOrEqual(1);
   });
 
+  it('observations and returned frames stay as they were while later batches reuse the buffers', async () => {
+    const envs = await Promise.all(Array.from({ length: 4 }, () => make({ return_all_frames: true })));
+    await Promise.all(envs.map((e, i) => e.reset({ seed: i })));
+    const first = await Promise.all(envs.map((e) => e.step(filled(0.5))));
+    const kept = first.map((s) => ({ image: Buffer.from((s.obs as EvacObs).full_image.data), all: Buffer.from((s.info.frames as Tensor<'uint8'>).data) }));
+    for (let k = 0; k < 4; k++) await Promise.all(envs.map((e) => e.step(filled(-0.5))));
+    first.forEach((s, i) => {
+      expect(Buffer.from((s.obs as EvacObs).full_image.data).equals(kept[i]!.image)).toBe(true);
+      expect(Buffer.from((s.info.frames as Tensor<'uint8'>).data).equals(kept[i]!.all)).toBe(true);
+    });
+  });
+
   it('truncates on the chunk that reaches max_episode_steps (counted in frames)', async () => {
     const env = await make({ max_episode_steps: 24 });
     await env.reset({ seed: 0 });
