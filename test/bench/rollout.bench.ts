@@ -16,6 +16,7 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,7 +32,7 @@ import { CARTPOLE_MLP, writeMlp } from '../../scripts/onnx/mlp.ts';
 const QUICK = process.argv.includes('--quick');
 const SESSIONS = 64;
 const STEPS = QUICK ? 8_000 : 20_000;
-const ROUNDS = QUICK ? 3 : 7;
+const ROUNDS = QUICK ? 5 : 9;
 const ENV = 'gymwire/CartPole-v1';
 
 function emit(metric: string, value: number, unit: string, extra: Record<string, unknown> = {}): void {
@@ -87,21 +88,69 @@ let client = await connect(localUrl);
 let url = localUrl;
 let policy: OnnxPolicy | null = null;
 
-async function run(groups: number, withWriter: boolean): Promise<number> {
+/** CPU ms of a thread or process from /proc (Linux; 0 elsewhere), to see which thread bounds the rate. */
+function cpuMs(path: string): number {
+  if (!existsSync(path)) return 0;
+  const fields = readFileSync(path, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+const threadIds = () => (existsSync('/proc/self/task') ? readdirSync('/proc/self/task') : []);
+let workerTids: string[] = [];
+/** /proc counts in 10 ms ticks; the process total (main thread + worker) comes from process.cpuUsage, to the microsecond. */
+const cpuTotal = () => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+const usage = () => ({
+  client: (cpuTotal()) / 1000,
+  worker: workerTids.reduce((a, t) => a + cpuMs(`/proc/self/task/${t}/stat`), 0),
+  server: cpuMs(`/proc/${child.pid}/stat`),
+});
+
+interface RunResult {
+  stepsPerSec: number;
+  /** CPU ms per 64 env steps of the client's main thread, the policy worker and the server process. */
+  cpu: { client: number; worker: number; server: number };
+}
+
+/**
+ * One rollout; the rate is the steady state, from the first progress report after 10% of the steps
+ * to the last (session setup, resets and closing are the same for both modes and left out).
+ */
+async function run(groups: number, withWriter: boolean): Promise<RunResult> {
   const writer = withWriter ? await TrajectoryWriter.create(join(dir, `ds-${groups}-${Date.now()}`), { envId: ENV, observationSpace: env.observationSpace, actionSpace: env.actionSpace }) : null;
-  const rollout = new Rollout({ envId: ENV, targets: [{ client, url, sessions: SESSIONS }], policy: policy!, episodes: 1e9, maxSteps: STEPS, onLimit: 'discard', groups, seed: 0, writer });
-  const s = await rollout.run();
+  let from: { t: number; steps: number; cpu: ReturnType<typeof usage> } | null = null;
+  let to: { t: number; steps: number; cpu: ReturnType<typeof usage> } | null = null;
+  const onProgress = (p: { steps: number }) => {
+    const mark = { t: performance.now(), steps: p.steps, cpu: from ? to?.cpu ?? usage() : usage() };
+    if (!from) {
+      if (p.steps >= STEPS / 10) from = mark;
+    } else to = mark;
+  };
+  const rollout = new Rollout({ envId: ENV, targets: [{ client, url, sessions: SESSIONS }], policy: policy!, episodes: 1e9, maxSteps: STEPS, onLimit: 'discard', groups, seed: 0, writer, onProgress });
+  await rollout.run();
+  const end = usage();
   await writer?.close({ policy: policy!.name });
-  return s.stepsPerSec;
+  const a = from!;
+  const b = to!;
+  const per64 = (k: keyof ReturnType<typeof usage>) => ((end[k] - a.cpu[k]) * SESSIONS) / Math.max(1, STEPS - a.steps);
+  return { stepsPerSec: ((b.steps - a.steps) * 1000) / (b.t - a.t), cpu: { client: per64('client'), worker: per64('worker'), server: per64('server') } };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const round3 = (x: number) => Number(x.toFixed(3));
+const cpuMedian = (rs: RunResult[]) => ({ client_main_plus_worker: round3(median(rs.map((r) => r.cpu.client))), worker: round3(median(rs.map((r) => r.cpu.worker))), server: round3(median(rs.map((r) => r.cpu.server))) });
 
-/** Lock-step and pipelined runs alternate, so both see the same machine load; medians of the rounds, speedup = median of per-round ratios. */
+/**
+ * Lock-step and pipelined runs alternate, so both see the same machine load. Reported: min and
+ * median rates of each mode over the rounds, the speedup as the median (and min) of per-round
+ * ratios, and the CPU spent per 64 env steps (median) by the client process (main thread + policy
+ * worker), the worker alone (10 ms ticks) and the server process, to show which one bounds the rate.
+ */
 async function compare(model: string, link: 'local' | 'lan', withDataset: boolean): Promise<void> {
   await run(2, false); // warm-up: sessions path, worker, JIT
-  const locks: number[] = [];
-  const pipes: number[] = [];
+  const locks: RunResult[] = [];
+  const pipes: RunResult[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const first = i % 2 === 0;
     const a = await run(first ? 1 : 2, false);
@@ -110,19 +159,37 @@ async function compare(model: string, link: 'local' | 'lan', withDataset: boolea
     pipes.push(first ? b : a);
   }
   const extra = { model, sessions: SESSIONS, link, rounds: ROUNDS, loadavg: Number(loadavg()[0]!.toFixed(2)), ...(link === 'lan' ? { one_way_delay_ms: LINK_MS } : {}) };
-  const ratio = median(locks.map((l, i) => pipes[i]! / l));
-  emit('lockstep_env_steps_per_s', median(locks), 'steps/s', { ...extra, groups: 1 });
-  emit('pipelined_env_steps_per_s', median(pipes), 'steps/s', { ...extra, groups: 2 });
-  if (withDataset) emit('pipelined_with_dataset_env_steps_per_s', await run(2, true), 'steps/s', { ...extra, groups: 2, dataset: 'arrow' });
-  emit('speedup_pipelined_vs_lockstep', ratio, 'x', { ...extra, target: 1.5, pass: ratio >= 1.5 });
+  const ratios = locks.map((l, i) => pipes[i]!.stepsPerSec / l.stepsPerSec);
+  const rates = (rs: RunResult[]) => rs.map((r) => r.stepsPerSec);
+  emit('lockstep_env_steps_per_s', median(rates(locks)), 'steps/s', { ...extra, groups: 1, min: round3(Math.min(...rates(locks))), cpu_ms_per_64_steps: cpuMedian(locks) });
+  emit('pipelined_env_steps_per_s', median(rates(pipes)), 'steps/s', { ...extra, groups: 2, min: round3(Math.min(...rates(pipes))), cpu_ms_per_64_steps: cpuMedian(pipes) });
+  if (withDataset) emit('pipelined_with_dataset_env_steps_per_s', (await run(2, true)).stepsPerSec, 'steps/s', { ...extra, groups: 2, dataset: 'arrow' });
+  const ratio = median(ratios);
+  emit('speedup_pipelined_vs_lockstep', ratio, 'x', { ...extra, min: round3(Math.min(...ratios)), max: round3(Math.max(...ratios)), target: 1.5, pass: ratio >= 1.5 });
+}
+
+/** The server's own cost per step_batch of n sessions (the policy left out), the floor the policy adds to. */
+async function stepFloor(n: number, calls: number): Promise<number> {
+  const envs = await Promise.all(Array.from({ length: n }, () => client.make(ENV, {})));
+  const ids = envs.map((e) => e.sessionId);
+  await client.request('reset_batch', { session_ids: ids, seeds: ids.map((_, i) => i), options: null });
+  const actions = ids.map(() => 1);
+  const t0 = performance.now();
+  for (let i = 0; i < calls; i++) await client.request('step_batch', { session_ids: ids, actions, autoreset_mode: 'same_step' });
+  const ms = (performance.now() - t0) / calls;
+  await Promise.all(envs.map((e) => e.close()));
+  return ms;
 }
 
 try {
+  for (const n of [SESSIONS / 2, SESSIONS]) emit(`step_batch${n}_ms`, await stepFloor(n, QUICK ? 200 : 600), 'ms', { floor: true });
   for (const m of MODELS) {
     const path = join(dir, `${m.name}.onnx`);
     await writeMlp(path, { ...CARTPOLE_MLP, hidden: m.hidden, depth: m.depth });
     await policy?.close();
+    const before = new Set(threadIds());
     policy = await OnnxPolicy.load(path, { seed: 0 });
+    workerTids = threadIds().filter((t) => !before.has(t));
     policy.check({ observationSpace: env.observationSpace, actionSpace: env.actionSpace });
     const obs = Array.from({ length: SESSIONS }, (_, i) => env.reset({ seed: i }).obs);
     for (const n of [SESSIONS / 2, SESSIONS]) {
