@@ -62,17 +62,10 @@ interface AtomicsWaitAsync {
 }
 
 // The shared control block and output header; keep in sync with onnx-worker.mjs.
-const REQ = 0;
-const RES = 1;
-const OP = 2;
-const STATUS = 3;
-const ROWS = 4;
-const NEED = 5;
-const OP_RUN = 0;
-const OP_PAUSE = 1;
-const OP_CLOSE = 2;
-const ERROR = 1;
-const TOO_SMALL = 2;
+// ctrl slots: request number, answered number, operation, status, batch rows, bytes needed.
+const [REQ, RES, OP, STATUS, ROWS, NEED] = [0, 1, 2, 3, 4, 5] as const;
+const [OP_RUN, OP_PAUSE, OP_CLOSE] = [0, 1, 2] as const;
+const [ERROR, TOO_SMALL] = [1, 2] as const;
 const HEADER_INTS = 8;
 const OUT_TYPES = ['float32', 'float64', 'int64', 'int32', 'uint8', 'int8', 'int16', 'uint16', 'bool'];
 type ArrayCtor = new (buffer: ArrayBuffer, byteOffset: number, length: number) => ArrayLike<number | bigint> & { buffer: ArrayBufferLike };
