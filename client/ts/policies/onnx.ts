@@ -171,11 +171,15 @@ export class OnnxPolicy implements Policy {
     if (this.closed) return;
     this.closed = true;
     const exited = new Promise((r) => this.worker.once('exit', r));
+    // Keep the process alive until the worker has released its session and exited.
+    this.worker.ref();
     const bounded = (p: Promise<unknown>) => Promise.race([p, new Promise((r) => setTimeout(r, 2000).unref())]);
     await bounded(this.queue);
     if (this.sharing) {
+      // No answer to wait for: the worker exits.
       this.ctrl[OP] = OP_CLOSE;
-      this.signal();
+      Atomics.add(this.ctrl, REQ, 1);
+      Atomics.notify(this.ctrl, REQ);
     } else this.worker.postMessage({ type: 'close' });
     await bounded(exited);
     await this.worker.terminate();
@@ -261,10 +265,13 @@ export class OnnxPolicy implements Policy {
     Atomics.notify(this.ctrl, REQ);
     const waited = (Atomics as unknown as AtomicsWaitAsync).waitAsync(this.ctrl, RES, (seq - 1) | 0);
     if (!waited.async) return Promise.resolve();
+    // A pending waitAsync does not keep the event loop alive; the worker's handle does, while we wait.
+    this.worker.ref();
     return new Promise<void>((resolve, reject) => {
       this.dead = reject;
       void waited.value.then(() => {
         this.dead = null;
+        this.worker.unref();
         resolve();
       });
     });
