@@ -14,13 +14,15 @@ import * as ort from 'onnxruntime-node';
 
 const { path, device, deviceId, threads } = workerData;
 
-// ctrl: Int32Array over a SharedArrayBuffer; keep these in sync with onnx.ts.
-const REQ = 0; // request sequence number, bumped by the caller
-const RES = 1; // answered sequence number, bumped here
-const OP = 2; // what the request asks: RUN, PAUSE (leave the loop for a message) or CLOSE
-const STATUS = 3; // answer: OK, ERROR (message in output) or TOO_SMALL (bytes needed in ctrl[NEED])
-const ROWS = 4; // batch size of the request
-const NEED = 5;
+// ctrl: Int32Array over a SharedArrayBuffer; keep these in sync with onnx.ts. Two slots, so the
+// caller can write batch k+1 while batch k runs and this thread goes straight on to it.
+const REQ = 0; // last request number posted by the caller (request k uses slot k & 1)
+const RES = 1; // last request number answered here
+const slotBase = (slot) => 2 + 4 * slot;
+const OP = 0; // per slot: what the request asks: RUN, PAUSE (leave the loop for a message) or CLOSE
+const STATUS = 1; // per slot: OK, ERROR (message in the slot's output) or TOO_SMALL (bytes needed in NEED)
+const ROWS = 2; // per slot: batch size
+const NEED = 3;
 const OP_RUN = 0, OP_PAUSE = 1, OP_CLOSE = 2;
 const OK = 0, ERROR = 1, TOO_SMALL = 2;
 // Output header: per output [typeCode, byteOffset, byteLength, ndims, d0..d3] Int32s, then data.
@@ -69,19 +71,23 @@ try {
 }
 
 /** Runs one batch from shared memory and writes the answer back; never throws. */
-async function answer(shared) {
-  const { ctrl, input, output, feeds } = shared;
-  const rows = ctrl[ROWS];
+async function answer(shared, slot) {
+  const { ctrl, feeds } = shared;
+  const base = slotBase(slot);
+  const rows = ctrl[base + ROWS];
+  const inAt = slot * shared.inStride;
+  const outAt = slot * shared.outStride;
+  const output = shared.output;
   try {
     const named = {};
     for (const f of feeds) {
       // ORT's binding wants ordinary memory: copy the rows out of the shared buffer.
-      const view = new ARRAYS[f.type](input, f.byteOffset, rows * f.per);
+      const view = new ARRAYS[f.type](shared.input, inAt + f.byteOffset, rows * f.per);
       named[f.input] = new ort.Tensor(f.type, view.slice(), [rows, ...f.shape]);
     }
     const result = await session.run(named);
     const names = session.outputNames;
-    const header = new Int32Array(output, 0, names.length * HEADER_INTS);
+    const header = new Int32Array(output, outAt, names.length * HEADER_INTS);
     let offset = Math.ceil((names.length * HEADER_INTS * 4) / 8) * 8;
     const placed = names.map((name) => {
       const t = result[name];
@@ -91,12 +97,12 @@ async function answer(shared) {
       offset += Math.ceil(bytes.byteLength / 8) * 8;
       return { t, bytes, at };
     });
-    if (offset > output.byteLength) {
-      ctrl[NEED] = offset;
-      ctrl[STATUS] = TOO_SMALL;
+    if (offset > shared.outStride) {
+      ctrl[base + NEED] = offset;
+      ctrl[base + STATUS] = TOO_SMALL;
       return;
     }
-    const out = new Uint8Array(output);
+    const out = new Uint8Array(output, outAt, shared.outStride);
     placed.forEach(({ t, bytes, at }, i) => {
       out.set(bytes, at);
       const h = i * HEADER_INTS;
@@ -106,27 +112,29 @@ async function answer(shared) {
       header[h + 3] = t.dims.length;
       for (let d = 0; d < 4; d++) header[h + 4 + d] = t.dims[d] ?? 0;
     });
-    ctrl[STATUS] = OK;
+    ctrl[base + STATUS] = OK;
   } catch (err) {
-    const text = new TextEncoder().encode(errorText(err)).subarray(0, Math.max(0, output.byteLength - 4));
-    new DataView(output).setInt32(0, text.byteLength, true);
-    new Uint8Array(output, 4).set(text);
-    ctrl[STATUS] = ERROR;
+    const text = new TextEncoder().encode(errorText(err)).subarray(0, Math.max(0, shared.outStride - 4));
+    new DataView(output, outAt).setInt32(0, text.byteLength, true);
+    new Uint8Array(output, outAt + 4).set(text);
+    ctrl[base + STATUS] = ERROR;
   }
 }
 
-/** Serves batches until the caller pauses (new buffers follow as a message) or closes. */
+/** Serves batches in order until the caller pauses (new buffers follow as a message) or closes. */
 async function serve(shared) {
   const { ctrl } = shared;
-  // The request number when the buffers were sent: a request may already be waiting.
-  let seen = shared.seq;
+  // The request number when the buffers were sent: requests may already be waiting.
+  let served = shared.seq;
   for (;;) {
-    Atomics.wait(ctrl, REQ, seen);
-    seen = Atomics.load(ctrl, REQ);
-    const op = ctrl[OP];
-    if (op === OP_RUN) await answer(shared);
-    else ctrl[STATUS] = OK;
-    Atomics.store(ctrl, RES, seen);
+    Atomics.wait(ctrl, REQ, served);
+    const seq = (served + 1) | 0;
+    const base = slotBase(seq & 1);
+    const op = ctrl[base + OP];
+    if (op === OP_RUN) await answer(shared, seq & 1);
+    else ctrl[base + STATUS] = OK;
+    served = seq;
+    Atomics.store(ctrl, RES, seq);
     Atomics.notify(ctrl, RES);
     if (op === OP_CLOSE) {
       await session?.release();
@@ -144,6 +152,6 @@ parentPort.on('message', async (msg) => {
     return;
   }
   if (msg.type === 'shared') {
-    await serve({ ctrl: new Int32Array(msg.ctrl), input: msg.input, output: msg.output, feeds: msg.feeds, seq: msg.seq });
+    await serve({ ...msg, ctrl: new Int32Array(msg.ctrl) });
   }
 });

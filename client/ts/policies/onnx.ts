@@ -62,8 +62,11 @@ interface AtomicsWaitAsync {
 }
 
 // The shared control block and output header; keep in sync with onnx-worker.mjs.
-// ctrl slots: request number, answered number, operation, status, batch rows, bytes needed.
-const [REQ, RES, OP, STATUS, ROWS, NEED] = [0, 1, 2, 3, 4, 5] as const;
+// ctrl: request number posted, request number answered, then per slot (request k uses slot k & 1):
+// operation, status, batch rows, bytes needed.
+const [REQ, RES] = [0, 1] as const;
+const slotBase = (slot: number) => 2 + 4 * slot;
+const [OP, STATUS, ROWS, NEED] = [0, 1, 2, 3] as const;
 const [OP_RUN, OP_PAUSE, OP_CLOSE] = [0, 1, 2] as const;
 const [ERROR, TOO_SMALL] = [1, 2] as const;
 const HEADER_INTS = 8;
@@ -102,14 +105,22 @@ interface Feed {
 
 export class OnnxPolicy implements Policy {
   readonly name: string;
-  private readonly ctrl = new Int32Array(new SharedArrayBuffer(8 * 4));
+  private readonly ctrl = new Int32Array(new SharedArrayBuffer(16 * 4));
   private input: SharedArrayBuffer | null = null;
   private output: SharedArrayBuffer | null = null;
-  private sharedRows = '';
+  /** Rows each slot holds, and the slots' byte strides. */
+  private capacity = 0;
+  private inStride = 0;
+  private outStride = 0;
   private outputHint = 0;
   private sharing = false;
-  private queue: Promise<unknown> = Promise.resolve();
-  private dead: ((err: Error) => void) | null = null;
+  /** Last request number posted; batches are posted one after another through `posting`. */
+  private posted = 0;
+  private posting: Promise<unknown> = Promise.resolve();
+  /** Per slot: settles once the answer in it has been read, so the slot may be written again. */
+  private readonly read: Promise<unknown>[] = [Promise.resolve(), Promise.resolve()];
+  private waiters = 0;
+  private readonly dead = new Set<(err: Error) => void>();
   private feeds: Feed[] | null = null;
   private actionKind: { kind: 'discrete'; n: number; start: number } | { kind: 'box'; space: BoxSpace } | null = null;
   private readonly rng: Random;
@@ -160,11 +171,7 @@ export class OnnxPolicy implements Policy {
     const feeds = this.feeds;
     const action = this.actionKind;
     if (!feeds || !action) throw new PolicyMismatchError(`${this.name}: act() called before check()`);
-    const n = observations.length;
-    // One batch in the shared buffers at a time: later calls wait their turn.
-    const turn = this.queue.then(() => this.infer(observations, feeds));
-    this.queue = turn.catch(() => {});
-    return this.decode(await turn, n, action);
+    return this.decode(await this.infer(observations, feeds), observations.length, action);
   }
 
   async close(): Promise<void> {
@@ -174,12 +181,10 @@ export class OnnxPolicy implements Policy {
     // Keep the process alive until the worker has released its session and exited.
     this.worker.ref();
     const bounded = (p: Promise<unknown>) => Promise.race([p, new Promise((r) => setTimeout(r, 2000).unref())]);
-    await bounded(this.queue);
+    await bounded(Promise.all([this.posting, ...this.read]));
     if (this.sharing) {
       // No answer to wait for: the worker exits.
-      this.ctrl[OP] = OP_CLOSE;
-      Atomics.add(this.ctrl, REQ, 1);
-      Atomics.notify(this.ctrl, REQ);
+      this.post(OP_CLOSE, 0);
     } else this.worker.postMessage({ type: 'close' });
     await bounded(exited);
     await this.worker.terminate();
@@ -187,99 +192,146 @@ export class OnnxPolicy implements Policy {
 
   // -------------------------------------------------------------------------------------------
 
-  /** Writes the batch into the shared input buffer, wakes the worker and reads its answer. */
+  /**
+   * Posts the batch (in call order) and reads its answer. Two slots: the next batch is written and
+   * posted while this one runs, so the worker goes from one straight to the next.
+   */
   private async infer(observations: readonly unknown[], feeds: Feed[]): Promise<Record<string, WorkerTensor>> {
+    const posted = this.posting.then(() => this.write(observations, feeds));
+    this.posting = posted.catch(() => {});
+    const { seq, done } = await posted;
+    try {
+      await this.answered(seq);
+      const base = slotBase(seq & 1);
+      const status = this.ctrl[base + STATUS];
+      const outAt = (seq & 1) * this.outStride;
+      if (status === TOO_SMALL) {
+        // The outputs came out larger than their metadata let us expect: grow and ask again.
+        this.outputHint = Math.max(this.outputHint, this.ctrl[base + NEED]!);
+        done();
+        return await this.infer(observations, feeds);
+      }
+      if (status === ERROR) {
+        const len = new DataView(this.output!, outAt).getInt32(0, true);
+        throw new Error(`${this.name}: inference failed: ${new TextDecoder().decode(new Uint8Array(this.output!, outAt + 4, len).slice())}`);
+      }
+      const header = new Int32Array(this.output!, outAt, this.outputs.length * HEADER_INTS);
+      const result: Record<string, WorkerTensor> = {};
+      this.outputs.forEach((o, i) => {
+        const h = i * HEADER_INTS;
+        const type = OUT_TYPES[header[h]!] ?? 'float32';
+        const bytes = new Uint8Array(this.output!, outAt + header[h + 1]!, header[h + 2]!).slice();
+        const Ctor = OUT_ARRAYS[type] ?? Float32Array;
+        const data = new Ctor(bytes.buffer, 0, bytes.byteLength / Ctor.BYTES_PER_ELEMENT);
+        result[o.name] = { type, dims: Array.from(header.subarray(h + 4, h + 4 + header[h + 3]!)), data };
+      });
+      return result;
+    } finally {
+      done();
+    }
+  }
+
+  /** Waits for the batch's slot, writes the stacked observations into it and posts it. */
+  private async write(observations: readonly unknown[], feeds: Feed[]): Promise<{ seq: number; done: () => void }> {
     if (this.closed) throw new Error(`${this.name} is closed`);
     const n = observations.length;
-    const layout: { feed: Feed; per: number; byteOffset: number }[] = [];
-    let inBytes = 0;
+    await this.ensureBuffers(n, feeds);
+    const seq = (this.posted + 1) | 0;
+    const slot = seq & 1;
+    await this.read[slot];
+    let done = () => {};
+    this.read[slot] = new Promise<void>((r) => (done = r));
+    const inAt = slot * this.inStride;
+    let offset = 0;
     for (const feed of feeds) {
       const per = feed.shape.reduce((a, b) => a * b, 1);
-      layout.push({ feed, per, byteOffset: inBytes });
-      inBytes += Math.ceil((n * per * TYPED[feed.type]!.BYTES_PER_ELEMENT) / 8) * 8;
-    }
-    await this.ensureBuffers(inBytes, this.outputBytes(n), layout);
-    for (const { feed, per, byteOffset } of layout) {
-      const out = new TYPED[feed.type]!(this.input!, byteOffset, n * per);
+      const Ctor = TYPED[feed.type]!;
+      const out = new Ctor(this.input!, inAt + offset, n * per);
+      offset += Math.ceil((this.capacity * per * Ctor.BYTES_PER_ELEMENT) / 8) * 8;
       for (let i = 0; i < n; i++) {
         const o = observations[i];
         const t = (feed.key === null ? o : (o as Record<string, unknown>)[feed.key]) as Tensor;
-        if (!(t instanceof Tensor) || t.size !== per) throw new PolicyMismatchError(`${this.name}: observation ${feed.key ?? ''} of session ${i} is not a tensor of ${per} elements`);
+        if (!(t instanceof Tensor) || t.size !== per) {
+          done();
+          throw new PolicyMismatchError(`${this.name}: observation ${feed.key ?? ''} of session ${i} is not a tensor of ${per} elements`);
+        }
         const src = t.data as ArrayLike<number>;
         for (let k = 0; k < per; k++) out[i * per + k] = Number(src[k]);
       }
     }
-    this.ctrl[ROWS] = n;
-    this.ctrl[OP] = OP_RUN;
-    await this.signal();
-    const status = this.ctrl[STATUS];
-    if (status === TOO_SMALL) {
-      // The outputs came out larger than their metadata let us expect: grow and ask again.
-      this.outputHint = Math.max(this.outputHint, this.ctrl[NEED]!);
-      return this.infer(observations, feeds);
-    }
-    if (status === ERROR) {
-      const len = new DataView(this.output!).getInt32(0, true);
-      throw new Error(`${this.name}: inference failed: ${new TextDecoder().decode(new Uint8Array(this.output!, 4, len).slice())}`);
-    }
-    const header = new Int32Array(this.output!, 0, this.outputs.length * HEADER_INTS);
-    const result: Record<string, WorkerTensor> = {};
-    this.outputs.forEach((o, i) => {
-      const h = i * HEADER_INTS;
-      const type = OUT_TYPES[header[h]!] ?? 'float32';
-      const bytes = new Uint8Array(this.output!, header[h + 1]!, header[h + 2]!).slice();
-      const Ctor = OUT_ARRAYS[type] ?? Float32Array;
-      const data = new Ctor(bytes.buffer, 0, bytes.byteLength / Ctor.BYTES_PER_ELEMENT);
-      result[o.name] = { type, dims: Array.from(header.subarray(h + 4, h + 4 + header[h + 3]!)), data };
-    });
-    return result;
+    this.post(OP_RUN, n);
+    return { seq, done };
   }
 
-  /** Bytes the outputs of a batch of n take, from the model's metadata (symbolic dims taken as n). */
+  /** Posts the next request number with its slot's operation and wakes the worker. */
+  private post(op: number, rows: number): number {
+    const seq = (this.posted + 1) | 0;
+    const base = slotBase(seq & 1);
+    this.ctrl[base + OP] = op;
+    this.ctrl[base + ROWS] = rows;
+    this.posted = seq;
+    Atomics.store(this.ctrl, REQ, seq);
+    Atomics.notify(this.ctrl, REQ);
+    return seq;
+  }
+
+  /** Bytes a slot's outputs take for a batch of n, from the model's metadata (symbolic dims taken as n). */
   private outputBytes(n: number): number {
     let bytes = this.outputs.length * HEADER_INTS * 4 + 8;
     for (const o of this.outputs) bytes += Math.ceil(((o.shape ?? [n, 64]).reduce<number>((a, d) => a * (typeof d === 'number' ? Math.max(1, d) : n), 1) * 8) / 8) * 8 + 8;
     return Math.max(bytes, this.outputHint, 1024);
   }
 
-  /** Gives the worker larger shared buffers when a batch needs them (the worker's loop pauses for the message). */
-  private async ensureBuffers(inBytes: number, outBytes: number, layout: { feed: Feed; per: number; byteOffset: number }[]): Promise<void> {
-    const fits = this.input && this.output && this.input.byteLength >= inBytes && this.output.byteLength >= outBytes && this.sharedRows === layout.map((l) => l.byteOffset).join(',');
-    if (fits) return;
+  /**
+   * Gives the worker larger shared buffers when a batch needs them: once every posted batch is
+   * answered, the worker's loop pauses for the message carrying them. Called in posting order.
+   */
+  private async ensureBuffers(n: number, feeds: Feed[]): Promise<void> {
+    if (this.input && n <= this.capacity && this.outputBytes(n) <= this.outStride) return;
     if (this.sharing) {
-      this.ctrl[OP] = OP_PAUSE;
-      await this.signal();
+      await Promise.all(this.read);
+      await this.answered(this.post(OP_PAUSE, 0));
     }
-    if (!this.input || this.input.byteLength < inBytes) this.input = new SharedArrayBuffer(Math.max(inBytes * 2, 1024));
-    if (!this.output || this.output.byteLength < outBytes) this.output = new SharedArrayBuffer(outBytes * 2);
-    this.sharedRows = layout.map((l) => l.byteOffset).join(',');
-    const feeds = layout.map((l) => ({ input: l.feed.input, type: l.feed.type, shape: l.feed.shape, per: l.per, byteOffset: l.byteOffset }));
-    this.worker.postMessage({ type: 'shared', ctrl: this.ctrl.buffer, input: this.input, output: this.output, feeds, seq: this.ctrl[REQ] });
+    this.capacity = Math.max(n * 2, this.capacity, 16);
+    this.inStride = feeds.reduce((a, f) => a + Math.ceil((this.capacity * f.shape.reduce((x, y) => x * y, 1) * TYPED[f.type]!.BYTES_PER_ELEMENT) / 8) * 8, 0);
+    this.outStride = Math.max(this.outStride, this.outputBytes(this.capacity));
+    this.input = new SharedArrayBuffer(2 * this.inStride);
+    this.output = new SharedArrayBuffer(2 * this.outStride);
+    let offset = 0;
+    const layout = feeds.map((f) => {
+      const per = f.shape.reduce((a, b) => a * b, 1);
+      const byteOffset = offset;
+      offset += Math.ceil((this.capacity * per * TYPED[f.type]!.BYTES_PER_ELEMENT) / 8) * 8;
+      return { input: f.input, type: f.type, shape: f.shape, per, byteOffset };
+    });
+    this.worker.postMessage({ type: 'shared', ctrl: this.ctrl.buffer, input: this.input, output: this.output, inStride: this.inStride, outStride: this.outStride, feeds: layout, seq: this.posted });
     this.sharing = true;
   }
 
-  /** Bumps the request number, wakes the worker, and resolves once it has answered (or rejects if it dies). */
-  private signal(): Promise<void> {
-    const seq = (this.ctrl[REQ]! + 1) | 0;
-    Atomics.store(this.ctrl, REQ, seq);
-    Atomics.notify(this.ctrl, REQ);
-    const waited = (Atomics as unknown as AtomicsWaitAsync).waitAsync(this.ctrl, RES, (seq - 1) | 0);
-    if (!waited.async) return Promise.resolve();
-    // A pending waitAsync does not keep the event loop alive; the worker's handle does, while we wait.
-    this.worker.ref();
-    return new Promise<void>((resolve, reject) => {
-      this.dead = reject;
-      void waited.value.then(() => {
-        this.dead = null;
-        this.worker.unref();
-        resolve();
-      });
-    });
+  /** Resolves once request `seq` is answered (rejects if the worker dies first). */
+  private async answered(seq: number): Promise<void> {
+    for (;;) {
+      const res = Atomics.load(this.ctrl, RES);
+      if (((res - seq) | 0) >= 0) return;
+      const waited = (Atomics as unknown as AtomicsWaitAsync).waitAsync(this.ctrl, RES, res);
+      if (!waited.async) continue;
+      // A pending waitAsync does not keep the event loop alive; the worker's handle does, while we wait.
+      if (this.waiters++ === 0) this.worker.ref();
+      let reject = (_: Error) => {};
+      const died = new Promise<never>((_, r) => (reject = r));
+      this.dead.add(reject);
+      try {
+        await Promise.race([waited.value, died]);
+      } finally {
+        this.dead.delete(reject);
+        if (--this.waiters === 0) this.worker.unref();
+      }
+    }
   }
 
   private failAll(err: Error): void {
-    this.dead?.(err);
-    this.dead = null;
+    for (const reject of this.dead) reject(err);
+    this.dead.clear();
     this.closed = true;
   }
 
