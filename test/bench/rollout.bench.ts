@@ -114,26 +114,25 @@ interface RunResult {
 }
 
 /**
- * One rollout; the rate is the steady state, from the first progress report after 10% of the steps
- * to the last (session setup, resets and closing are the same for both modes and left out).
+ * One rollout; rate and CPU are taken over the same steady-state window, from the first progress
+ * report after 10% of the steps to the first after 90% (session setup, resets and closing, the same
+ * for both modes, are left out).
  */
 async function run(groups: number, withWriter: boolean): Promise<RunResult> {
   const writer = withWriter ? await TrajectoryWriter.create(join(dir, `ds-${groups}-${Date.now()}`), { envId: ENV, observationSpace: env.observationSpace, actionSpace: env.actionSpace }) : null;
-  let from: { t: number; steps: number; cpu: ReturnType<typeof usage> } | null = null;
-  let to: { t: number; steps: number; cpu: ReturnType<typeof usage> } | null = null;
+  type Mark = { t: number; steps: number; cpu: ReturnType<typeof usage> };
+  let from: Mark | null = null;
+  let to: Mark | null = null;
   const onProgress = (p: { steps: number }) => {
-    const mark = { t: performance.now(), steps: p.steps, cpu: from ? to?.cpu ?? usage() : usage() };
-    if (!from) {
-      if (p.steps >= STEPS / 10) from = mark;
-    } else to = mark;
+    if (!from && p.steps >= STEPS / 10) from = { t: performance.now(), steps: p.steps, cpu: usage() };
+    else if (from && !to && p.steps >= (STEPS * 9) / 10) to = { t: performance.now(), steps: p.steps, cpu: usage() };
   };
   const rollout = new Rollout({ envId: ENV, targets: [{ client, url, sessions: SESSIONS }], policy: policy!, episodes: 1e9, maxSteps: STEPS, onLimit: 'discard', groups, seed: 0, writer, onProgress });
   await rollout.run();
-  const end = usage();
   await writer?.close({ policy: policy!.name });
-  const a = from!;
-  const b = to!;
-  const per64 = (k: keyof ReturnType<typeof usage>) => ((end[k] - a.cpu[k]) * SESSIONS) / Math.max(1, STEPS - a.steps);
+  const a = from! as Mark;
+  const b = to! as Mark;
+  const per64 = (k: keyof ReturnType<typeof usage>) => ((b.cpu[k] - a.cpu[k]) * SESSIONS) / (b.steps - a.steps);
   return { stepsPerSec: ((b.steps - a.steps) * 1000) / (b.t - a.t), cpu: { client: per64('client'), worker: per64('worker'), server: per64('server') } };
 }
 
@@ -182,6 +181,7 @@ async function stepFloor(n: number, calls: number): Promise<number> {
 }
 
 try {
+  for (const n of [SESSIONS / 2, SESSIONS]) await stepFloor(n, 100); // warm-up
   for (const n of [SESSIONS / 2, SESSIONS]) emit(`step_batch${n}_ms`, await stepFloor(n, QUICK ? 200 : 600), 'ms', { floor: true });
   for (const m of MODELS) {
     const path = join(dir, `${m.name}.onnx`);
@@ -192,11 +192,14 @@ try {
     workerTids = threadIds().filter((t) => !before.has(t));
     policy.check({ observationSpace: env.observationSpace, actionSpace: env.actionSpace });
     const obs = Array.from({ length: SESSIONS }, (_, i) => env.reset({ seed: i }).obs);
-    for (const n of [SESSIONS / 2, SESSIONS]) {
-      const t0 = performance.now();
-      const calls = QUICK ? 100 : 400;
-      for (let i = 0; i < calls; i++) await policy.act(obs.slice(0, n), { sessions: [] });
-      emit(`policy_batch${n}_ms`, (performance.now() - t0) / calls, 'ms', { model: m.name, floor: true });
+    // One call at a time (the time of a batch, not the throughput of two in flight); the first pass warms up.
+    for (const pass of [0, 1]) {
+      for (const n of [SESSIONS / 2, SESSIONS]) {
+        const t0 = performance.now();
+        const calls = QUICK ? 100 : 400;
+        for (let i = 0; i < calls; i++) await policy.act(obs.slice(0, n), { sessions: [] });
+        if (pass === 1) emit(`policy_batch${n}_ms`, (performance.now() - t0) / calls, 'ms', { model: m.name, floor: true });
+      }
     }
     const headline = m === MODELS[MODELS.length - 1];
     await compare(m.name, 'local', headline);
