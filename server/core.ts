@@ -249,7 +249,16 @@ export class ServerCore {
 
   handleFrame(conn: Connection, frame: Uint8Array): void {
     if (frame.byteLength > this.limits.max_frame_bytes) {
-      return this.fail(conn, null, new ProtocolError('ENV_ERR_FRAME_TOO_LARGE', `frame of ${frame.byteLength} bytes exceeds max_frame_bytes ${this.limits.max_frame_bytes}`, { max_frame_bytes: this.limits.max_frame_bytes, size: frame.byteLength }));
+      // The frame is already in memory (the transport caps it at twice the limit): read its id so the
+      // client can match the refusal to its request instead of waiting for a timeout.
+      let oversizeId: number | null = null;
+      try {
+        const m = decode(frame) as { id?: unknown } | null;
+        if (m && typeof m.id === 'number' && Number.isInteger(m.id) && m.id >= 0) oversizeId = m.id;
+      } catch {
+        // not decodable: answer without an id
+      }
+      return this.fail(conn, oversizeId, new ProtocolError('ENV_ERR_FRAME_TOO_LARGE', `frame of ${frame.byteLength} bytes exceeds max_frame_bytes ${this.limits.max_frame_bytes}`, { max_frame_bytes: this.limits.max_frame_bytes, size: frame.byteLength }));
     }
     let msg: unknown;
     try {

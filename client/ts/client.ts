@@ -124,6 +124,11 @@ export class GymwireClient {
     const oldest = this.pending.keys().next();
     const ack = (oldest.done ? id : oldest.value) - 1;
     const frame = encode({ ...fields, id, type, ack });
+    const limit = this.welcomeInfo?.limits.max_frame_bytes;
+    if (limit !== undefined && frame.byteLength > limit) {
+      // Sent anyway, it could close the connection, and a resume would send it again, forever.
+      return Promise.reject(new SdkError('FRAME_TOO_LARGE', `${type} request is ${frame.byteLength} bytes, over the server's max_frame_bytes ${limit}; it was not sent`, { size: frame.byteLength, max_frame_bytes: limit }));
+    }
     return new Promise<ResultOf<T>>((resolve, reject) => {
       const timeoutMs = this.opts.requestTimeoutMs ?? 120_000;
       const entry: Pending = {

@@ -14,6 +14,7 @@ export const SdkErrorCode = {
   SessionLost: 'SESSION_LOST',
   Closed: 'CLOSED',
   BadResponse: 'BAD_RESPONSE',
+  FrameTooLarge: 'FRAME_TOO_LARGE',
 } as const;
 export type SdkErrorCode = (typeof SdkErrorCode)[keyof typeof SdkErrorCode];
 

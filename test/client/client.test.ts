@@ -24,6 +24,17 @@ describe('client', () => {
     expect((err as SdkError).code).toBe('REQUEST_TIMEOUT');
   });
 
+  it('refuses to send a request over max_frame_bytes (which could otherwise loop through reconnects)', async () => {
+    const srv = await startTestServer('ws', { registry: testRegistry(), limits: { max_frame_bytes: 4096 } });
+    cleanups.push(() => srv.close());
+    const c = await connect(srv.connector);
+    cleanups.push(() => c.close());
+    const err = await c.ping(new Uint8Array(10_000)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SdkError);
+    expect((err as SdkError).code).toBe('FRAME_TOO_LARGE');
+    expect(await c.ping()).toBeGreaterThanOrEqual(0);
+  });
+
   it('reports a server that is not there as CONNECT_FAILED', async () => {
     const err = await connect(wsConnector('ws://127.0.0.1:1'), { reconnect: false }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SdkError);

@@ -515,7 +515,7 @@ export const CASES: ConformanceCase[] = [
         await raw.hello(ctx.target.token);
         raw.send({ id: 5, type: 'ping', payload: new Uint8Array(limits.max_frame_bytes + 1) });
         const msg = await raw.next(15_000);
-        check(errorCode(msg) === 'ENV_ERR_FRAME_TOO_LARGE', `oversize frame: ${JSON.stringify(msg).slice(0, 200)}`);
+        check(errorCode(msg) === 'ENV_ERR_FRAME_TOO_LARGE' && msg.id === 5, `oversize frame: ${JSON.stringify(msg).slice(0, 200)}`);
         probed.push('frame');
       }
       if (limits.max_sessions_per_client <= 64) {

@@ -268,6 +268,30 @@ def test_sessions_are_private_to_the_client_that_made_them(url: str, client: gym
             other.run(other.aclient.request("reset", {"session_id": env.session_id}))
 
 
+def test_oversize_frames_are_refused_and_the_connection_stays_usable() -> None:
+    from conftest import ServerProcess
+
+    server = ServerProcess("--max-frame-bytes", "4096")
+    try:
+        with gymwire.Client(server.url) as c:
+            # The client refuses locally what the server would refuse (and what could close the connection).
+            with pytest.raises(E.FrameTooLargeLocalError, match="max_frame_bytes"):
+                c.run(c.aclient.ping(b"x" * 10_000))
+            assert c.ping() >= 0
+        # The server's own answer, for clients that do not check: the typed error, with the request id.
+        import msgpack
+        from websockets.sync.client import connect as ws_connect
+
+        with ws_connect(server.url, max_size=None) as ws:
+            ws.send(msgpack.packb({"id": 1, "type": "hello", "protocol_version": 1}))
+            ws.recv(timeout=10)
+            ws.send(msgpack.packb({"id": 2, "type": "ping", "payload": b"x" * 6000}))
+            answer = msgpack.unpackb(ws.recv(timeout=10))
+            assert answer["id"] == 2 and answer["error"]["code"] == "ENV_ERR_FRAME_TOO_LARGE"
+    finally:
+        server.stop()
+
+
 def test_limits_and_auth_are_refused_with_clear_errors() -> None:
     from conftest import ServerProcess
 

@@ -148,6 +148,13 @@ class AsyncClient:
         rid = self._next_id
         self._next_id += 1
         frame = pack({**fields, "id": rid, "type": type})
+        limit = (self._welcome or {}).get("limits", {}).get("max_frame_bytes")
+        if limit is not None and len(frame) > limit:
+            # Sent anyway, it would close the connection, and a resume would send it again, forever.
+            raise E.FrameTooLargeLocalError(
+                f"{type} request is {len(frame)} bytes, over the server's max_frame_bytes {limit}; it was not sent",
+                {"size": len(frame), "max_frame_bytes": limit},
+            )
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[rid] = _Pending(type, frame, future)
         # While reconnecting the request waits in _pending; it goes out after the resume.

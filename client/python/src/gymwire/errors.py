@@ -52,6 +52,12 @@ class ClientClosedError(SdkError):
     code = "CLOSED"
 
 
+class FrameTooLargeLocalError(SdkError, ValueError):
+    """A request is larger than the server's ``max_frame_bytes``; it was not sent."""
+
+    code = "FRAME_TOO_LARGE"
+
+
 class BadResponseError(SdkError):
     code = "BAD_RESPONSE"
 
