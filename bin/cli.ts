@@ -25,6 +25,10 @@ export function buildProgram(): Command {
 }
 
 export async function main(argv: string[]): Promise<void> {
+  // `gymwire envs | head` closes stdout early: that is the reader's choice, not an error.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+  });
   try {
     await buildProgram().parseAsync(argv);
   } catch (err) {

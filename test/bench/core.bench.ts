@@ -28,7 +28,10 @@ function emit(bench: string, metric: string, value: number, unit: string, extra:
 }
 
 async function spawnServer(kind: 'gymwire' | 'echo', transport: 'ws' | 'uws'): Promise<{ url: string; stop(): void }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/bench/server-process.ts', kind, transport], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // BENCH_SERVER points at a prebuilt server-process.mjs (see test/bench/run-built.sh) to measure without tsx.
+  const v8 = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : [];
+  const entry = [...v8, ...(process.env.BENCH_SERVER ? [process.env.BENCH_SERVER] : ['--import', 'tsx', 'test/bench/server-process.ts'])];
+  const child = spawn(process.execPath, [...entry, kind, transport], { stdio: ['ignore', 'pipe', 'inherit'] });
   const rl = createInterface({ input: child.stdout });
   const [line] = (await once(rl, 'line')) as [string];
   return { url: (JSON.parse(line) as { url: string }).url, stop: () => child.kill('SIGKILL') };
