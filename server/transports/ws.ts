@@ -46,9 +46,21 @@ export class WsTransport implements ServerTransport {
     wss.on('connection', (ws, req) => {
       const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
       let closed = false;
+      let corked = false;
+      const socket = req.socket;
+      const uncork = () => {
+        corked = false;
+        socket.uncork();
+      };
       const conn = core.accept({
         send: (frame) => {
           if (closed || ws.readyState !== ws.OPEN) return false;
+          // Answers produced in the same tick (pipelined requests read in one chunk) leave in one write.
+          if (!corked) {
+            corked = true;
+            socket.cork();
+            process.nextTick(uncork);
+          }
           ws.send(frame, { binary: true });
           return true;
         },
