@@ -10,7 +10,7 @@
  */
 import { addExtension, Packr } from 'msgpackr';
 
-import { decodeTensorPayload, DTYPE_CODE, Tensor, TENSOR_EXT_TYPE } from './tensor.ts';
+import { decodeTensorPayload, Tensor, TENSOR_EXT_TYPE, tensorPayloadSize, writeTensorPayload } from './tensor.ts';
 
 type AllocateForWrite = (size: number) => { target: Uint8Array; position: number };
 
@@ -19,8 +19,7 @@ type AllocateForWrite = (size: number) => { target: Uint8Array; position: number
  * (large observations are most of a frame's bytes, so an intermediate payload buffer doubles the cost).
  */
 function packTensor(t: Tensor, allocateForWrite: AllocateForWrite): undefined {
-  const ndim = t.shape.length;
-  const length = 2 + 4 * ndim + t.byteLength;
+  const length = tensorPayloadSize(t);
   const extHeader = length < 0x100 ? 3 : length < 0x10000 ? 4 : 6;
   const { target, position } = allocateForWrite(extHeader + length);
   let p = position;
@@ -39,15 +38,7 @@ function packTensor(t: Tensor, allocateForWrite: AllocateForWrite): undefined {
     target[p++] = length & 0xff;
   }
   target[p++] = TENSOR_EXT_TYPE;
-  target[p++] = DTYPE_CODE[t.dtype];
-  target[p++] = ndim;
-  for (const d of t.shape) {
-    target[p++] = d & 0xff;
-    target[p++] = (d >>> 8) & 0xff;
-    target[p++] = (d >>> 16) & 0xff;
-    target[p++] = (d >>> 24) & 0xff;
-  }
-  target.set(t.bytes(), p);
+  writeTensorPayload(t, target, p);
   return undefined;
 }
 

@@ -11,8 +11,6 @@
  */
 import { z } from 'zod';
 
-import { ERROR_CODES } from './errors.ts';
-import type { ErrorCode } from './errors.ts';
 import { SpaceSchema, TensorSchema } from './spaces.ts';
 
 /** Protocol versions this build speaks; the newest first. */
@@ -205,7 +203,7 @@ export const StepBatchResultSchema = z.object({
   terminated: TensorSchema.describe('bool [N]'),
   truncated: TensorSchema.describe('bool [N]'),
   infos: z.array(z.record(z.string(), z.unknown())).describe('same_step mode adds final_obs and final_info to a session that ended and was reset'),
-  errors: z.array(BatchErrorSchema).describe('per session: null, or the env failure that stopped that session (it is then closed for stepping until reset)'),
+  errors: z.array(BatchErrorSchema).describe('per session: null, or the env failure that stopped that step (the session stays usable, as after a failed single step)'),
 });
 export const RenderResultSchema = z.object({
   format: z.enum(RENDER_FORMATS),
@@ -241,7 +239,6 @@ export type MakeResult = ResultOf<'make'>;
 // ---------------------------------------------------------------------------------------------
 // Responses and events
 
-export const ErrorCodeSchema = z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]);
 export const WireErrorSchema = z.object({
   code: z.string().describe('a code from the registry (docs/errors.md); clients treat unknown codes as ENV_ERR_INTERNAL'),
   message: z.string(),

@@ -14,7 +14,7 @@
 import { z } from 'zod';
 
 import type { Random } from './random.ts';
-import { DTYPES, isBigIntDType, isFloatDType, isIntegerDType, shapeSize, Tensor } from './tensor.ts';
+import { DTYPES, isBigIntDType, isIntegerDType, shapeSize, Tensor } from './tensor.ts';
 import type { DType } from './tensor.ts';
 
 export const TensorSchema = z
@@ -484,4 +484,3 @@ export function spaceToString(space: Space): string {
   }
 }
 
-export { isFloatDType };

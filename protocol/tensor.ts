@@ -225,17 +225,32 @@ export function tensorFromBytes(dtype: DType, shape: readonly number[], bytes: U
   return new Tensor(dtype, shape, data as TypedArrayFor<typeof dtype>);
 }
 
-/** Encodes the extension payload: header then raw bytes. */
-export function encodeTensorPayload(t: Tensor): Uint8Array {
+/** Size of a tensor's extension payload: the header then the raw bytes. */
+export function tensorPayloadSize(t: Tensor): number {
+  return 2 + 4 * t.shape.length + t.byteLength;
+}
+
+/** Writes the extension payload at `offset` (the codec writes straight into its output buffer); returns the end. */
+export function writeTensorPayload(t: Tensor, target: Uint8Array, offset: number): number {
   const ndim = t.shape.length;
   if (ndim > 255) throw new TensorFormatError(`tensors have at most 255 dimensions, got ${ndim}`);
-  const header = 2 + 4 * ndim;
-  const out = new Uint8Array(header + t.byteLength);
-  const view = new DataView(out.buffer);
-  out[0] = DTYPE_CODE[t.dtype];
-  out[1] = ndim;
-  for (let k = 0; k < ndim; k++) view.setUint32(2 + 4 * k, t.shape[k]!, true);
-  out.set(t.bytes(), header);
+  let p = offset;
+  target[p++] = DTYPE_CODE[t.dtype];
+  target[p++] = ndim;
+  for (const d of t.shape) {
+    target[p++] = d & 0xff;
+    target[p++] = (d >>> 8) & 0xff;
+    target[p++] = (d >>> 16) & 0xff;
+    target[p++] = (d >>> 24) & 0xff;
+  }
+  target.set(t.bytes(), p);
+  return p + t.byteLength;
+}
+
+/** The extension payload as its own buffer. */
+export function encodeTensorPayload(t: Tensor): Uint8Array {
+  const out = new Uint8Array(tensorPayloadSize(t));
+  writeTensorPayload(t, out, 0);
   return out;
 }
 

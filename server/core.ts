@@ -310,22 +310,28 @@ export class ServerCore {
 
   /** Runs a request; synchronously when its handler is (a sync env's step costs no promise at all). */
   private run(conn: Connection, client: ClientState, req: RequestOf<RequestType>): Uint8Array | Promise<Uint8Array> {
-    const fail = (err: unknown) => {
-      const pe = this.toProtocolError(err, conn.log, req.type);
-      this.metrics.errors.inc({ code: pe.code });
-      return encode({ id: req.id, type: 'error', error: pe.toWire() });
-    };
-    const ok = (result: unknown) => encode({ id: req.id, type: 'result', result });
     let out: unknown;
     try {
       const handler = this.handlers[req.type] as Handler<RequestType>;
       out = handler(conn, client, req);
     } catch (err) {
-      return fail(err);
+      return this.encodeFailure(conn, req, err);
     }
-    if (!(out instanceof Promise)) return ok(out);
+    // The sync path (a sync env's step) allocates no closure and no promise.
+    if (!(out instanceof Promise)) return encode({ id: req.id, type: 'result', result: out });
     this.inFlight++;
-    return out.then(ok, fail).finally(() => this.inFlight--);
+    return out
+      .then(
+        (result: unknown) => encode({ id: req.id, type: 'result', result }),
+        (err: unknown) => this.encodeFailure(conn, req, err),
+      )
+      .finally(() => this.inFlight--);
+  }
+
+  private encodeFailure(conn: Connection, req: RequestOf<RequestType>, err: unknown): Uint8Array {
+    const pe = this.toProtocolError(err, conn.log, req.type);
+    this.metrics.errors.inc({ code: pe.code });
+    return encode({ id: req.id, type: 'error', error: pe.toWire() });
   }
 
   private fail(conn: Connection, id: number | null, err: ProtocolError): void {
@@ -517,7 +523,6 @@ export class ServerCore {
     return this.withSession(client, req.session_id, async (s) => {
       const r = await s.env.reset({ seed: req.seed ?? null, options: req.options ?? null });
       s.autoresetPending = false;
-      s.failed = false;
       s.recordReset(r.obs, r.info);
       s.metrics.resets.inc();
       return { obs: r.obs, info: r.info };
@@ -572,7 +577,6 @@ export class ServerCore {
         sessions.map(async (s, i) => {
           const r = await s.env.reset({ seed: req.seeds?.[i] ?? null, options: req.options ?? null });
           s.autoresetPending = false;
-          s.failed = false;
           s.recordReset(r.obs, r.info);
           s.metrics.resets.inc();
           return r;
@@ -602,7 +606,6 @@ export class ServerCore {
       const fail = (s: Session, i: number, err: unknown): void => {
         const pe = this.toProtocolError(err, s.log, 'step_batch');
         errors[i] = { code: pe.code, message: pe.message };
-        s.failed = true;
         infos[i] = {};
       };
       const afterReset = (s: Session, i: number, r: ResetOutcome): void => {
@@ -711,7 +714,6 @@ export class ServerCore {
       if (!set) throw new ProtocolError('ENV_ERR_UNSUPPORTED', `${s.envId} does not support set_state`);
       await set(req.state);
       s.autoresetPending = false;
-      s.failed = false;
       return {};
     });
   }

@@ -46,14 +46,6 @@ export class SessionLock {
     if (next) next();
     else this.locked = false;
   }
-
-  /** Resolves once nothing holds or waits for the lock. */
-  async idle(): Promise<void> {
-    while (this.pending > 0) {
-      await this.acquire();
-      this.release();
-    }
-  }
 }
 
 export class Session {
@@ -62,8 +54,6 @@ export class Session {
   closed = false;
   /** Set when a batched step ended this session's episode; the next batched step resets it (next_step mode). */
   autoresetPending = false;
-  /** Set after an env failure inside a batch: the session must be reset before it steps again. */
-  failed = false;
   readonly createdAt = Date.now();
   /** Live statistics for the viewer and /metrics; cheap to keep (references, counters). */
   readonly stats = { steps: 0, episodes: 0, episodeReturn: 0, lastReward: 0, lastObs: null as unknown, lastInfo: null as Record<string, unknown> | null };

@@ -7,11 +7,10 @@
 import { Presets, SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 
-import { connect } from '../../client/ts/index.ts';
 import { AGENTS, makeAgent } from '../../envs/bench2drive/agents.ts';
 import type { EvalEnv } from '../../envs/bench2drive/eval.ts';
 import { evaluateBench2Drive, formatReport } from '../../envs/bench2drive/eval.ts';
-import { startServer } from '../../server/index.ts';
+import { connectToTarget } from './target.ts';
 
 export function registerEvalBench2Drive(evalCommand: Command): void {
   evalCommand
@@ -26,9 +25,8 @@ export function registerEvalBench2Drive(evalCommand: Command): void {
     .action(async (opts: { agent: string; routes: string; background?: string; url?: string; token?: string; json?: boolean }) => {
       if (opts.routes !== 'all' && opts.routes !== 'dev') throw new Error(`--routes must be all or dev, got ${opts.routes}`);
       const agent = makeAgent(opts.agent);
-      const server = opts.url ? null : await startServer({ port: 0 });
-      const url = opts.url ?? (server as { url: string }).url;
-      const client = await connect(url, { token: opts.token ?? process.env.GYMWIRE_TOKEN });
+      const target = await connectToTarget(opts.url, opts.token);
+      const client = target.client;
       const bar = opts.json ? null : new SingleBar({ format: 'bench2drive {bar} {value}/{total} routes | DS {ds} | {route}', hideCursor: true, stream: process.stderr }, Presets.shades_classic);
       let sum = 0;
       try {
@@ -48,8 +46,7 @@ export function registerEvalBench2Drive(evalCommand: Command): void {
         process.stdout.write(opts.json ? `${JSON.stringify(report)}\n` : `${formatReport(report)}\n`);
       } finally {
         bar?.stop();
-        await client.close();
-        await server?.close();
+        await target.close();
       }
     });
 }

@@ -6,12 +6,11 @@
 import { SingleBar, Presets } from 'cli-progress';
 import type { Command } from 'commander';
 
-import { connect } from '../../client/ts/index.ts';
 import type { EnvLike } from '../../envs/navsim/eval.ts';
 import { evaluateNavsim, formatTable } from '../../envs/navsim/eval.ts';
 import type { SplitName } from '../../envs/navsim/generator.ts';
 import { SPLITS } from '../../envs/navsim/generator.ts';
-import { startServer } from '../../server/index.ts';
+import { connectToTarget } from './target.ts';
 
 export function registerEvalNavsim(evalCommand: Command): void {
   evalCommand
@@ -29,9 +28,8 @@ export function registerEvalNavsim(evalCommand: Command): void {
       if (!(opts.split in SPLITS)) throw new Error(`unknown split '${opts.split}' (known: ${Object.keys(SPLITS).join(', ')})`);
       const version = opts.version === '2' ? 2 : opts.version === '1' ? 1 : null;
       if (version === null) throw new Error(`--version must be 1 or 2, got ${opts.version}`);
-      const server = opts.url ? null : await startServer({ port: 0 });
-      const url = opts.url ?? (server as { url: string }).url;
-      const client = await connect(url, { token: opts.token ?? process.env.GYMWIRE_TOKEN });
+      const target = await connectToTarget(opts.url, opts.token);
+      const client = target.client;
       const bar = opts.json ? null : new SingleBar({ format: 'navsim {bar} {value}/{total} scenes | mean {mean}', hideCursor: true, stream: process.stderr }, Presets.shades_classic);
       let sum = 0;
       try {
@@ -53,8 +51,7 @@ export function registerEvalNavsim(evalCommand: Command): void {
         process.stdout.write(opts.json ? `${JSON.stringify(report)}\n` : `${formatTable(report)}\n`);
       } finally {
         bar?.stop();
-        await client.close();
-        await server?.close();
+        await target.close();
       }
     });
 }

@@ -47,7 +47,6 @@ interface Pending {
   frame: Uint8Array;
   resolve(result: unknown): void;
   reject(err: Error): void;
-  timer: NodeJS.Timeout | null;
   /** When a request times out (one sweeping timer checks deadlines: no timer per request on the hot path). */
   deadline: number;
 }
@@ -136,7 +135,6 @@ export class GymwireClient {
         frame,
         resolve: resolve as (r: unknown) => void,
         reject,
-        timer: null,
         deadline: timeoutMs > 0 ? Date.now() + timeoutMs : Infinity,
       };
       if (timeoutMs > 0) this.ensureSweeper(timeoutMs);
@@ -228,7 +226,6 @@ export class GymwireClient {
           clearTimeout(timer);
           reject(e);
         },
-        timer: null,
         deadline: Infinity,
       });
       transport.send(
@@ -268,7 +265,6 @@ export class GymwireClient {
     const entry = this.pending.get(id);
     if (!entry) return; // answered after a timeout, or a duplicate answer after a resume
     this.pending.delete(id);
-    if (entry.timer) clearTimeout(entry.timer);
     if (msg.type === 'error') {
       entry.reject(ProtocolError.fromWire(msg.error));
       return;
@@ -340,7 +336,6 @@ export class GymwireClient {
     for (const [id, p] of [...this.pending]) {
       if (!which(p)) continue;
       this.pending.delete(id);
-      if (p.timer) clearTimeout(p.timer);
       p.reject(err);
     }
   }
