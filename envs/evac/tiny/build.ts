@@ -29,48 +29,55 @@ export interface TinySpec {
 
 const AX = (g: GraphBuilder, axes: number[]) => g.i64(axes);
 
-/** Pixel-centre coordinates: columns [W] and rows [H,1]. */
-function grids(g: GraphBuilder, size: number) {
-  const centres = Array.from({ length: size }, (_, i) => i + 0.5);
-  return { col: g.f32(centres, [size]), row: g.f32(centres, [size, 1]) };
-}
+/** Green level below which a pixel is the red block (see BLOCK_MASK). */
+const BLOCK_G = BLOCK_MASK.gMax;
 
-/** Red-block mask [..., H, W] (float 0/1) of a float RGB tensor [..., H, W, 3]. */
-function blockMask(g: GraphBuilder, rgb: string): string {
-  const ch = (i: number) => g.op('Gather', [rgb, g.i64([i], [])], { axis: -1 });
-  const r = g.op('Greater', [ch(0), g.f32(BLOCK_MASK.rMin)]);
-  const gr = g.op('Less', [ch(1), g.f32(BLOCK_MASK.gMax)]);
-  const b = g.op('Less', [ch(2), g.f32(BLOCK_MASK.bMax)]);
-  return g.op('Cast', [g.op('And', [g.op('And', [r, gr]), b])], { to: 1 });
-}
-
-/** Rows of the top view as [H,1] float (1 above the middle, 0 below). */
-function topRows(g: GraphBuilder, size: number): string {
-  return g.f32(
-    Array.from({ length: size }, (_, i) => (i < size / 2 ? 1 : 0)),
-    [size, 1],
-  );
+/**
+ * Red-block mask (float 0/1) of a uint8 green channel: Clip(gMax - g, 0, 1) is 1 exactly when
+ * g < gMax, for whole levels, in two float ops.
+ */
+function blockMask(g: GraphBuilder, green: string): string {
+  return g.op('Clip', [g.op('Sub', [g.f32(BLOCK_G), g.op('Cast', [green], { to: 1 })]), g.f32(0), g.f32(1)]);
 }
 
 /**
- * Block height in pixels above the table, read from the front view of frames [N,H,W,3] (float);
- * returns [height [N], count [N]].
+ * The block is a rectangle at least 6 grid units wide and tall, drawn last in both views, so every
+ * k-th column (k = 4 grid units) crosses all of its rows and every k-th row all of its columns:
+ * centroids read from such a strided slice equal the full frame's, at a fraction of the pixels.
  */
-function frontHeight(g: GraphBuilder, rgb: string, size: number): { height: string; count: string; top: { x: string; y: string } } {
-  const { col, row } = grids(g, size);
-  const mask = blockMask(g, rgb);
-  const topInd = topRows(g, size);
-  const top = g.op('Mul', [mask, topInd]);
-  const front = g.op('Sub', [mask, top]);
-  const sum = (x: string) => g.op('ReduceSum', [x, AX(g, [1, 2])], { keepdims: 0 });
-  const nTop = g.op('Max', [sum(top), g.f32(1)]);
-  const nFront = g.op('Max', [sum(front), g.f32(1)]);
-  const frontRow = g.op('Div', [sum(g.op('Mul', [front, row])), nFront]);
-  return {
-    height: g.op('Sub', [g.f32(TABLE_ROW * (size / GRID)), frontRow]),
-    count: sum(front),
-    top: { x: g.op('Div', [sum(g.op('Mul', [top, col])), nTop]), y: g.op('Div', [sum(g.op('Mul', [top, row])), nTop]) },
-  };
+const STRIDE = 4;
+
+/** Sums x [N, n] against constant columns `weights` ([n] each): [N, weights.length] via one MatMul. */
+function weighted(g: GraphBuilder, x: string, weights: number[][]): string {
+  const n = weights[0]!.length;
+  const flat: number[] = [];
+  for (let i = 0; i < n; i++) for (const w of weights) flat.push(w[i]!);
+  return g.op('MatMul', [x, g.f32(flat, [n, weights.length])]);
+}
+
+/**
+ * The block seen in the last context frame [B,T,H,W,3] (uint8), in pixels: top-view column and
+ * row, and height above the table from the front view; returns three [B,1] tensors.
+ */
+function readBlock(g: GraphBuilder, context: string, T: number, size: number): { x: string; y: string; z: string } {
+  const k = STRIDE * (size / GRID);
+  // The last frame as [B, H, W*3]: strided slices of a flat last axis stay cheap in onnxruntime
+  // (a trailing axis of 1 makes Slice and broadcasting go element by element).
+  const last = g.op('Reshape', [g.op('Slice', [context, g.i64([T - 1]), g.i64([T]), g.i64([1])]), g.i64([-1, size, size * 3])]);
+  const green = (rowEnd: number, rowStep: number, colStep: number) =>
+    g.op('Slice', [last, g.i64([0, 1]), g.i64([rowEnd, size * 3]), g.i64([1, 2]), g.i64([rowStep, 3 * colStep])]);
+  const centre = (i: number) => i + 0.5;
+  const rowsIdx = Array.from({ length: size }, (_, i) => i);
+  const top = (i: number) => (i < size / 2 ? 1 : 0);
+  // Every k-th column of every row: rows of the block in both views.
+  const perRow = g.op('ReduceSum', [blockMask(g, green(size, 1, k)), g.i64([2])], { keepdims: 0 });
+  const rowSums = weighted(g, perRow, [rowsIdx.map((i) => top(i) * centre(i)), rowsIdx.map(top), rowsIdx.map((i) => (1 - top(i)) * centre(i)), rowsIdx.map((i) => 1 - top(i))]);
+  // Every k-th row of the top view, every column: columns of the block.
+  const perCol = g.op('ReduceSum', [blockMask(g, green(size / 2, k, 1)), g.i64([1])], { keepdims: 0 });
+  const colSums = weighted(g, perCol, [rowsIdx.map(centre), rowsIdx.map(() => 1)]);
+  const part = (x: string, i: number) => g.op('Slice', [x, g.i64([i]), g.i64([i + 1]), g.i64([1])]);
+  const mean = (x: string, i: number) => g.op('Div', [part(x, i), g.op('Max', [part(x, i + 1), g.f32(1)])]);
+  return { x: mean(colSums, 0), y: mean(rowSums, 0), z: g.op('Sub', [g.f32(TABLE_ROW * (size / GRID)), mean(rowSums, 2)]) };
 }
 
 /** world_model.onnx: context uint8 [B,T,H,W,3], actions [B,C,7], poses [B,C,8], noise [B,C] -> frames uint8 [B,C,H,W,3]. */
@@ -84,10 +91,9 @@ export function buildTinyWorldModel(spec: TinySpec): Uint8Array {
   const noise = g.input('noise', 'float32', ['B', C]);
 
   // The block as the last context frame shows it: [B,3] pixels (column, top row, height).
-  const last = g.op('Cast', [g.op('Gather', [context, g.i64([T - 1], [])], { axis: 1 })], { to: 1 });
-  const seen = frontHeight(g, last, size);
+  const seen = readBlock(g, context, T, size);
   const unsq = (x: string, axes: number[]) => g.op('Unsqueeze', [x, AX(g, axes)]);
-  let block = g.op('Concat', [unsq(seen.top.x, [1]), unsq(seen.top.y, [1]), unsq(seen.height, [1])], { axis: 1 });
+  let block = g.op('Concat', [seen.x, seen.y, seen.z], { axis: 1 });
 
   // End-effector in pixels [B,C,3] and the gripper command [B,C].
   const xyz = g.op('Slice', [poses, g.i64([0]), g.i64([3]), g.i64([2])]);
@@ -119,49 +125,31 @@ export function buildTinyWorldModel(spec: TinySpec): Uint8Array {
   const closedF = unsq(g.op('Cast', [closed], { to: 1 }), [2, 3]);
   const openF = g.op('Sub', [g.f32(1), closedF]);
 
-  // Row quantities are kept as [B,C,H] (not [B,C,H,1]): onnxruntime broadcasts a trailing 1 one
-  // element at a time, which made these small tensors cost more than the whole frame.
-  const { col } = grids(g, size);
-  const row = g.f32(
-    Array.from({ length: size }, (_, i) => i + 0.5),
-    [size],
-  );
-  const topPanel = g.f32(
-    Array.from({ length: size }, (_, i) => (i < size / 2 ? 1 : 0)),
-    [size],
-  );
-  const squeezeLast = (x: string | number) => (typeof x === 'number' ? x : g.op('Squeeze', [x, AX(g, [3])]));
+  const col = g.f32(Array.from({ length: size }, (_, i) => i + 0.5));
   const add = (a: string, b: string | number) => g.op('Add', [a, typeof b === 'number' ? g.f32(b) : b]);
   const sub = (a: string, b: string | number) => g.op('Sub', [a, typeof b === 'number' ? g.f32(b) : b]);
   const mul = (a: string, b: string | number) => g.op('Mul', [a, typeof b === 'number' ? g.f32(b) : b]);
   const within = (grid: string, lo: string | number, hi: string | number) =>
     g.op('Cast', [g.op('And', [g.op('GreaterOrEqual', [grid, typeof lo === 'number' ? g.f32(lo) : lo]), g.op('Less', [grid, typeof hi === 'number' ? g.f32(hi) : hi])])], { to: 1 });
+  const squeezeLast = (x: string | number) => (typeof x === 'number' ? x : g.op('Squeeze', [x, AX(g, [3])]));
 
   // Each shape paints one bit: a pixel's bits are its column's bits AND its row's bits (shapes are
   // rectangles), and the highest set bit is the shape painted last. Rows also carry the background
-  // (bits 8-9) and the frame number (bits 10 and up; columns have all of those set), so the whole
-  // per-pixel work is one BitwiseAnd and one uint8 Gather from a per-frame colour table. (Painting
-  // palette ids with Mul and Max on float [B,C,H,W] cost three times as much.)
+  // (bits 8-9; columns have both set), so a pixel's palette entry is a lookup of one BitwiseAnd.
   const palette: number[][] = [COLORS.wood, COLORS.sky, COLORS.tableFront].map((c) => [...c]);
   const SHAPE_BITS = 8;
-  const TABLE = 4 << SHAPE_BITS;
+  const PATTERNS = 4 << SHAPE_BITS;
   const i32 = (x: string) => g.op('Cast', [x], { to: 6 });
   // Sums of distinct powers of two below 2^24 are exact in float32; one cast to int32 at the end.
-  let colBits = g.f32(-1 << SHAPE_BITS);
-  const bgCode = Array.from({ length: size }, (_, r) => (r < size / 2 ? 0 : r + 0.5 < TABLE_ROW * s ? 1 : 2));
-  let rowBits = g.f32(
-    bgCode.map((b) => b << SHAPE_BITS),
-    [size],
-  );
-  const paint = (x0: string | number, x1: string | number, y0: string | number, y1: string | number, color: readonly number[], opts: { topOnly?: boolean; when?: string } = {}) => {
+  let colBits = g.f32(PATTERNS - (1 << SHAPE_BITS));
+  const spans: { y0: string | number; y1: string | number; bit: number; topOnly: boolean }[] = [];
+  const paint = (x0: string, x1: string, y0: string | number, y1: string | number, color: readonly number[], opts: { topOnly?: boolean; when?: string } = {}) => {
     const bit = palette.length - 3;
     palette.push([...color]);
     let cols = within(col, x0, x1);
     if (opts.when) cols = mul(cols, opts.when);
-    let rows = within(row, squeezeLast(y0), squeezeLast(y1));
-    if (opts.topOnly) rows = mul(rows, topPanel);
     colBits = add(colBits, mul(cols, 1 << bit));
-    rowBits = add(rowBits, mul(rows, 1 << bit));
+    spans.push({ y0: squeezeLast(y0), y1: squeezeLast(y1), bit, topOnly: opts.topOnly ?? false });
   };
 
   const half = add(mul(ez, 10 / PX_PER_M), 2.5 * s);
@@ -173,29 +161,65 @@ export function buildTinyWorldModel(spec: TinySpec): Uint8Array {
 
   const fr = sub(g.f32(TABLE_ROW * s), ez);
   const off = sub(g.f32(6 * s), mul(closedF, 2 * s));
-  paint(sub(ex, s), add(ex, s), size / 2, sub(fr, 5 * s), COLORS.gripper);
+  const [palmTop, fingerTop, fingerEnd] = [sub(fr, 5 * s), sub(fr, 4 * s), add(fr, 3 * s)];
+  paint(sub(ex, s), add(ex, s), size / 2, palmTop, COLORS.gripper);
   const offOut = add(off, s);
-  paint(sub(ex, offOut), add(ex, offOut), sub(fr, 5 * s), sub(fr, 4 * s), COLORS.gripper);
+  paint(sub(ex, offOut), add(ex, offOut), palmTop, fingerTop, COLORS.gripper);
   const lx = sub(ex, off);
   const rx = add(ex, off);
-  paint(sub(lx, s), add(lx, s), sub(fr, 4 * s), add(fr, 3 * s), COLORS.gripper);
-  paint(sub(rx, s), add(rx, s), sub(fr, 4 * s), add(fr, 3 * s), COLORS.gripper);
+  paint(sub(lx, s), add(lx, s), fingerTop, fingerEnd, COLORS.gripper);
+  paint(sub(rx, s), add(rx, s), fingerTop, fingerEnd, COLORS.gripper);
   const br = sub(g.f32(TABLE_ROW * s), bz);
   paint(sub(bx, bh), add(bx, bh), sub(br, bh), add(br, bh), COLORS.block);
 
-  // Seeded noise: a per-frame brightness jitter (about +-2 levels), applied to each frame's own
-  // copy of the palette, expanded to the frame's table of all bit patterns.
-  const K = palette.length;
-  const lit = g.op('Clip', [g.op('Round', [add(g.f32(palette.flat(), [1, 1, K, 3]), unsq(mul(noise, 2), [2, 3]))]), g.f32(0), g.f32(255)]);
-  const lut = Array.from({ length: TABLE }, (_, p) => {
+  // Row templates. A row's bits change only where a shape or a background starts or ends, so a
+  // frame has at most (boundaries + 1) distinct rows. Each run of rows between boundaries is drawn
+  // once, from the boundary where it starts (the bits there hold until the next one), and the frame
+  // is gathered from these templates a whole row at a time.
+  const rowSplit = [size / 2, TABLE_ROW * s];
+  const dynamic = [...new Set(spans.flatMap((sp) => [sp.y0, sp.y1]).filter((y): y is string => typeof y === 'string'))];
+  const someRow = dynamic[0]!;
+  const bounds = g.op('Concat', [...dynamic, add(mul(someRow, 0), g.f32(rowSplit))], { axis: 2 });
+  const nBounds = dynamic.length + rowSplit.length;
+  const K = nBounds + 1;
+  // The run of row r is the number of boundaries at or above its centre (b <= r + 0.5, i.e.
+  // ceil(b - 0.5) <= r): a histogram of those first rows, summed down the frame.
+  const firstRow = g.op('Cast', [g.op('Clip', [g.op('Ceil', [sub(bounds, 0.5)]), g.f32(0), g.f32(size)])], { to: 7 });
+  const zeros = g.op('ConstantOfShape', [g.op('Concat', [g.op('Slice', [g.op('Shape', [bounds]), g.i64([0]), g.i64([2])]), g.i64([size + 1])], { axis: 0 })], {
+    value: { dtype: 'float32', dims: [1], data: Float32Array.of(0) },
+  });
+  const starts = g.op('ScatterElements', [zeros, firstRow, add(mul(bounds, 0), 1)], { axis: 2, reduction: 'add' });
+  const run = g.op('Slice', [g.op('CumSum', [starts, g.i32([2], [])]), g.i64([0]), g.i64([size]), g.i64([2])]);
+  // Where each run starts: a sentinel above the frame, then the boundaries in ascending order.
+  const sorted = g.opMulti('TopK', [bounds, g.i64([nBounds])], { axis: 2, largest: 0, sorted: 1 }, 2)[0]!;
+  const firstY = g.op('Concat', [add(mul(someRow, 0), -1e4), sorted], { axis: 2 });
+  const atOrBelow = (y: number) => g.op('Cast', [g.op('GreaterOrEqual', [firstY, g.f32(y)])], { to: 1 });
+  let rowBits = mul(add(atOrBelow(size / 2), atOrBelow(TABLE_ROW * s)), 1 << SHAPE_BITS);
+  const topPanel = g.op('Cast', [g.op('Less', [firstY, g.f32(size / 2)])], { to: 1 });
+  for (const sp of spans) {
+    let rows = within(firstY, sp.y0, sp.y1);
+    if (sp.topOnly) rows = mul(rows, topPanel);
+    rowBits = add(rowBits, mul(rows, 1 << sp.bit));
+  }
+
+  // Seeded noise: a per-frame brightness jitter (about +-2 levels) on each frame's own palette,
+  // expanded to a table of all bit patterns laid out [pattern, frame, rgb], so that it is built
+  // with one copy per pattern.
+  const P = palette.length;
+  const lit = g.op('Clip', [g.op('Round', [add(g.f32(palette.flat(), [1, 1, P, 3]), unsq(mul(noise, 2), [2, 3]))]), g.f32(0), g.f32(255)]);
+  const lut = Array.from({ length: PATTERNS }, (_, p) => {
     const shapes = p & ((1 << SHAPE_BITS) - 1);
     return shapes === 0 ? Math.min(2, p >> SHAPE_BITS) : 3 + Math.floor(Math.log2(shapes));
   });
-  const tables = g.op('Reshape', [g.op('Gather', [g.op('Cast', [lit], { to: 2 }), g.i64(lut)], { axis: 2 }), g.i64([-1, 3])]);
+  const byEntry = g.op('Reshape', [g.op('Transpose', [g.op('Cast', [lit], { to: 2 })], { perm: [2, 0, 1, 3] }), g.i64([P, -1])]);
+  const table = g.op('Reshape', [g.op('Gather', [byEntry, g.i64(lut)], { axis: 0 }), g.i64([-1, 3])]);
   const nFrames = i32(g.op('Mul', [g.op('Gather', [g.op('Shape', [noise]), g.i64([0], [])], { axis: 0 }), g.i64([C], [])]));
-  const frameBits = g.op('Reshape', [g.op('Mul', [g.op('Range', [g.i32([0], []), nFrames, g.i32([1], [])]), g.i32([TABLE], [])]), g.i64([-1, C, 1])]);
-  const index = g.op('BitwiseAnd', [i32(colBits), unsq(g.op('Add', [i32(rowBits), frameBits]), [3])]);
-  const frames = g.op('Gather', [tables, index], { axis: 0 });
+  const frameNo = g.op('Reshape', [g.op('Range', [g.i32([0], []), nFrames, g.i32([1], [])]), g.i64([-1, C, 1])]);
+  const pattern = g.op('BitwiseAnd', [i32(colBits), unsq(i32(rowBits), [3])]);
+  const entry = g.op('Add', [g.op('Mul', [pattern, nFrames]), unsq(frameNo, [3])]);
+  const templates = g.op('Reshape', [g.op('Gather', [table, entry], { axis: 0 }), g.i64([-1, size, 3])]);
+  const rowOf = g.op('Add', [g.op('Cast', [run], { to: 7 }), g.op('Cast', [g.op('Mul', [frameNo, g.i32([K], [])])], { to: 7 })]);
+  const frames = g.op('Gather', [templates, rowOf], { axis: 0 });
   g.output(frames, 'frames', 'uint8', ['B', C, size, size, 3]);
   return g.toModel({ graphName: `tiny_world_model_${size}`, opset: 18 });
 }
@@ -205,21 +229,21 @@ export function buildTinyReward(size: number): Uint8Array {
   const s = size / GRID;
   const g = new GraphBuilder();
   const frames = g.input('frames', 'uint8', ['N', size, size, 3]);
-  // Only the front view shows height: score its rows alone.
-  const front = g.op('Slice', [frames, g.i64([size / 2]), g.i64([size]), g.i64([1])]);
-  const mask = blockMask(g, g.op('Cast', [front], { to: 1 }));
-  const rows = g.f32(
-    Array.from({ length: size / 2 }, (_, i) => size / 2 + i + 0.5),
-    [size / 2, 1],
-  );
-  const sum = (x: string) => g.op('ReduceSum', [x, AX(g, [1, 2])], { keepdims: 0 });
-  const count = sum(mask);
-  const frontRow = g.op('Div', [sum(g.op('Mul', [mask, rows])), g.op('Max', [count, g.f32(1)])]);
-  const seen = { height: g.op('Sub', [g.f32(TABLE_ROW * s), frontRow]), count };
-  const logit = g.op('Mul', [g.op('Sub', [seen.height, g.f32(LIFT_Z * s)]), g.f32(2 / s)]);
-  const visible = g.op('Cast', [g.op('Greater', [seen.count, g.f32(0.5)])], { to: 1 });
-  const prob = g.op('Mul', [g.op('Sigmoid', [logit]), visible]);
-  g.output(g.op('Unsqueeze', [prob, g.i64([1])]), 'prob', 'float32', ['N', 1]);
+  // Only the front view shows height, and every k-th column crosses all of the block's rows
+  // (STRIDE): score the green channel of those.
+  const k = STRIDE * s;
+  const flat = g.op('Reshape', [frames, g.i64([-1, size, size * 3])]);
+  const front = g.op('Slice', [flat, g.i64([size / 2, 1]), g.i64([size, size * 3]), g.i64([1, 2]), g.i64([1, 3 * k])]);
+  const perRow = g.op('ReduceSum', [blockMask(g, front), g.i64([2])], { keepdims: 0 });
+  const rows = Array.from({ length: size / 2 }, (_, i) => size / 2 + i + 0.5);
+  const sums = weighted(g, perRow, [rows, rows.map(() => 1)]);
+  const part = (i: number) => g.op('Slice', [sums, g.i64([i]), g.i64([i + 1]), g.i64([1])]);
+  const count = part(1);
+  const frontRow = g.op('Div', [part(0), g.op('Max', [count, g.f32(1)])]);
+  const height = g.op('Sub', [g.f32(TABLE_ROW * s), frontRow]);
+  const logit = g.op('Mul', [g.op('Sub', [height, g.f32(LIFT_Z * s)]), g.f32(2 / s)]);
+  const visible = g.op('Cast', [g.op('Greater', [count, g.f32(0.5)])], { to: 1 });
+  g.output(g.op('Mul', [g.op('Sigmoid', [logit]), visible]), 'prob', 'float32', ['N', 1]);
   return g.toModel({ graphName: `tiny_reward_${size}` });
 }
 
