@@ -80,9 +80,11 @@ const dir = await mkdtemp(join(tmpdir(), 'gymwire-rollout-bench-'));
  */
 const MODELS = [
   { name: 'mlp64', hidden: 64, depth: 1 },
+  { name: 'mlp64x2', hidden: 64, depth: 2, headline: true },
   { name: 'mlp256x3', hidden: 256, depth: 3 },
-  { name: 'mlp768x3', hidden: 768, depth: 3 },
-] as const;
+  { name: 'mlp768x3', hidden: 768, depth: 3, lan: true },
+] as const satisfies readonly { name: string; hidden: number; depth: number; headline?: boolean; lan?: boolean }[];
+const ONLY = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
 const env = new CartPoleEnv();
 let client = await connect(localUrl);
 let url = localUrl;
@@ -146,7 +148,7 @@ const cpuMedian = (rs: RunResult[]) => ({ client_main_plus_worker: round3(median
  * ratios, and the CPU spent per 64 env steps (median) by the client process (main thread + policy
  * worker), the worker alone (10 ms ticks) and the server process, to show which one bounds the rate.
  */
-async function compare(model: string, link: 'local' | 'lan', withDataset: boolean): Promise<void> {
+async function compare(model: string, link: 'local' | 'lan', withDataset: boolean, headline: boolean): Promise<void> {
   await run(2, false); // warm-up: sessions path, worker, JIT
   const locks: RunResult[] = [];
   const pipes: RunResult[] = [];
@@ -157,14 +159,14 @@ async function compare(model: string, link: 'local' | 'lan', withDataset: boolea
     locks.push(first ? a : b);
     pipes.push(first ? b : a);
   }
-  const extra = { model, sessions: SESSIONS, link, rounds: ROUNDS, loadavg: Number(loadavg()[0]!.toFixed(2)), ...(link === 'lan' ? { one_way_delay_ms: LINK_MS } : {}) };
+  const extra = { model, thread: policy!.thread, sessions: SESSIONS, link, rounds: ROUNDS, loadavg: Number(loadavg()[0]!.toFixed(2)), ...(link === 'lan' ? { one_way_delay_ms: LINK_MS } : {}) };
   const ratios = locks.map((l, i) => pipes[i]!.stepsPerSec / l.stepsPerSec);
   const rates = (rs: RunResult[]) => rs.map((r) => r.stepsPerSec);
   emit('lockstep_env_steps_per_s', median(rates(locks)), 'steps/s', { ...extra, groups: 1, min: round3(Math.min(...rates(locks))), cpu_ms_per_64_steps: cpuMedian(locks) });
   emit('pipelined_env_steps_per_s', median(rates(pipes)), 'steps/s', { ...extra, groups: 2, min: round3(Math.min(...rates(pipes))), cpu_ms_per_64_steps: cpuMedian(pipes) });
   if (withDataset) emit('pipelined_with_dataset_env_steps_per_s', (await run(2, true)).stepsPerSec, 'steps/s', { ...extra, groups: 2, dataset: 'arrow' });
   const ratio = median(ratios);
-  emit('speedup_pipelined_vs_lockstep', ratio, 'x', { ...extra, min: round3(Math.min(...ratios)), max: round3(Math.max(...ratios)), target: 1.5, pass: ratio >= 1.5 });
+  emit('speedup_pipelined_vs_lockstep', ratio, 'x', { ...extra, min: round3(Math.min(...ratios)), max: round3(Math.max(...ratios)), ...(headline ? { target: 1.5, pass: ratio >= 1.5 } : {}) });
 }
 
 /** The server's own cost per step_batch of n sessions (the policy left out), the floor the policy adds to. */
@@ -184,6 +186,7 @@ try {
   for (const n of [SESSIONS / 2, SESSIONS]) await stepFloor(n, 100); // warm-up
   for (const n of [SESSIONS / 2, SESSIONS]) emit(`step_batch${n}_ms`, await stepFloor(n, QUICK ? 200 : 600), 'ms', { floor: true });
   for (const m of MODELS) {
+    if (ONLY && !ONLY.includes(m.name)) continue;
     const path = join(dir, `${m.name}.onnx`);
     await writeMlp(path, { ...CARTPOLE_MLP, hidden: m.hidden, depth: m.depth });
     await policy?.close();
@@ -198,16 +201,16 @@ try {
         const t0 = performance.now();
         const calls = QUICK ? 100 : 400;
         for (let i = 0; i < calls; i++) await policy.act(obs.slice(0, n), { sessions: [] });
-        if (pass === 1) emit(`policy_batch${n}_ms`, (performance.now() - t0) / calls, 'ms', { model: m.name, floor: true });
+        if (pass === 1) emit(`policy_batch${n}_ms`, (performance.now() - t0) / calls, 'ms', { model: m.name, thread: policy.thread, probe_us: policy.probeUs, floor: true });
       }
     }
-    const headline = m === MODELS[MODELS.length - 1];
-    await compare(m.name, 'local', headline);
-    if (headline) {
+    const headline = 'headline' in m && m.headline;
+    await compare(m.name, 'local', headline, headline);
+    if ('lan' in m && m.lan) {
       await client.close();
       client = await connect(link.url);
       url = link.url;
-      await compare(m.name, 'lan', false);
+      await compare(m.name, 'lan', false, false);
     }
   }
 } finally {

@@ -4,8 +4,9 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { OnnxPolicy } from '../../client/ts/policies/onnx.ts';
+import { INLINE_BELOW_US, OnnxPolicy } from '../../client/ts/policies/onnx.ts';
 import { PolicyMismatchError, RandomPolicy, perSessionPolicy } from '../../client/ts/policy.ts';
+import type { PolicyOutput } from '../../client/ts/policy.ts';
 import { box, contains, dict, discrete } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { buildMlp, CARTPOLE_MLP, mlpForward, mlpWeights, writeMlp } from '../../scripts/onnx/mlp.ts';
@@ -28,6 +29,8 @@ afterAll(async () => {
   await policy?.close();
   await rm(dir, { recursive: true, force: true });
 });
+
+type PolicyOutputPair = [PolicyOutput, PolicyOutput];
 
 function observations(n: number): Tensor[] {
   return Array.from({ length: n }, (_, i) => Tensor.from('float32', [4], [0.01 * i, -0.3 + 0.02 * i, 0.05 - 0.003 * i, 0.4 * Math.sin(i)]));
@@ -74,6 +77,41 @@ describe('OnnxPolicy', () => {
     } finally {
       await again.close();
     }
+  });
+
+  it('runs on the caller\'s thread or in the worker with the same results, in call order when calls overlap', async () => {
+    const obs = observations(64);
+    const [inline, worker] = await Promise.all([OnnxPolicy.load(modelPath, { thread: 'main', seed: 5 }), OnnxPolicy.load(modelPath, { thread: 'worker', seed: 5 })]);
+    try {
+      expect([inline.thread, worker.thread]).toEqual(['main', 'worker']);
+      for (const p of [inline, worker]) p.check(spaces);
+      // Two batches in flight at once: each answer belongs to its own call and the sampler runs in call order.
+      const outs = await Promise.all([inline, worker].map((p) => Promise.all([p.act(obs.slice(0, 40), { sessions: [] }), p.act(obs.slice(40), { sessions: [] })])));
+      const [a, b] = outs as [PolicyOutputPair, PolicyOutputPair];
+      a.forEach((out, k) => {
+        expect(out.actions).toEqual(b[k]!.actions);
+        expect(Array.from(out.logProbs!)).toEqual(Array.from(b[k]!.logProbs!));
+        expect(Array.from(out.values!)).toEqual(Array.from(b[k]!.values!));
+      });
+      expect(a[0].actions).toHaveLength(40);
+      expect(a[1].actions).toHaveLength(24);
+    } finally {
+      await Promise.all([inline.close(), worker.close()]);
+    }
+  });
+
+  it('times the model at load and places it by that cost (thread: auto)', async () => {
+    const auto = await OnnxPolicy.load(modelPath);
+    try {
+      expect(auto.probeUs).toBeGreaterThan(0);
+      expect(auto.thread).toBe(auto.probeUs! < INLINE_BELOW_US ? 'main' : 'worker');
+      auto.check(spaces);
+      expect((await auto.act(observations(3), { sessions: [] })).actions).toHaveLength(3);
+    } finally {
+      await auto.close();
+    }
+    await auto.close();
+    await expect(auto.act(observations(1), { sessions: [] })).rejects.toThrow(/closed/);
   });
 
   it('falls back to CPU when CUDA is asked for and cannot load, and says so once', async () => {

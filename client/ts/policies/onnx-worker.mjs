@@ -8,6 +8,7 @@
 // `output` with ctrl[RES] bumped and the caller's Atomics.waitAsync woken. A message round trip
 // costs two structured clones and two event-loop wake-ups per batch, which for a small MLP is most
 // of the inference time. Messages remain for setup, new buffers (the loop pauses) and close.
+import { performance } from 'node:perf_hooks';
 import { TextEncoder } from 'node:util';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
@@ -55,14 +56,47 @@ const errorText = (err) => String(err && err.message ? err.message : err);
 
 const ARRAYS = { float32: Float32Array, float64: Float64Array, int32: Int32Array, uint8: Uint8Array, int8: Int8Array, int16: Int16Array, uint16: Uint16Array };
 
+/**
+ * Median microseconds of one run on a batch of `rows` zeros, or null when an input has a symbolic
+ * dimension past the batch one or a type this cannot fill. The caller decides from it whether the
+ * model is cheap enough to run on its own thread.
+ */
+async function probe(rows) {
+  const feeds = {};
+  const inputs = meta(session.inputMetadata, session.inputNames);
+  for (const input of inputs) {
+    const Ctor = ARRAYS[input.type ?? 'float32'];
+    const dims = input.shape?.slice(1);
+    if (!Ctor || !dims || dims.some((d) => typeof d !== 'number')) return null;
+    feeds[input.name] = new ort.Tensor(input.type ?? 'float32', new Ctor(rows * dims.reduce((a, b) => a * b, 1)), [rows, ...dims]);
+  }
+  const times = [];
+  for (let i = 0; i < 40; i++) {
+    const t0 = performance.now();
+    await session.run(feeds);
+    if (i >= 10) times.push((performance.now() - t0) * 1000);
+  }
+  times.sort((a, b) => a - b);
+  return times[times.length >> 1];
+}
+
 let session = null;
 try {
   const made = await create();
   session = made.session;
+  let probeUs = null;
+  if (workerData.probeRows > 0 && made.provider === 'cpu') {
+    try {
+      probeUs = await probe(workerData.probeRows);
+    } catch {
+      probeUs = null;
+    }
+  }
   parentPort.postMessage({
     type: 'ready',
     provider: made.provider,
     fallback: made.fallback,
+    probeUs,
     inputs: meta(session.inputMetadata, session.inputNames),
     outputs: meta(session.outputMetadata, session.outputNames),
   });

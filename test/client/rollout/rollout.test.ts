@@ -24,7 +24,8 @@ beforeAll(async () => {
   tmp = await tempDir('gymwire-rollout-');
   model = join(tmp.dir, 'cartpole.onnx');
   await writeMlp(model);
-  policy = await OnnxPolicy.load(model, { seed: 1 });
+  // The worker path, the one a model of any real size takes (policy.test covers the caller's-thread one).
+  policy = await OnnxPolicy.load(model, { seed: 1, thread: 'worker' });
 });
 afterAll(async () => {
   await policy.close();
