@@ -61,3 +61,22 @@ export function encode(value: unknown): Uint8Array {
 export function decode(bytes: Uint8Array): unknown {
   return packr.unpack(bytes);
 }
+
+/**
+ * Encodes into `buffer` from its start when the message fits, and returns the frame: a view of
+ * `buffer` if it fit, otherwise a fresh allocation (compare `frame.buffer`). Lets a server reuse
+ * memory for large answers instead of having msgpackr allocate new buffers for each.
+ */
+export function encodeInto(value: unknown, buffer: Buffer): Uint8Array {
+  packr.useBuffer(buffer);
+  try {
+    return packr.pack(value);
+  } finally {
+    // msgpackr keeps writing later messages after the last one in its current buffer; hand it
+    // a fresh one so nothing else ever lands in (or aliases) the caller's buffer.
+    packr.useBuffer(Buffer.allocUnsafeSlow(SCRATCH_BYTES));
+  }
+}
+
+/** msgpackr's own starting buffer size. */
+const SCRATCH_BYTES = 8192;

@@ -28,6 +28,7 @@ import { PROTOCOL_VERSION, REQUEST_SCHEMAS, SUPPORTED_PROTOCOL_VERSIONS } from '
 import type { Limits, RequestOf, RequestType, ResultOf, ServerEvent } from '../protocol/messages.ts';
 import { contains, isPlainObject, stackTensors } from '../protocol/spaces.ts';
 import { Tensor, TensorFormatError } from '../protocol/tensor.ts';
+import { FramePool } from './frame-pool.ts';
 import { ServerMetrics } from './metrics.ts';
 import { Session } from './session.ts';
 import { toolDescriptions } from './tools.ts';
@@ -99,11 +100,14 @@ class ClientState {
   detachedAt: number | null = null;
   /** Sessions being made right now: counted against the limits before they exist. */
   reserved = 0;
+  /** The size of this client's last answer per batched op: large ones are encoded into pooled memory. */
+  readonly batchReplyBytes = { step_batch: 0, reset_batch: 0 };
 
   constructor(
     readonly id: string,
     readonly resumeToken: string,
     readonly name: string,
+    private readonly frames: FramePool,
   ) {}
 
   remember(id: number, bytes: Uint8Array | Promise<Uint8Array>): void {
@@ -111,6 +115,8 @@ class ClientState {
     this.replies.set(id, entry);
     const account = (b: Uint8Array) => {
       if (this.replies.get(id) !== entry) return;
+      this.frames.retain(b);
+      entry.bytes = b;
       entry.size = b.byteLength;
       this.replyBytes += b.byteLength;
       this.evict();
@@ -124,18 +130,27 @@ class ClientState {
   forgetUpTo(ack: number): void {
     for (const [id, entry] of this.replies) {
       if (id > ack) break;
-      this.replyBytes -= entry.size;
-      this.replies.delete(id);
+      this.drop(id, entry);
     }
+  }
+
+  /** Empties the cache (the client is gone for good). */
+  forgetAll(): void {
+    for (const [id, entry] of this.replies) this.drop(id, entry);
+  }
+
+  private drop(id: number, entry: CachedReply): void {
+    this.replyBytes -= entry.size;
+    this.replies.delete(id);
+    // size is set once the answer exists: only then does the cache hold a reference to it.
+    if (entry.size > 0 && entry.bytes instanceof Uint8Array) this.frames.release(entry.bytes);
   }
 
   private evict(): void {
     while (this.replies.size > REPLY_CACHE_ENTRIES || this.replyBytes > REPLY_CACHE_BYTES) {
       const oldest = this.replies.keys().next();
       if (oldest.done) break;
-      const entry = this.replies.get(oldest.value)!;
-      this.replyBytes -= entry.size;
-      this.replies.delete(oldest.value);
+      this.drop(oldest.value, this.replies.get(oldest.value)!);
     }
   }
 }
@@ -163,7 +178,14 @@ export class Connection implements ConnectionHandler {
   }
 
   send(bytes: Uint8Array): void {
-    if (!this.closed) this.transport.send(bytes);
+    if (this.closed) return;
+    const frames = this.core.frames;
+    if (!frames.isPooled(bytes)) {
+      this.transport.send(bytes);
+      return;
+    }
+    frames.retain(bytes);
+    this.transport.send(bytes, () => frames.release(bytes));
   }
 
   sendError(id: number | null, err: ProtocolError): void {
@@ -178,6 +200,8 @@ export class ServerCore {
   readonly log: Logger;
   readonly limits: Limits;
   readonly metrics = new ServerMetrics();
+  /** Reused memory for large answers; see FramePool. */
+  readonly frames = new FramePool();
   private readonly token: string | null;
   private readonly checkEnvs: boolean;
   private readonly sessions = new Map<string, Session>();
@@ -292,7 +316,11 @@ export class ServerCore {
       if (cached) {
         // A retry after a reconnect: answer with what the first attempt produced, never act twice.
         if (cached.bytes instanceof Uint8Array) client.connection?.send(cached.bytes);
-        else void cached.bytes.then((b) => client.connection?.send(b));
+        // Still running: answer once it is done, from the cache, which holds the answer's memory.
+        else void cached.bytes.then(() => {
+          const done = client.replies.get(req.id)?.bytes;
+          if (done instanceof Uint8Array) client.connection?.send(done);
+        });
         return;
       }
       if (req.id <= client.highestId) {
@@ -303,9 +331,17 @@ export class ServerCore {
     if (req.ack !== undefined) client.forgetUpTo(req.ack);
     const bytes = this.run(conn, client, req);
     if (cacheable) client.remember(req.id, bytes);
-    // The client may have reconnected while this ran: answer on its current connection.
-    if (bytes instanceof Uint8Array) (client.connection ?? conn).send(bytes);
-    else void bytes.then((b) => (client.connection ?? conn).send(b));
+    // The client may have reconnected while this ran: answer on its current connection. Then let
+    // go of this request's hold on the answer (the socket write and the reply cache hold their own).
+    if (bytes instanceof Uint8Array) {
+      (client.connection ?? conn).send(bytes);
+      this.frames.release(bytes);
+    } else {
+      void bytes.then((b) => {
+        (client.connection ?? conn).send(b);
+        this.frames.release(b);
+      });
+    }
   }
 
   /** Runs a request; synchronously when its handler is (a sync env's step costs no promise at all). */
@@ -318,14 +354,35 @@ export class ServerCore {
       return this.encodeFailure(conn, req, err);
     }
     // The sync path (a sync env's step) allocates no closure and no promise.
-    if (!(out instanceof Promise)) return encode({ id: req.id, type: 'result', result: out });
+    if (!(out instanceof Promise)) return this.encodeResult(client, req, out);
     this.inFlight++;
     return out
       .then(
-        (result: unknown) => encode({ id: req.id, type: 'result', result }),
+        (result: unknown) => this.encodeResult(client, req, result),
         (err: unknown) => this.encodeFailure(conn, req, err),
       )
       .finally(() => this.inFlight--);
+  }
+
+  /**
+   * Encodes a result, into pooled memory when the same stream's previous answer was large (a
+   * session's steps and resets, a client's batches), and remembers its size for the next one.
+   */
+  private encodeResult(client: ClientState, req: RequestOf<RequestType>, result: unknown): Uint8Array {
+    const message = { id: req.id, type: 'result', result };
+    if (req.type === 'step' || req.type === 'reset') {
+      const s = this.sessions.get(req.session_id);
+      if (!s) return encode(message);
+      const frame = this.frames.encode(message, s.replyBytes);
+      s.replyBytes = frame.byteLength;
+      return frame;
+    }
+    if (req.type === 'step_batch' || req.type === 'reset_batch') {
+      const frame = this.frames.encode(message, client.batchReplyBytes[req.type]);
+      client.batchReplyBytes[req.type] = frame.byteLength;
+      return frame;
+    }
+    return encode(message);
   }
 
   private encodeFailure(conn: Connection, req: RequestOf<RequestType>, err: unknown): Uint8Array {
@@ -381,7 +438,7 @@ export class ServerCore {
       conn.log.info({ client: client.id, sessions: client.sessions.size }, 'client resumed');
     } else {
       const clientId = `k_${randomBytes(6).toString('base64url')}`;
-      client = new ClientState(clientId, randomBytes(18).toString('base64url'), req.client_name ?? 'unnamed');
+      client = new ClientState(clientId, randomBytes(18).toString('base64url'), req.client_name ?? 'unnamed', this.frames);
       this.clients.set(clientId, client);
       this.clientsByToken.set(client.resumeToken, client);
       conn.log.debug({ client: clientId, name: client.name }, 'client greeted');
@@ -420,6 +477,7 @@ export class ServerCore {
     }
     this.clients.delete(client.id);
     this.clientsByToken.delete(client.resumeToken);
+    client.forgetAll();
   }
 
   private reap(): void {

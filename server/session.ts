@@ -54,6 +54,8 @@ export class Session {
   closed = false;
   /** Set when a batched step ended this session's episode; the next batched step resets it (next_step mode). */
   autoresetPending = false;
+  /** The size of this session's last step or reset answer: large ones are encoded into pooled memory. */
+  replyBytes = 0;
   readonly createdAt = Date.now();
   /** Live statistics for the viewer and /metrics; cheap to keep (references, counters). */
   readonly stats = { steps: 0, episodes: 0, episodeReturn: 0, lastReward: 0, lastObs: null as unknown, lastInfo: null as Record<string, unknown> | null };

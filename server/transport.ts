@@ -7,8 +7,13 @@ import type { ServerCore } from './core.ts';
 
 /** One client connection as the core sees it: binary frames in and out. */
 export interface TransportConnection {
-  /** Sends one binary frame. Returns false when the peer is gone. */
-  send(frame: Uint8Array): boolean;
+  /**
+   * Sends one binary frame. Returns false when the peer is gone. `onDone`, when given, is called
+   * exactly once when the transport no longer reads `frame` (at once for transports that copy it,
+   * after the socket write for those that do not, and also when it was not sent), so the caller
+   * may reuse the memory.
+   */
+  send(frame: Uint8Array, onDone?: () => void): boolean;
   /** Closes with a WebSocket close code. */
   close(code?: number, reason?: string): void;
   /** Drops the connection without a closing handshake (dead peers). */

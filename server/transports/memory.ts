@@ -52,9 +52,13 @@ export class MemoryTransport implements ServerTransport {
     const drop = () => shut(1006, 'transport closed');
     this.open.add(drop);
     const conn = core.accept({
-      send: (frame) => {
-        if (closed) return false;
+      send: (frame, onDone) => {
+        if (closed) {
+          onDone?.();
+          return false;
+        }
         const copy = frame.slice();
+        onDone?.();
         queueMicrotask(() => !gone && client.onmessage?.(copy));
         return true;
       },

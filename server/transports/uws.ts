@@ -45,9 +45,14 @@ export class UwsTransport implements ServerTransport {
         const data = ws.getUserData();
         const remote = Buffer.from(ws.getRemoteAddressAsText()).toString();
         data.conn = core.accept({
-          send: (frame) => {
-            if (data.closed) return false;
+          send: (frame, onDone) => {
+            if (data.closed) {
+              onDone?.();
+              return false;
+            }
+            // uWS copies the frame into its socket buffer before returning.
             ws.send(frame, true, false);
+            onDone?.();
             return true;
           },
           close: (code, reason) => {

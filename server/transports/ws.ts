@@ -14,6 +14,9 @@ import type { HttpRoutes } from '../http.ts';
 import { baseRoutes } from '../http.ts';
 import type { ListenOptions, ServerTransport } from '../transport.ts';
 
+/** Frames this large are not worth coalescing: the syscall is a small part of their cost. */
+const CORK_MAX_FRAME_BYTES = 16 * 1024;
+
 interface Tracked {
   ws: WebSocket;
   conn: Connection;
@@ -49,19 +52,28 @@ export class WsTransport implements ServerTransport {
       let corked = false;
       const socket = req.socket;
       const uncork = () => {
+        if (!corked) return;
         corked = false;
         socket.uncork();
       };
       const conn = core.accept({
-        send: (frame) => {
-          if (closed || ws.readyState !== ws.OPEN) return false;
-          // Answers produced in the same tick (pipelined requests read in one chunk) leave in one write.
-          if (!corked) {
+        send: (frame, onDone) => {
+          if (closed || ws.readyState !== ws.OPEN) {
+            onDone?.();
+            return false;
+          }
+          // Small answers produced in the same tick (pipelined requests read in one chunk) leave in one
+          // write. A large one leaves at once: holding it back would make the client wait for the whole
+          // burst instead of decoding the first answer while the rest is still being written.
+          if (frame.byteLength >= CORK_MAX_FRAME_BYTES) {
+            if (corked) uncork();
+          } else if (!corked) {
             corked = true;
             socket.cork();
             process.nextTick(uncork);
           }
-          ws.send(frame, { binary: true });
+          // ws hands the frame to the socket without copying; its callback runs once the write is done (or failed).
+          ws.send(frame, { binary: true }, onDone && (() => onDone()));
           return true;
         },
         close: (code, reason) => ws.close(code, reason),

@@ -42,4 +42,6 @@ function replyFor(data: Buffer): Buffer {
   return reply;
 }
 
+// Exit through process.exit so `--cpu-prof` in BENCH_NODE_FLAGS writes its profile.
+process.on('SIGTERM', () => process.exit(0));
 process.stdout.write(`${JSON.stringify({ url: await main() })}\n`);

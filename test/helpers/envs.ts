@@ -6,7 +6,8 @@ import { z } from 'zod';
 import { registerClassic } from '../../envs/classic/index.ts';
 import type { Env, StepResult } from '../../envs/core/env.ts';
 import { Registry } from '../../envs/core/registry.ts';
-import { discrete } from '../../protocol/spaces.ts';
+import { box, discrete } from '../../protocol/spaces.ts';
+import { Tensor } from '../../protocol/tensor.ts';
 
 /** Counts its steps; action 1 throws; `delay_ms` makes each step async and slow. */
 export class TestEnv implements Env<number, number> {
@@ -33,12 +34,52 @@ export class TestEnv implements Env<number, number> {
   }
 }
 
+/**
+ * Large frames (160x160x3 uint8, above the server's pooled-frame size) whose every byte is the step
+ * count mod 256, drawn into one reused buffer as real envs do: an answer overwritten or reused too
+ * early shows up as a frame of mixed or wrong bytes. `delay_ms` makes steps async.
+ */
+export class FramesEnv implements Env<Tensor, number> {
+  static readonly SIDE = 160;
+  readonly observationSpace = box({ low: 0, high: 255, shape: [FramesEnv.SIDE, FramesEnv.SIDE, 3], dtype: 'uint8' });
+  readonly actionSpace = discrete(2);
+  readonly metadata = { render_modes: [] };
+  private count = 0;
+  private readonly pixels = new Uint8Array(FramesEnv.SIDE * FramesEnv.SIDE * 3);
+
+  constructor(private readonly delayMs: number) {}
+
+  reset() {
+    this.count = 0;
+    return { obs: this.draw(), info: {} };
+  }
+
+  step(): StepResult<Tensor> | Promise<StepResult<Tensor>> {
+    const result = () => {
+      this.count += 1;
+      return { obs: this.draw(), reward: 1, terminated: false, truncated: false, info: { count: this.count } };
+    };
+    if (this.delayMs <= 0) return result();
+    return new Promise((resolve) => setTimeout(() => resolve(result()), this.delayMs));
+  }
+
+  private draw(): Tensor {
+    this.pixels.fill(this.count & 0xff);
+    return new Tensor('uint8', [FramesEnv.SIDE, FramesEnv.SIDE, 3], this.pixels);
+  }
+}
+
 export function testRegistry(): Registry {
   const registry = new Registry();
   registerClassic(registry);
   registry.register({
     id: 'test/Counter-v0',
     entryPoint: (kw) => new TestEnv(kw.delay_ms ?? 0),
+    kwargsSchema: z.object({ delay_ms: z.number().int().min(0).max(5000).optional() }).strict(),
+  });
+  registry.register({
+    id: 'test/Frames-v0',
+    entryPoint: (kw) => new FramesEnv(kw.delay_ms ?? 0),
     kwargsSchema: z.object({ delay_ms: z.number().int().min(0).max(5000).optional() }).strict(),
   });
   return registry;

@@ -1,0 +1,79 @@
+/**
+ * Reusable memory for large answers (image observations). Encoding every answer into fresh memory
+ * cost more than the copy itself: the kernel zeroes each new page on first touch, and V8 starts a
+ * major GC for every few tens of MB of new external memory. A pooled frame goes back to the pool
+ * once every holder (the request that produced it, socket writes, the reply cache) has released it.
+ */
+import { encode, encodeInto } from '../protocol/codec.ts';
+
+/** Answers expected to be smaller than this are encoded the ordinary way. */
+export const POOLED_FRAME_MIN_BYTES = 64 * 1024;
+/** Free buffers kept per size class; more are left to the GC. */
+const FREE_PER_CLASS = 64;
+
+interface Holders {
+  refs: number;
+  buffer: Buffer;
+}
+
+export class FramePool {
+  private readonly free = new Map<number, Buffer[]>();
+  private readonly holders = new WeakMap<ArrayBufferLike, Holders>();
+  /** Frames handed out and not yet back (for tests and /healthz-style introspection). */
+  outstanding = 0;
+
+  /**
+   * Encodes `value`, into pooled memory when `expectedBytes` (the size of this stream's previous
+   * answer) says it will be large. The caller holds one reference to a pooled frame and must
+   * `release` it; every other holder `retain`s and `release`s its own.
+   */
+  encode(value: unknown, expectedBytes: number): Uint8Array {
+    if (expectedBytes < POOLED_FRAME_MIN_BYTES) return encode(value);
+    const buffer = this.take(expectedBytes);
+    const frame = encodeInto(value, buffer);
+    if (frame.buffer !== buffer.buffer) {
+      // It did not fit (msgpackr moved to memory of its own): the answer grew; nothing to track.
+      this.putBack(buffer);
+      return frame;
+    }
+    if (frame.byteLength < buffer.byteLength / 4) {
+      // Much smaller than expected: keep an exact copy rather than pin a large buffer in the reply cache.
+      const copy = Buffer.from(frame);
+      this.putBack(buffer);
+      return copy;
+    }
+    this.holders.set(buffer.buffer, { refs: 1, buffer });
+    this.outstanding++;
+    return frame;
+  }
+
+  isPooled(frame: Uint8Array): boolean {
+    return this.holders.has(frame.buffer);
+  }
+
+  retain(frame: Uint8Array): void {
+    const h = this.holders.get(frame.buffer);
+    if (h) h.refs++;
+  }
+
+  release(frame: Uint8Array): void {
+    const h = this.holders.get(frame.buffer);
+    if (!h) return;
+    if (--h.refs > 0) return;
+    this.holders.delete(frame.buffer);
+    this.outstanding--;
+    this.putBack(h.buffer);
+  }
+
+  /** A buffer of at least `bytes` rounded up to a power of two, with headroom for the envelope. */
+  private take(bytes: number): Buffer {
+    const size = 2 ** Math.ceil(Math.log2(bytes + 1024));
+    return this.free.get(size)?.pop() ?? Buffer.allocUnsafeSlow(size);
+  }
+
+  private putBack(buffer: Buffer): void {
+    let list = this.free.get(buffer.byteLength);
+    if (!list) this.free.set(buffer.byteLength, (list = []));
+    if (list.length < FREE_PER_CLASS) list.push(buffer);
+  }
+}
