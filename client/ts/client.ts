@@ -16,6 +16,7 @@
  */
 import { decode, encode } from '../../protocol/codec.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
+import { Tensor } from '../../protocol/tensor.ts';
 import { PROTOCOL_VERSION, RESULT_SCHEMAS, ServerMessageSchema } from '../../protocol/messages.ts';
 import type { AutoresetMode, Limits, RequestInput, RequestType, ResultOf, ServerEvent, ServerMessage, Welcome } from '../../protocol/messages.ts';
 import { SdkError } from './errors.ts';
@@ -272,6 +273,7 @@ export class GymwireClient {
     // The per-step answer is checked by hand (zod's copy-on-parse of large observations showed up as GC
     // pressure); everything else, and any step answer that fails the quick check, goes through its schema.
     if (entry.type === 'step' && isStepResult(msg.result)) return entry.resolve(msg.result);
+    if (entry.type === 'step_batch' && isStepBatchResult(msg.result)) return entry.resolve(msg.result);
     const parsed = RESULT_SCHEMAS[entry.type].safeParse(msg.result);
     if (!parsed.success) {
       entry.reject(new SdkError('BAD_RESPONSE', `the server's ${entry.type} result does not match the protocol: ${parsed.error.message}`));
@@ -351,6 +353,19 @@ function isStepResult(r: Record<string, unknown>): boolean {
     r.info !== null &&
     !Array.isArray(r.info)
   );
+}
+
+/** The same check as StepBatchResultSchema, by hand: the rollout engine's every step passes here. */
+function isStepBatchResult(r: Record<string, unknown>): boolean {
+  const { infos, errors } = r;
+  if (!('obs' in r) || !(r.rewards instanceof Tensor) || !(r.terminated instanceof Tensor) || !(r.truncated instanceof Tensor)) return false;
+  if (!Array.isArray(infos) || !Array.isArray(errors)) return false;
+  for (const info of infos as unknown[]) if (typeof info !== 'object' || info === null || Array.isArray(info)) return false;
+  for (const e of errors as unknown[]) {
+    if (e === null) continue;
+    if (typeof e !== 'object' || typeof (e as { code?: unknown }).code !== 'string' || typeof (e as { message?: unknown }).message !== 'string') return false;
+  }
+  return true;
 }
 
 /** Connects to a gymwire server (a ws:// URL, or a connector such as the in-memory one in tests). */

@@ -79,7 +79,8 @@ export async function writeMlp(path: string, spec: MlpSpec = CARTPOLE_MLP): Prom
   return w;
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+// Run as a script (a bundle that inlines this module has another name and must not run it).
+if (process.argv[1]?.endsWith('mlp.ts') && fileURLToPath(import.meta.url) === process.argv[1]) {
   const i = process.argv.indexOf('--out');
   const out = i >= 0 ? process.argv[i + 1] : undefined;
   if (!out) throw new Error('usage: tsx scripts/onnx/mlp.ts --out model.onnx');

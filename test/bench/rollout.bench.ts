@@ -39,7 +39,9 @@ function emit(metric: string, value: number, unit: string, extra: Record<string,
   process.stdout.write(`${JSON.stringify({ bench: 'rollout', metric, value: Number(value.toFixed(3)), unit, ...extra })}\n`);
 }
 
-const child = spawn(process.execPath, ['--import', 'tsx', 'test/bench/server-process.ts', 'gymwire', 'ws'], { stdio: ['ignore', 'pipe', 'inherit'] });
+// BENCH_SERVER points at a prebuilt server-process.mjs (see test/bench/run-rollout-built.sh) to measure without tsx.
+const serverEntry = [...(process.env.BENCH_NODE_FLAGS?.split(' ') ?? []), ...(process.env.BENCH_SERVER ? [process.env.BENCH_SERVER] : ['--import', 'tsx', 'test/bench/server-process.ts'])];
+const child = spawn(process.execPath, [...serverEntry, 'gymwire', 'ws'], { stdio: ['ignore', 'pipe', 'inherit'] });
 const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
 const localUrl = (JSON.parse(line) as { url: string }).url;
 const LINK_MS = Number(process.env.LINK_MS ?? 1);

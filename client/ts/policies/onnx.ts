@@ -481,25 +481,27 @@ export class OnnxPolicy implements Policy {
     if (value) result.values = Float64Array.from({ length: n }, (_, i) => Number(value.data[i]));
     const given = outputs['log_prob'];
     if (action.kind === 'discrete') {
-      const logits = outputs['logits']!;
+      const data = outputs['logits']!.data;
+      const k = action.n;
       const logProbs = new Float64Array(n);
+      const row = new Float64Array(k);
       for (let i = 0; i < n; i++) {
         let max = -Infinity;
-        for (let k = 0; k < action.n; k++) max = Math.max(max, Number(logits.data[i * action.n + k]));
+        for (let c = 0; c < k; c++) max = Math.max(max, (row[c] = Number(data[i * k + c])));
         let sum = 0;
-        for (let k = 0; k < action.n; k++) sum += Math.exp(Number(logits.data[i * action.n + k]) - max);
+        for (let c = 0; c < k; c++) sum += Math.exp(row[c]! - max);
         const logZ = max + Math.log(sum);
         let a = 0;
         if (this.opts.greedy) {
-          for (let k = 1; k < action.n; k++) if (Number(logits.data[i * action.n + k]) > Number(logits.data[i * action.n + a])) a = k;
+          for (let c = 1; c < k; c++) if (row[c]! > row[a]!) a = c;
         } else {
           let u = this.rng.random();
-          for (a = 0; a < action.n - 1; a++) {
-            u -= Math.exp(Number(logits.data[i * action.n + a]) - logZ);
+          for (a = 0; a < k - 1; a++) {
+            u -= Math.exp(row[a]! - logZ);
             if (u < 0) break;
           }
         }
-        logProbs[i] = Number(logits.data[i * action.n + a]) - logZ;
+        logProbs[i] = row[a]! - logZ;
         result.actions[i] = action.start + a;
       }
       result.logProbs = logProbs;

@@ -107,7 +107,7 @@ interface Slot {
   obs: unknown;
   info: Record<string, unknown>;
   sessionStep: number;
-  episode: { id: number; seed: number | null; steps: StepRecord[] } | null;
+  episode: { id: number; seed: number | null; steps: StepRecord[]; length: number; return: number } | null;
   lost: boolean;
 }
 
@@ -125,10 +125,13 @@ export class Rollout {
   private recovered = 0;
   private t0 = 0;
   private obsSpace: Space | null = null;
+  /** Transitions are only kept for someone who reads them: without a writer or onStep, an episode is its length and return. */
+  private readonly recordSteps: boolean;
 
   constructor(private readonly opts: RolloutOptions) {
     if (opts.targets.length === 0) throw new Error('a rollout needs at least one target server');
     if (!(opts.episodes > 0)) throw new Error('episodes must be positive');
+    this.recordSteps = Boolean(opts.writer) || Boolean(opts.onStep);
   }
 
   /** Asks the rollout to stop: 'finish' running episodes, 'keep' them as incomplete, or 'discard' them. */
@@ -218,6 +221,7 @@ export class Rollout {
   }
 
   private byTarget(slots: Slot[]): [RolloutTarget, Slot[]][] {
+    if (this.opts.targets.length === 1) return slots.length > 0 ? [[this.opts.targets[0]!, slots]] : [];
     const map = new Map<RolloutTarget, Slot[]>();
     for (const s of slots) {
       const list = map.get(s.target);
@@ -243,7 +247,7 @@ export class Rollout {
   private beginEpisode(s: Slot, obs: unknown, info: Record<string, unknown>, seed: number | null): void {
     s.obs = obs;
     s.info = info;
-    s.episode = { id: this.started++, seed, steps: [] };
+    s.episode = { id: this.started++, seed, steps: [], length: 0, return: 0 };
     this.opts.policy.episodeStart?.(s.env.sessionId, info);
   }
 
@@ -294,7 +298,9 @@ export class Rollout {
           }
           pass();
           const out = await acting;
-          await Promise.all(this.byTarget(live).map(([target, slots]) => this.stepTarget(target, slots, live, out)));
+          const perTarget = this.byTarget(live);
+          if (perTarget.length === 1) await this.stepTarget(perTarget[0]![0], perTarget[0]![1], live, out);
+          else await Promise.all(perTarget.map(([target, slots]) => this.stepTarget(target, slots, live, out)));
           opts.onProgress?.(this.progress());
           if (opts.writer) await opts.writer.ready();
         }
@@ -314,8 +320,9 @@ export class Rollout {
   }
 
   private async stepTarget(target: RolloutTarget, slots: Slot[], live: Slot[], out: PolicyOutput): Promise<void> {
-    const at = slots.length === live.length ? slots.map((_, i) => i) : slots.map((s) => live.indexOf(s));
-    const actions = at.map((j) => out.actions[j]);
+    // One target: its slots are the live ones, in order, and the policy's outputs line up with them.
+    const at = slots === live ? null : slots.map((s) => live.indexOf(s));
+    const actions = at ? at.map((j) => out.actions[j]) : out.actions;
     let r;
     try {
       r = await target.client.request('step_batch', { session_ids: slots.map((s) => s.env.sessionId), actions, autoreset_mode: 'same_step' });
@@ -326,33 +333,43 @@ export class Rollout {
     }
     const obs = unstack(r.obs, slots.length, this.obsSpace!);
     const failed: Slot[] = [];
-    slots.forEach((s, i) => {
+    const rewards = r.rewards.data as Float64Array;
+    const terminatedAt = r.terminated.data as Uint8Array;
+    const truncatedAt = r.truncated.data as Uint8Array;
+    for (let i = 0; i < slots.length; i++) {
+      const s = slots[i]!;
       const ep = s.episode!;
       const err = r.errors[i];
       if (err) {
         this.endEpisode(s, 'incomplete', `env error: ${err.code}: ${err.message}`);
         failed.push(s);
-        return;
+        continue;
       }
       const info = r.infos[i] ?? {};
-      const terminated = (r.terminated.data as Uint8Array)[i] === 1;
-      const truncated = (r.truncated.data as Uint8Array)[i] === 1;
-      const j = at[i]!;
-      const step: StepRecord = {
-        obs: s.obs,
-        action: actions[i],
-        reward: (r.rewards.data as Float64Array)[i]!,
-        terminated,
-        truncated,
-        logProb: out.logProbs ? out.logProbs[j]! : null,
-        value: out.values ? out.values[j]! : null,
-        info: terminated || truncated ? ((info['final_info'] as Record<string, unknown> | undefined) ?? {}) : info,
-        sessionStep: s.sessionStep++,
-      };
-      if (terminated || truncated) step.finalObs = info['final_obs'];
-      ep.steps.push(step);
+      const terminated = terminatedAt[i] === 1;
+      const truncated = truncatedAt[i] === 1;
+      const reward = rewards[i]!;
+      ep.length++;
+      ep.return += reward;
+      const sessionStep = s.sessionStep++;
       this.steps++;
-      this.opts.onStep?.(ep.id, s.env.sessionId, step, target.client);
+      if (this.recordSteps) {
+        const j = at ? at[i]! : i;
+        const step: StepRecord = {
+          obs: s.obs,
+          action: actions[i],
+          reward,
+          terminated,
+          truncated,
+          logProb: out.logProbs ? out.logProbs[j]! : null,
+          value: out.values ? out.values[j]! : null,
+          info: terminated || truncated ? ((info['final_info'] as Record<string, unknown> | undefined) ?? {}) : info,
+          sessionStep,
+        };
+        if (terminated || truncated) step.finalObs = info['final_obs'];
+        ep.steps.push(step);
+        this.opts.onStep?.(ep.id, s.env.sessionId, step, target.client);
+      }
       if (terminated || truncated) {
         this.endEpisode(s, terminated ? 'terminated' : 'truncated', null);
         if (this.stopMode === null && this.started < this.opts.episodes) {
@@ -363,7 +380,7 @@ export class Rollout {
         s.obs = obs[i];
         s.info = info;
       }
-    });
+    }
     // A session whose env failed is closed for stepping until reset.
     for (const s of failed) {
       if (this.stopMode !== null || this.started >= this.opts.episodes) continue;
@@ -413,16 +430,16 @@ export class Rollout {
       this.opts.writer?.discarded();
       return;
     }
-    const ret = ep.steps.reduce((a, st) => a + st.reward, 0);
+    const ret = ep.return;
     if (status === 'incomplete') this.incomplete++;
     else {
       this.returns.push(ret);
       this.returnSum += ret;
-      this.lengths.push(ep.steps.length);
+      this.lengths.push(ep.length);
     }
     const record: EpisodeRecord = { id: ep.id, session: s.env.sessionId, server: s.target.url, seed: ep.seed, status, reason, steps: ep.steps };
-    if (ep.steps.length > 0) this.opts.writer?.add(record);
+    if (ep.length > 0) this.opts.writer?.add(record);
     else if (status === 'incomplete') this.incomplete--;
-    this.opts.onEpisode?.({ id: ep.id, session: record.session, server: record.server, status, reason, steps: ep.steps.length, return: ret });
+    this.opts.onEpisode?.({ id: ep.id, session: record.session, server: record.server, status, reason, steps: ep.length, return: ret });
   }
 }

@@ -230,4 +230,25 @@ describe('Rollout', () => {
       await srv.close();
     }
   });
+
+  it('counts the same episodes, lengths and returns without a writer (transitions are then not kept)', async () => {
+    const srv = await cartpoleServer();
+    const client = await connect(srv.url);
+    try {
+      const opts = { targets: [{ client, url: srv.url, sessions: 6 }], episodes: 30, groups: 1, seed: 4 };
+      const withWriter = await collect('with-writer', { ...opts, policy: new RandomPolicy({ seed: 9 }) });
+      const episodes: { id: number; steps: number; return: number }[] = [];
+      const bare = await new Rollout({ envId: ENV, ...opts, policy: new RandomPolicy({ seed: 9 }), onEpisode: (e) => episodes.push(e) }).run();
+      expect(bare.returns).toEqual(withWriter.summary.returns);
+      expect(bare.steps).toBe(withWriter.summary.steps);
+      expect(bare.meanLength).toBe(withWriter.summary.meanLength);
+      const ids = withWriter.ds.episodes.getChild('episode_id')!.toArray() as BigInt64Array;
+      const lengths = new Map(Array.from(ids, (id, i) => [Number(id), withWriter.ds.episodes.getChild('steps')!.get(i) as number]));
+      expect(episodes).toHaveLength(lengths.size);
+      for (const e of episodes) expect(e.steps).toBe(lengths.get(e.id));
+    } finally {
+      await client.closeAll();
+      await srv.close();
+    }
+  });
 });
