@@ -122,85 +122,98 @@ export function buildTinyWorldModel(spec: TinySpec): Uint8Array {
   const comp = (x: string, i: number) => unsq(g.op('Gather', [x, g.i64([i], [])], { axis: 2 }), [2, 3]);
   const [ex, ey, ez] = [0, 1, 2].map((i) => comp(ee, i)) as [string, string, string];
   const [bx, by, bz] = [0, 1, 2].map((i) => comp(blockSeq, i)) as [string, string, string];
-  const closedF = unsq(g.op('Cast', [closed], { to: 1 }), [2, 3]);
-  const openF = g.op('Sub', [g.f32(1), closedF]);
+  const closedB = unsq(closed, [2, 3]);
+  const closedF = g.op('Cast', [closedB], { to: 1 });
 
-  const col = g.f32(Array.from({ length: size }, (_, i) => i + 0.5));
   const add = (a: string, b: string | number) => g.op('Add', [a, typeof b === 'number' ? g.f32(b) : b]);
   const sub = (a: string, b: string | number) => g.op('Sub', [a, typeof b === 'number' ? g.f32(b) : b]);
   const mul = (a: string, b: string | number) => g.op('Mul', [a, typeof b === 'number' ? g.f32(b) : b]);
-  const within = (grid: string, lo: string | number, hi: string | number) =>
-    g.op('Cast', [g.op('And', [g.op('GreaterOrEqual', [grid, typeof lo === 'number' ? g.f32(lo) : lo]), g.op('Less', [grid, typeof hi === 'number' ? g.f32(hi) : hi])])], { to: 1 });
-  const squeezeLast = (x: string | number) => (typeof x === 'number' ? x : g.op('Squeeze', [x, AX(g, [3])]));
-
-  // Each shape paints one bit: a pixel's bits are its column's bits AND its row's bits (shapes are
-  // rectangles), and the highest set bit is the shape painted last. Rows also carry the background
-  // (bits 8-9; columns have both set), so a pixel's palette entry is a lookup of one BitwiseAnd.
-  const palette: number[][] = [COLORS.wood, COLORS.sky, COLORS.tableFront].map((c) => [...c]);
-  const SHAPE_BITS = 8;
-  const PATTERNS = 4 << SHAPE_BITS;
+  const min = (a: string, b: number) => g.op('Min', [a, g.f32(b)]);
+  const flat = (xs: string[]) => g.op('Squeeze', [g.op('Concat', xs, { axis: 3 }), AX(g, [2])]);
   const i32 = (x: string) => g.op('Cast', [x], { to: 6 });
-  // Sums of distinct powers of two below 2^24 are exact in float32; one cast to int32 at the end.
-  let colBits = g.f32(PATTERNS - (1 << SHAPE_BITS));
-  const spans: { y0: string | number; y1: string | number; bit: number; topOnly: boolean }[] = [];
-  const paint = (x0: string, x1: string, y0: string | number, y1: string | number, color: readonly number[], opts: { topOnly?: boolean; when?: string } = {}) => {
-    const bit = palette.length - 3;
-    palette.push([...color]);
-    let cols = within(col, x0, x1);
-    if (opts.when) cols = mul(cols, opts.when);
-    colBits = add(colBits, mul(cols, 1 << bit));
-    spans.push({ y0: squeezeLast(y0), y1: squeezeLast(y1), bit, topOnly: opts.topOnly ?? false });
-  };
+  const i64 = (x: string) => g.op('Cast', [x], { to: 7 });
 
+  // Shapes in painting order, each a rectangle of columns [x0, x1) and rows [y0, y1) (pixel centres
+  // inside), its extents [B,C,1,1] computed elementwise as the reference renderer does.
   const half = add(mul(ez, 10 / PX_PER_M), 2.5 * s);
-  paint(sub(ex, half), add(ex, half), sub(ey, half), add(ey, half), COLORS.gripper, { topOnly: true });
   const inner = sub(half, 1.5 * s);
-  paint(sub(ex, inner), add(ex, inner), sub(ey, inner), add(ey, inner), COLORS.wood, { topOnly: true, when: openF });
   const bh = BLOCK_HALF * s;
-  paint(sub(bx, bh), add(bx, bh), sub(by, bh), add(by, bh), COLORS.block, { topOnly: true });
-
   const fr = sub(g.f32(TABLE_ROW * s), ez);
   const off = sub(g.f32(6 * s), mul(closedF, 2 * s));
-  const [palmTop, fingerTop, fingerEnd] = [sub(fr, 5 * s), sub(fr, 4 * s), add(fr, 3 * s)];
-  paint(sub(ex, s), add(ex, s), size / 2, palmTop, COLORS.gripper);
   const offOut = add(off, s);
-  paint(sub(ex, offOut), add(ex, offOut), palmTop, fingerTop, COLORS.gripper);
-  const lx = sub(ex, off);
-  const rx = add(ex, off);
-  paint(sub(lx, s), add(lx, s), fingerTop, fingerEnd, COLORS.gripper);
-  paint(sub(rx, s), add(rx, s), fingerTop, fingerEnd, COLORS.gripper);
+  const [lx, rx] = [sub(ex, off), add(ex, off)];
   const br = sub(g.f32(TABLE_ROW * s), bz);
-  paint(sub(bx, bh), add(bx, bh), sub(br, bh), add(br, bh), COLORS.block);
+  // The front view's gripper rows, top to bottom: arm, palm, fingers (a chain, so never inverted).
+  const [armTop, palmTop] = [size / 2, g.op('Max', [sub(fr, 5 * s), g.f32(size / 2)])];
+  const fingerTop = g.op('Max', [sub(fr, 4 * s), palmTop]);
+  const fingerEnd = g.op('Max', [add(fr, 3 * s), fingerTop]);
+  const innerX0 = sub(ex, inner);
+  const shapes: { x0: string; x1: string; y0: string | number; y1: string | number; color: readonly number[] }[] = [
+    // Top view (rows clipped to the top half): gripper, the open gripper's hole, block.
+    { x0: sub(ex, half), x1: add(ex, half), y0: min(sub(ey, half), size / 2), y1: min(add(ey, half), size / 2), color: COLORS.gripper },
+    { x0: innerX0, x1: g.op('Where', [closedB, innerX0, add(ex, inner)]), y0: min(sub(ey, inner), size / 2), y1: min(add(ey, inner), size / 2), color: COLORS.wood },
+    { x0: sub(bx, bh), x1: add(bx, bh), y0: min(sub(by, bh), size / 2), y1: min(add(by, bh), size / 2), color: COLORS.block },
+    // Front view: arm, palm, two fingers around the grasp point, block.
+    { x0: sub(ex, s), x1: add(ex, s), y0: armTop, y1: palmTop, color: COLORS.gripper },
+    { x0: sub(ex, offOut), x1: add(ex, offOut), y0: palmTop, y1: fingerTop, color: COLORS.gripper },
+    { x0: sub(lx, s), x1: add(lx, s), y0: fingerTop, y1: fingerEnd, color: COLORS.gripper },
+    { x0: sub(rx, s), x1: add(rx, s), y0: fingerTop, y1: fingerEnd, color: COLORS.gripper },
+    { x0: sub(bx, bh), x1: add(bx, bh), y0: sub(br, bh), y1: add(br, bh), color: COLORS.block },
+  ];
 
-  // Row templates. A row's bits change only where a shape or a background starts or ends, so a
-  // frame has at most (boundaries + 1) distinct rows. Each run of rows between boundaries is drawn
-  // once, from the boundary where it starts (the bits there hold until the next one), and the frame
-  // is gathered from these templates a whole row at a time.
-  const rowSplit = [size / 2, TABLE_ROW * s];
-  const dynamic = [...new Set(spans.flatMap((sp) => [sp.y0, sp.y1]).filter((y): y is string => typeof y === 'string'))];
-  const someRow = dynamic[0]!;
-  const bounds = g.op('Concat', [...dynamic, add(mul(someRow, 0), g.f32(rowSplit))], { axis: 2 });
-  const nBounds = dynamic.length + rowSplit.length;
-  const K = nBounds + 1;
-  // The run of row r is the number of boundaries at or above its centre (b <= r + 0.5, i.e.
-  // ceil(b - 0.5) <= r): a histogram of those first rows, summed down the frame.
-  const firstRow = g.op('Cast', [g.op('Clip', [g.op('Ceil', [sub(bounds, 0.5)]), g.f32(0), g.f32(size)])], { to: 7 });
-  const zeros = g.op('ConstantOfShape', [g.op('Concat', [g.op('Slice', [g.op('Shape', [bounds]), g.i64([0]), g.i64([2])]), g.i64([size + 1])], { axis: 0 })], {
-    value: { dtype: 'float32', dims: [1], data: Float32Array.of(0) },
+  // Each shape paints one bit: a pixel's bits are its column's bits AND its row's bits, and the
+  // highest set bit is the shape painted last. Rows also carry the background (bits 8-9; columns
+  // have both set), so a pixel's palette entry is a lookup of one BitwiseAnd.
+  const palette: number[][] = [COLORS.wood, COLORS.sky, COLORS.tableFront, ...shapes.map((sh) => sh.color)].map((c) => [...c]);
+  const SHAPE_BITS = 8;
+  const PATTERNS = 4 << SHAPE_BITS;
+  const BG = 1 << SHAPE_BITS;
+  // A pixel column c is inside [x0, x1) when ceil(x0 - 0.5) <= c < ceil(x1 - 0.5) (exactly the
+  // pixel-centre test); the same holds for rows.
+  const firstIndex = (x: string, n: number) => i64(g.op('Clip', [g.op('Ceil', [sub(x, 0.5)]), g.f32(0), g.f32(n)]));
+  const zerosLike = (x: string) => mul(x, 0);
+  const zeros = (like: string, n: number) =>
+    g.op('ConstantOfShape', [g.op('Concat', [g.op('Slice', [g.op('Shape', [like]), g.i64([0]), g.i64([2])]), g.i64([n])], { axis: 0 })], {
+      value: { dtype: 'float32', dims: [1], data: Float32Array.of(0) },
+    });
+  /** Per index 0..n-1: the sum of `deltas` placed at positions `at` [B,C,m] at or before it. */
+  const runningSum = (at: string, deltas: string, n: number) =>
+    g.op('Slice', [g.op('CumSum', [g.op('ScatterElements', [zeros(at, n + 1), at, deltas], { axis: 2, reduction: 'add' }), g.i32([2], [])]), g.i64([0]), g.i64([n]), g.i64([2])]);
+
+  // Column bits [B,C,W]: +bit where a shape's columns start, -bit where they end, summed along the
+  // row (an empty or inverted span adds nothing).
+  const xs0 = flat(shapes.map((sh) => sh.x0));
+  const xs1 = g.op('Max', [flat(shapes.map((sh) => sh.x1)), xs0]);
+  const colAt = g.op('Concat', [firstIndex(xs0, size), firstIndex(xs1, size)], { axis: 2 });
+  const colDelta = add(zerosLike(g.op('Concat', [xs0, xs1], { axis: 2 })), g.f32([...shapes.map((_, j) => 1 << j), ...shapes.map((_, j) => -(1 << j))]));
+  const colBits = add(runningSum(colAt, colDelta, size), PATTERNS - BG);
+
+  // Row templates. A row's bits change only at a boundary (a shape's first or last row, the split
+  // between the views, the table's edge), so a frame has at most (boundaries + 1) distinct rows.
+  // Each run of rows between boundaries is drawn once and the frame gathered from these templates
+  // a whole row at a time. Boundaries at the same place are merged, with their bit changes summed.
+  const rowDelta = new Map<string | number, number>();
+  const addRow = (y: string | number, delta: number) => rowDelta.set(y, (rowDelta.get(y) ?? 0) + delta);
+  shapes.forEach((sh, j) => {
+    addRow(sh.y0, 1 << j);
+    addRow(sh.y1, -(1 << j));
   });
-  const starts = g.op('ScatterElements', [zeros, firstRow, add(mul(bounds, 0), 1)], { axis: 2, reduction: 'add' });
-  const run = g.op('Slice', [g.op('CumSum', [starts, g.i32([2], [])]), g.i64([0]), g.i64([size]), g.i64([2])]);
-  // Where each run starts: a sentinel above the frame, then the boundaries in ascending order.
-  const sorted = g.opMulti('TopK', [bounds, g.i64([nBounds])], { axis: 2, largest: 0, sorted: 1 }, 2)[0]!;
-  const firstY = g.op('Concat', [add(mul(someRow, 0), -1e4), sorted], { axis: 2 });
-  const atOrBelow = (y: number) => g.op('Cast', [g.op('GreaterOrEqual', [firstY, g.f32(y)])], { to: 1 });
-  let rowBits = mul(add(atOrBelow(size / 2), atOrBelow(TABLE_ROW * s)), 1 << SHAPE_BITS);
-  const topPanel = g.op('Cast', [g.op('Less', [firstY, g.f32(size / 2)])], { to: 1 });
-  for (const sp of spans) {
-    let rows = within(firstY, sp.y0, sp.y1);
-    if (sp.topOnly) rows = mul(rows, topPanel);
-    rowBits = add(rowBits, mul(rows, 1 << sp.bit));
-  }
+  addRow(size / 2, BG);
+  addRow(TABLE_ROW * s, BG);
+  const rowKeys = [...rowDelta.keys()];
+  const dynamicRows = rowKeys.filter((y): y is string => typeof y === 'string');
+  const constRows = rowKeys.filter((y): y is number => typeof y === 'number');
+  const someRow = g.op('Squeeze', [dynamicRows[0]!, AX(g, [3])]);
+  const bounds = g.op('Concat', [...dynamicRows.map((y) => g.op('Squeeze', [y, AX(g, [3])])), add(zerosLike(someRow), g.f32(constRows))], { axis: 2 });
+  const nBounds = rowKeys.length;
+  const K = nBounds + 1;
+  const boundDelta = add(zerosLike(bounds), g.f32([...dynamicRows, ...constRows].map((y) => rowDelta.get(y)!)));
+  // The run of row r is the number of boundaries at or above its centre.
+  const run = runningSum(firstIndex(bounds, size), add(zerosLike(bounds), 1), size);
+  // A run's bits: the bit changes of the boundaries before it, in row order (run 0 is empty wood).
+  const [, order] = g.opMulti('TopK', [bounds, g.i64([nBounds])], { axis: 2, largest: 0, sorted: 1 }, 2) as [string, string];
+  const runBits = g.op('CumSum', [g.op('GatherElements', [boundDelta, order], { axis: 2 }), g.i32([2], [])]);
+  const rowBits = g.op('Concat', [zerosLike(someRow), runBits], { axis: 2 });
 
   // Seeded noise: a per-frame brightness jitter (about +-2 levels) on each frame's own palette,
   // expanded to a table of all bit patterns laid out [pattern, frame, rgb], so that it is built
@@ -208,17 +221,17 @@ export function buildTinyWorldModel(spec: TinySpec): Uint8Array {
   const P = palette.length;
   const lit = g.op('Clip', [g.op('Round', [add(g.f32(palette.flat(), [1, 1, P, 3]), unsq(mul(noise, 2), [2, 3]))]), g.f32(0), g.f32(255)]);
   const lut = Array.from({ length: PATTERNS }, (_, p) => {
-    const shapes = p & ((1 << SHAPE_BITS) - 1);
-    return shapes === 0 ? Math.min(2, p >> SHAPE_BITS) : 3 + Math.floor(Math.log2(shapes));
+    const shapeBits = p & (BG - 1);
+    return shapeBits === 0 ? Math.min(2, p >> SHAPE_BITS) : 3 + Math.floor(Math.log2(shapeBits));
   });
   const byEntry = g.op('Reshape', [g.op('Transpose', [g.op('Cast', [lit], { to: 2 })], { perm: [2, 0, 1, 3] }), g.i64([P, -1])]);
   const table = g.op('Reshape', [g.op('Gather', [byEntry, g.i64(lut)], { axis: 0 }), g.i64([-1, 3])]);
   const nFrames = i32(g.op('Mul', [g.op('Gather', [g.op('Shape', [noise]), g.i64([0], [])], { axis: 0 }), g.i64([C], [])]));
   const frameNo = g.op('Reshape', [g.op('Range', [g.i32([0], []), nFrames, g.i32([1], [])]), g.i64([-1, C, 1])]);
-  const pattern = g.op('BitwiseAnd', [i32(colBits), unsq(i32(rowBits), [3])]);
+  const pattern = g.op('BitwiseAnd', [unsq(i32(colBits), [2]), unsq(i32(rowBits), [3])]);
   const entry = g.op('Add', [g.op('Mul', [pattern, nFrames]), unsq(frameNo, [3])]);
   const templates = g.op('Reshape', [g.op('Gather', [table, entry], { axis: 0 }), g.i64([-1, size, 3])]);
-  const rowOf = g.op('Add', [g.op('Cast', [run], { to: 7 }), g.op('Cast', [g.op('Mul', [frameNo, g.i32([K], [])])], { to: 7 })]);
+  const rowOf = g.op('Add', [i64(run), i64(g.op('Mul', [frameNo, g.i32([K], [])]))]);
   const frames = g.op('Gather', [templates, rowOf], { axis: 0 });
   g.output(frames, 'frames', 'uint8', ['B', C, size, size, 3]);
   return g.toModel({ graphName: `tiny_world_model_${size}`, opset: 18 });
