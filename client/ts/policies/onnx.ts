@@ -478,7 +478,7 @@ export class OnnxPolicy implements Policy {
   private decode(outputs: Record<string, WorkerTensor>, n: number, action: NonNullable<OnnxPolicy['actionKind']>): PolicyOutput {
     const result: PolicyOutput = { actions: new Array<unknown>(n) };
     const value = outputs['value'];
-    if (value) result.values = Float64Array.from({ length: n }, (_, i) => Number(value.data[i]));
+    if (value) result.values = toFloat64(value.data, n);
     const given = outputs['log_prob'];
     if (action.kind === 'discrete') {
       const data = outputs['logits']!.data;
@@ -512,7 +512,14 @@ export class OnnxPolicy implements Policy {
         result.actions[i] = Tensor.from(action.space.dtype as DType, action.space.shape, Array.from({ length: per }, (_, k) => Number(data[i * per + k])));
       }
     }
-    if (given) result.logProbs = Float64Array.from({ length: n }, (_, i) => Number(given.data[i]));
+    if (given) result.logProbs = toFloat64(given.data, n);
     return result;
   }
+}
+
+/** The first n elements as float64 (a [N] or [N, 1] output holds one per row). */
+function toFloat64(data: ArrayLike<number | bigint>, n: number): Float64Array {
+  const out = new Float64Array(n);
+  for (let i = 0; i < n; i++) out[i] = Number(data[i]);
+  return out;
 }
