@@ -46,6 +46,27 @@ describe('WorldModelRuntime', () => {
     batched.traces.forEach((t, i) => expect(t.equals(oneByOne.traces[i]!)).toBe(true));
   });
 
+  it('sessions that take longer than the window to hand back their steps still share full batches', async () => {
+    const registry = new Registry();
+    const runtime = registerEvac(registry, { maxBatch: 32, batchWindowMs: 1 });
+    runtimes.push(runtime);
+    const envs = await Promise.all(Array.from({ length: 8 }, () => registry.make(EVAC_ENV_ID)));
+    await Promise.all(envs.map((env, i) => env.reset({ seed: i })));
+    const chunk = new Tensor('float32', [8, 7], new Float32Array(56));
+    await Promise.all(
+      envs.map(async (env) => {
+        for (let k = 0; k < 4; k++) {
+          await env.step(chunk);
+          // Each session's own work after a step: together 8 x 0.5 ms, past the 1 ms window.
+          const until = performance.now() + 0.5;
+          while (performance.now() < until);
+        }
+      }),
+    );
+    expect(runtime.stats.steps).toBe(32);
+    expect(runtime.stats.runs).toBe(4);
+  });
+
   it('the ONNX world model draws what the TypeScript reference renderer draws, and the adapter integrates poses alike', async () => {
     const runtime = new WorldModelRuntime();
     runtimes.push(runtime);
