@@ -5,13 +5,7 @@
 import type { Logger } from 'pino';
 
 import type { Env } from '../envs/core/env.ts';
-
-/** Per-session metric children, bound to the env's label once (label lookups cost on the hot path). */
-export interface SessionMetrics {
-  steps: { inc(n?: number): void };
-  resets: { inc(n?: number): void };
-  latency: { observe(seconds: number): void };
-}
+import type { SessionCells } from './metrics.ts';
 
 /**
  * A FIFO lock. `tryAcquire` takes it synchronously when free (the fast path for sync envs);
@@ -85,7 +79,7 @@ export class Session {
     readonly ownerId: string,
     readonly log: Logger,
     readonly maxEpisodeSteps: number | null,
-    readonly metrics: SessionMetrics,
+    readonly metrics: SessionCells,
   ) {}
 
   touch(): void {

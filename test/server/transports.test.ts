@@ -8,6 +8,7 @@ import { connect } from '../../client/ts/client.ts';
 import { CartPoleEnv } from '../../envs/classic/cartpole.ts';
 import type { ClientEvent, GymwireClient } from '../../client/ts/client.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
+import { StepRequestSchema } from '../../protocol/messages.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { RawConnection, valuesEqual } from '../conformance/suite.ts';
 import { testRegistry } from '../helpers/envs.ts';
@@ -120,6 +121,43 @@ describe.each(TRANSPORTS)('transport %s', (transport) => {
     expect(((await raw.next()).error as { code: string }).code).toBe('ENV_ERR_REPLY_EXPIRED');
     raw.send({ id: 5, type: 'step', session_id: sid, action: 0 });
     expect(((await raw.next()).result as { obs: number }).obs).toBe(3);
+  });
+
+  it('accepts exactly the step requests its schema accepts (the hand-checked fast path included)', async () => {
+    const srv = await serve(transport);
+    const raw = new RawConnection(await srv.connector());
+    cleanups.push(async () => raw.close());
+    await raw.hello();
+    raw.send({ id: 1, type: 'make', env_id: 'test/Counter-v0' });
+    const sid = ((await raw.next()).result as { session_id: string }).session_id;
+    raw.send({ id: 2, type: 'reset', session_id: sid });
+    await raw.next();
+    let id = 3;
+    const variants: Record<string, unknown>[] = [
+      { session_id: sid, action: 0 },
+      { session_id: sid, action: 0, ack: 1 },
+      { session_id: sid, action: 0, ack: -1 },
+      { session_id: sid, action: 0, extra: true },
+      { session_id: sid, action: 0, ack: 1.5 },
+      { session_id: sid, action: 0, ack: 'x' },
+      { session_id: sid },
+      { session_id: '', action: 0 },
+      { session_id: 'x'.repeat(129), action: 0 },
+      { session_id: 7, action: 0 },
+      { action: 0 },
+    ];
+    for (const fields of variants) {
+      const message = { id: id++, type: 'step', ...fields };
+      raw.send(message);
+      const answer = await raw.next();
+      const invalid = answer.type === 'error' && (answer.error as { code: string }).code === 'ENV_ERR_INVALID_MESSAGE';
+      expect(invalid, JSON.stringify(fields)).toBe(!StepRequestSchema.safeParse(message).success);
+    }
+    for (const badId of [-1, 1.5, 2 ** 53]) {
+      raw.send({ id: badId, type: 'step', session_id: sid, action: 0 });
+      const answer = await raw.next();
+      expect((answer.error as { code: string }).code).toBe('ENV_ERR_INVALID_MESSAGE');
+    }
   });
 
   it('enforces the auth token', async () => {
