@@ -52,9 +52,20 @@ addExtension({
 // useRecords: false keeps the output plain msgpack that any language's library reads.
 // int64AsType 'auto' (supported at runtime, missing from the typings) gives numbers when safe and bigints beyond 2^53.
 const packr = new Packr({ useRecords: false, mapsAsObjects: true, int64AsType: 'auto' as 'bigint', variableMapSize: true });
+/**
+ * msgpackr writes messages one after another into a buffer and starts a new one of the same size
+ * when it fills up. Its default 8 KiB means a new buffer every few dozen small messages, a few
+ * percent of a small round trip; 64 KiB makes that rare.
+ */
+const SCRATCH_BYTES = 64 * 1024;
+packr.useBuffer(Buffer.allocUnsafeSlow(SCRATCH_BYTES));
+/** The latest frame `encode` returned: where msgpackr's buffer and position are. */
+let lastFrame: Uint8Array | null = null;
 
 export function encode(value: unknown): Uint8Array {
-  return packr.pack(value);
+  const frame = packr.pack(value);
+  lastFrame = frame;
+  return frame;
 }
 
 /** Decodes one msgpack value; throws on malformed input (the caller maps that to ENV_ERR_BAD_FRAME or ENV_ERR_BAD_TENSOR). */
@@ -68,15 +79,18 @@ export function decode(bytes: Uint8Array): unknown {
  * memory for large answers instead of having msgpackr allocate new buffers for each.
  */
 export function encodeInto(value: unknown, buffer: Buffer): Uint8Array {
+  const resume = lastFrame;
   packr.useBuffer(buffer);
   try {
     return packr.pack(value);
   } finally {
-    // msgpackr keeps writing later messages after the last one in its current buffer; hand it
-    // a fresh one so nothing else ever lands in (or aliases) the caller's buffer.
-    packr.useBuffer(Buffer.allocUnsafeSlow(SCRATCH_BYTES));
+    // Give msgpackr its own buffer back, positioned after the last frame it wrote there, so nothing
+    // else ever lands in (or aliases) the caller's buffer and no earlier frame is overwritten.
+    if (resume) {
+      packr.useBuffer(Buffer.from(resume.buffer));
+      (packr as unknown as { position: number }).position = resume.byteOffset + resume.byteLength;
+    } else {
+      packr.useBuffer(Buffer.allocUnsafeSlow(SCRATCH_BYTES));
+    }
   }
 }
-
-/** msgpackr's own starting buffer size. */
-const SCRATCH_BYTES = 8192;

@@ -255,15 +255,18 @@ export function encodeTensorPayload(t: Tensor): Uint8Array {
 }
 
 export function decodeTensorPayload(payload: Uint8Array): Tensor {
-  if (payload.byteLength < 2) throw new TensorFormatError('tensor payload shorter than its 2-byte header');
+  const length = payload.byteLength;
+  if (length < 2) throw new TensorFormatError('tensor payload shorter than its 2-byte header');
   const dtype = DTYPES[payload[0]!];
   if (dtype === undefined) throw new TensorFormatError(`unknown dtype code ${payload[0]}`);
   const ndim = payload[1]!;
   const header = 2 + 4 * ndim;
-  if (payload.byteLength < header) throw new TensorFormatError(`tensor header declares ${ndim} dimensions but the payload is too short`);
-  const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
-  const shape: number[] = [];
-  for (let k = 0; k < ndim; k++) shape.push(view.getUint32(2 + 4 * k, true));
+  if (length < header) throw new TensorFormatError(`tensor header declares ${ndim} dimensions but the payload is too short`);
+  // Dimensions read byte by byte: a DataView per tensor costs more than the whole decode of a small one.
+  const shape = new Array<number>(ndim);
+  for (let k = 0, p = 2; k < ndim; k++, p += 4) {
+    shape[k] = (payload[p]! | (payload[p + 1]! << 8) | (payload[p + 2]! << 16) | (payload[p + 3]! << 24)) >>> 0;
+  }
   return tensorFromBytes(dtype, shape, payload.subarray(header));
 }
 

@@ -59,6 +59,8 @@ export class GymwireClient {
   private state: State = 'connecting';
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
+  /** No request with a lower id is pending (a lower bound, advanced lazily). */
+  private oldestPending = 0;
   private welcomeInfo: Welcome | null = null;
   private resumeToken: string | undefined;
   private readonly envs = new Map<string, RemoteEnv>();
@@ -120,9 +122,10 @@ export class GymwireClient {
   request<T extends RequestType>(type: T, fields: RequestInput<T>): Promise<ResultOf<T>> {
     if (this.state === 'closed') return Promise.reject(new SdkError('CLOSED', 'the client is closed'));
     const id = this.nextId++;
-    // Everything below the oldest unanswered request has been received: the server may forget those answers.
-    const oldest = this.pending.keys().next();
-    const ack = (oldest.done ? id : oldest.value) - 1;
+    // Everything below the oldest unanswered request has been received: the server may forget those
+    // answers. Ids only grow, so the oldest is found by walking up from where it was last time.
+    while (this.oldestPending < id && !this.pending.has(this.oldestPending)) this.oldestPending++;
+    const ack = this.oldestPending - 1;
     const frame = encode({ ...fields, id, type, ack });
     const limit = this.welcomeInfo?.limits.max_frame_bytes;
     if (limit !== undefined && frame.byteLength > limit) {

@@ -73,6 +73,12 @@ async function latency(transport: 'ws' | 'uws'): Promise<void> {
   const times: number[] = [];
   const floor: number[] = [];
   const ratios: number[] = [];
+  // Warm up both sides first: the JIT needs a few thousand steps before round trips settle.
+  for (let i = 0; i < 5000 * scale; i++) {
+    last = await env.step(i % 2);
+    if (last.terminated || last.truncated) await env.reset();
+  }
+  await echoRoundTrips(echo.url, 60, 60, Math.round(5000 * scale));
   for (let round = 0; round < rounds + 1; round++) {
     const mine: number[] = [];
     for (let i = 0; i < perRound; i++) {

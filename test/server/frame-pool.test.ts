@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 
 import { connect } from '../../client/ts/client.ts';
-import { decode } from '../../protocol/codec.ts';
+import { decode, encode } from '../../protocol/codec.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { FramePool, POOLED_FRAME_MIN_BYTES } from '../../server/frame-pool.ts';
 import { RawConnection } from '../conformance/suite.ts';
@@ -53,11 +53,17 @@ describe('FramePool', () => {
     expect(pool.outstanding).toBe(0);
   });
 
-  it('leaves unrelated messages encoded after a pooled one out of the pooled buffer', () => {
+  it('leaves unrelated messages encoded after a pooled one out of the pooled buffer, and earlier ones intact', () => {
     const pool = new FramePool();
+    const before = encode({ before: 1 });
     const pooled = pool.encode(big(1), POOLED_FRAME_MIN_BYTES * 2);
-    const other = pool.encode({ hello: 'world' }, 0);
-    expect(other.buffer).not.toBe(pooled.buffer);
+    const after = pool.encode({ hello: 'world' }, 0);
+    expect(after.buffer).not.toBe(pooled.buffer);
+    // msgpackr resumes in its own buffer after the last frame it wrote there.
+    expect(after.buffer).toBe(before.buffer);
+    expect(after.byteOffset).toBeGreaterThanOrEqual(before.byteOffset + before.byteLength);
+    expect(decode(before)).toEqual({ before: 1 });
+    expect(decode(after)).toEqual({ hello: 'world' });
   });
 });
 
