@@ -73,6 +73,9 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
   /** History frames this env allocated (never the dataset's shared first frames), and free ones. */
   private readonly owned = new WeakSet<Uint8Array>();
   private spare: Uint8Array[] = [];
+  private readonly actionMean: readonly number[];
+  private readonly actionStd: readonly number[];
+  private readonly noiseSize: number;
 
   constructor(
     private readonly model: LoadedWorldModel,
@@ -88,6 +91,9 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     this.maxSteps = opts.max_episode_steps ?? m.maxEpisodeSteps;
     this.returnAll = opts.return_all_frames ?? false;
     this.renderMode = opts.render_mode ?? null;
+    this.actionMean = Array.from({ length: m.action.dim }, (_, d) => m.action.mean?.[d] ?? 0);
+    this.actionStd = Array.from({ length: m.action.dim }, (_, d) => m.action.std?.[d] ?? 1);
+    this.noiseSize = model.inputs.noise ? model.inputs.noise.reduce((a, b) => a * b, 1) : 0;
     this.observationSpace = dict({
       full_image: box({ low: 0, high: 255, shape: [this.H, this.W, 3], dtype: 'uint8' }),
       state: box({ low: -Infinity, high: Infinity, shape: [16], dtype: 'float32' }),
@@ -148,27 +154,20 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     const st = this.state;
     if (!st) throw new InvalidActionError('call reset before step');
     const m = this.model.manifest;
-    const values = this.parseAction(action);
-    const A = m.action.dim;
-    const actions = new Float32Array(values.length);
-    for (let i = 0; i < values.length; i++) {
-      const d = i % A;
-      actions[i] = (values[i]! - (m.action.mean?.[d] ?? 0)) / (m.action.std?.[d] ?? 1);
-    }
+    const actions = this.parseAction(action);
     let noise: Float32Array | null = null;
-    if (this.model.inputs.noise) {
-      noise = new Float32Array(this.model.inputs.noise.reduce((a, b) => a * b, 1));
+    if (this.noiseSize > 0) {
+      noise = new Float32Array(this.noiseSize);
       for (let i = 0; i < noise.length; i++) noise[i] = this.rng.normal();
     }
-    const idx = contextIndices(m.context.selection, m.context.frames, st.history.length);
-    const frameLen = this.H * this.W * 3;
-    const context = idx.map((h) => st.history[h]!);
+    const context = contextIndices(m.context.selection, m.context.frames, st.history.length).map((h) => st.history[h]!);
 
-    const res = await this.model.step({ context, actions, pose: Float32Array.from(st.pose), noise });
+    const res = await this.model.step({ context, actions, pose: new Float32Array(st.pose), noise });
 
     // History keeps its own copies of the frames it needs (the batch's buffer is recycled once every
     // session has released it); frames that leave the history become the next step's copies.
     const C = this.chunk;
+    const frameLen = this.H * this.W * 3;
     const n = st.history.length;
     const keep = m.context.selection === 'last' ? Math.min(n + C, m.context.frames) : n + C;
     const next: Uint8Array[] = [];
@@ -177,18 +176,27 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     st.history = next;
     const lastFrame = res.frames.slice((C - 1) * frameLen, C * frameLen);
     const allFrames = this.returnAll ? res.frames.slice() : null;
-    if (res.poses) st.pose = Array.from(res.poses.subarray((C - 1) * 8, C * 8));
+    if (res.poses) for (let i = 0; i < 8; i++) st.pose[i] = res.poses[(C - 1) * 8 + i]!;
 
-    const raw = Array.from(res.probs, (p) => (p > m.reward.threshold ? 1 : 0));
+    const threshold = m.reward.threshold;
+    const probs = new Float32Array(res.probs);
+    res.release();
+    const raw = new Float32Array(C);
     const rewards = new Float32Array(C);
+    let prevScaled = st.prevScaled;
+    let reward = 0;
+    let terminated = false;
     for (let t = 0; t < C; t++) {
+      const success = probs[t]! > threshold;
+      raw[t] = success ? 1 : 0;
+      terminated ||= success;
       const scaled = this.coef * raw[t]!;
-      const prev = t === 0 ? st.prevScaled : this.coef * raw[t - 1]!;
-      rewards[t] = this.useRel ? scaled - prev : raw[t]!;
+      rewards[t] = this.useRel ? scaled - prevScaled : raw[t]!;
+      prevScaled = scaled;
+      reward += rewards[t]!;
     }
-    st.prevScaled = this.coef * raw[C - 1]!;
+    st.prevScaled = prevScaled;
     st.elapsed += C;
-    const terminated = raw.some((r) => r === 1);
     const truncated = st.elapsed >= this.maxSteps;
     const terminations = new Uint8Array(C);
     const truncations = new Uint8Array(C);
@@ -198,16 +206,13 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
       rewards: new Tensor('float32', [C], rewards),
       terminations: new Tensor('bool', [C], terminations),
       truncations: new Tensor('bool', [C], truncations),
-      success_prob: new Tensor('float32', [C], Float32Array.from(res.probs)),
-      raw_rewards: new Tensor('float32', [C], Float32Array.from(raw)),
+      success_prob: new Tensor('float32', [C], probs),
+      raw_rewards: new Tensor('float32', [C], raw),
       elapsed_steps: st.elapsed,
       success: terminated,
       episode_index: st.episode,
     };
     if (allFrames) info.frames = new Tensor('uint8', [C, this.H, this.W, 3], allFrames);
-    res.release();
-    let reward = 0;
-    for (const r of rewards) reward += r;
     return { obs: this.observe(lastFrame), reward, terminated, truncated, info };
   }
 
@@ -241,8 +246,7 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
   private observe(frame?: Uint8Array): EvacObs {
     const st = this.state!;
     const state = new Float32Array(16);
-    state.set(st.pose.slice(0, 8), 0);
-    state.set(st.pose.slice(0, 8), 8);
+    for (let i = 0; i < 8; i++) state[i] = state[i + 8] = st.pose[i]!;
     return {
       full_image: new Tensor('uint8', [this.H, this.W, 3], frame ?? st.history[st.history.length - 1]!.slice()),
       state: new Tensor('float32', [16], state),
@@ -257,8 +261,11 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     return dst;
   }
 
-  /** Accepts a float tensor or nested number arrays of shape [chunk, dim], finite and within bounds. */
-  private parseAction(action: unknown): Float64Array {
+  /**
+   * Accepts a float tensor or nested number arrays of shape [chunk, dim], finite and within bounds;
+   * returns the normalised actions the model takes.
+   */
+  private parseAction(action: unknown): Float32Array {
     const m = this.model.manifest;
     const C = this.chunk;
     const A = m.action.dim;
@@ -275,14 +282,14 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     } else {
       throw new InvalidActionError(`expected ${want}`);
     }
-    const out = Float64Array.from(flat);
-    for (let i = 0; i < out.length; i++) {
-      const v = out[i]!;
-      const t = Math.floor(i / A);
-      const d = i % A;
-      if (!Number.isFinite(v)) throw new InvalidActionError(`action[${t}][${d}] is ${v}; actions must be finite`);
-      if (v < m.action.low[d]! || v > m.action.high[d]!) {
-        throw new InvalidActionError(`action[${t}][${d}] = ${v} is outside [${m.action.low[d]}, ${m.action.high[d]}]`);
+    const out = new Float32Array(C * A);
+    const { low, high } = m.action;
+    for (let t = 0, i = 0; t < C; t++) {
+      for (let d = 0; d < A; d++, i++) {
+        const v = flat[i]!;
+        if (!Number.isFinite(v)) throw new InvalidActionError(`action[${t}][${d}] is ${v}; actions must be finite`);
+        if (v < low[d]! || v > high[d]!) throw new InvalidActionError(`action[${t}][${d}] = ${v} is outside [${low[d]}, ${high[d]}]`);
+        out[i] = (v - this.actionMean[d]!) / this.actionStd[d]!;
       }
     }
     return out;

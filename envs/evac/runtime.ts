@@ -95,6 +95,8 @@ export class LoadedWorldModel {
   private lastBatch = Infinity;
   /** Spare buffers by byte length: batch inputs returned by the worker, released frame outputs. */
   private readonly pool = new Map<number, ArrayBuffer[]>();
+  /** Values per chunk step of each input. */
+  private readonly sizes: { context: number; actions: number; pose: number; noise: number };
 
   constructor(
     private readonly runtime: WorldModelRuntime,
@@ -104,6 +106,13 @@ export class LoadedWorldModel {
     provider: Device,
   ) {
     this.provider = provider;
+    const m = dir.manifest;
+    this.sizes = {
+      context: m.context.frames * m.height * m.width * 3,
+      actions: m.chunk * m.action.dim,
+      pose: 8,
+      noise: inputs.noise ? inputs.noise.reduce((a, b) => a * b, 1) : 0,
+    };
   }
 
   get manifest(): Manifest {
@@ -112,15 +121,21 @@ export class LoadedWorldModel {
 
   /** Queues one chunk step; it runs with whatever else arrives within the batch window. */
   step(req: ChunkRequest): Promise<ChunkResult> {
-    const m = this.manifest;
-    const sizes = { context: m.context.frames * m.height * m.width * 3, actions: m.chunk * m.action.dim, pose: 8 };
-    const noiseSize = this.inputs.noise ? this.inputs.noise.reduce((a, b) => a * b, 1) : 0;
-    const contextSize = Array.isArray(req.context) ? req.context.reduce((n, f: Uint8Array) => n + f.length, 0) : (req.context as Uint8Array).length;
-    if (req.noise && req.noise.length !== noiseSize) return Promise.reject(new Error(`chunk step noise has ${req.noise.length} values, the model needs ${noiseSize}`));
-    for (const [name, n] of Object.entries(sizes)) {
-      const got = name === 'context' ? contextSize : req[name as 'actions' | 'pose'].length;
-      if (got !== n) return Promise.reject(new Error(`chunk step ${name} has ${got} values, the model needs ${n}`));
-    }
+    const { context, actions, pose } = this.sizes;
+    let contextSize = 0;
+    if (Array.isArray(req.context)) for (const f of req.context as readonly Uint8Array[]) contextSize += f.length;
+    else contextSize = (req.context as Uint8Array).length;
+    const wrong =
+      req.noise && req.noise.length !== this.sizes.noise
+        ? `noise has ${req.noise.length} values, the model needs ${this.sizes.noise}`
+        : contextSize !== context
+          ? `context has ${contextSize} values, the model needs ${context}`
+          : req.actions.length !== actions
+            ? `actions has ${req.actions.length} values, the model needs ${actions}`
+            : req.pose.length !== pose
+              ? `pose has ${req.pose.length} values, the model needs ${pose}`
+              : null;
+    if (wrong) return Promise.reject(new Error(`chunk step ${wrong}`));
     return new Promise((resolve, reject) => {
       this.queue.push({ req, resolve, reject });
       this.schedule();
@@ -162,17 +177,28 @@ export class LoadedWorldModel {
   private async runBatch(batch: Pending[]): Promise<void> {
     const m = this.manifest;
     const B = batch.length;
-    const cat = <T extends Uint8Array | Float32Array>(parts: readonly T[], Ctor: { new (b: ArrayBuffer): T; BYTES_PER_ELEMENT: number }): T => {
-      const out = new Ctor(this.take(parts.reduce((n, p) => n + p.length, 0) * Ctor.BYTES_PER_ELEMENT));
-      let o = 0;
-      for (const p of parts) {
-        out.set(p as never, o);
-        o += p.length;
+    const sizes = this.sizes;
+    const context = new Uint8Array(this.take(B * sizes.context));
+    const actions = new Float32Array(this.take(B * sizes.actions * 4));
+    const pose = new Float32Array(this.take(B * sizes.pose * 4));
+    const noise = sizes.noise > 0 ? new Float32Array(this.take(B * sizes.noise * 4)) : null;
+    for (let i = 0; i < B; i++) {
+      const req = batch[i]!.req;
+      if (Array.isArray(req.context)) {
+        let o = i * sizes.context;
+        for (const f of req.context as readonly Uint8Array[]) {
+          context.set(f, o);
+          o += f.length;
+        }
+      } else context.set(req.context as Uint8Array, i * sizes.context);
+      actions.set(req.actions, i * sizes.actions);
+      pose.set(req.pose, i * sizes.pose);
+      // A step without noise for a model that takes some gets zeros.
+      if (noise) {
+        if (req.noise) noise.set(req.noise, i * sizes.noise);
+        else noise.fill(0, i * sizes.noise, (i + 1) * sizes.noise);
       }
-      return out;
-    };
-    const noiseShape = this.inputs.noise ?? [];
-    const noise = this.inputs.noise ? cat(batch.map((p) => p.req.noise ?? new Float32Array(noiseShape.reduce((a, b) => a * b, 1))), Float32Array) : null;
+    }
     const msg: WorkerRequest = {
       id: 0,
       type: 'step',
@@ -183,20 +209,11 @@ export class LoadedWorldModel {
       width: m.width,
       contextFrames: m.context.frames,
       actionDim: m.action.dim,
-      context: cat(
-        batch.flatMap((p) => (Array.isArray(p.req.context) ? (p.req.context as Uint8Array[]) : [p.req.context as Uint8Array])),
-        Uint8Array,
-      ),
-      actions: cat(
-        batch.map((p) => p.req.actions),
-        Float32Array,
-      ),
-      pose: cat(
-        batch.map((p) => p.req.pose),
-        Float32Array,
-      ),
+      context,
+      actions,
+      pose,
       noise,
-      noiseShape,
+      noiseShape: this.inputs.noise ?? [],
       out: this.pool.get(B * m.chunk * m.height * m.width * 3)?.pop() ?? null,
     };
     const transfer = [msg.context.buffer, msg.actions.buffer, msg.pose.buffer, ...(noise ? [noise.buffer] : []), ...(msg.out ? [msg.out] : [])] as ArrayBuffer[];
