@@ -61,11 +61,11 @@ function weighted(g: GraphBuilder, x: string, weights: number[][]): string {
  */
 function readBlock(g: GraphBuilder, context: string, T: number, size: number): { x: string; y: string; z: string } {
   const k = STRIDE * (size / GRID);
-  // The last frame as [B, H, W*3]: strided slices of a flat last axis stay cheap in onnxruntime
-  // (a trailing axis of 1 makes Slice and broadcasting go element by element).
-  const last = g.op('Reshape', [g.op('Slice', [context, g.i64([T - 1]), g.i64([T]), g.i64([1])]), g.i64([-1, size, size * 3])]);
+  // Frames as [B, T, H, W*3], sliced straight from the input: strided slices of a flat last axis
+  // stay cheap in onnxruntime (a trailing axis of 1 makes Slice and broadcasting go element by element).
+  const frames = g.op('Reshape', [context, g.i64([0, T, size, size * 3])]);
   const green = (rowEnd: number, rowStep: number, colStep: number) =>
-    g.op('Slice', [last, g.i64([0, 1]), g.i64([rowEnd, size * 3]), g.i64([1, 2]), g.i64([rowStep, 3 * colStep])]);
+    g.op('Squeeze', [g.op('Slice', [frames, g.i64([T - 1, 0, 1]), g.i64([T, rowEnd, size * 3]), g.i64([1, 2, 3]), g.i64([1, rowStep, 3 * colStep])]), AX(g, [1])]);
   const centre = (i: number) => i + 0.5;
   const rowsIdx = Array.from({ length: size }, (_, i) => i);
   const top = (i: number) => (i < size / 2 ? 1 : 0);
@@ -148,26 +148,36 @@ export function buildTinyWorldModel(spec: TinySpec): Uint8Array {
   const fingerTop = g.op('Max', [sub(fr, 4 * s), palmTop]);
   const fingerEnd = g.op('Max', [add(fr, 3 * s), fingerTop]);
   const innerX0 = sub(ex, inner);
-  const shapes: { x0: string; x1: string; y0: string | number; y1: string | number; color: readonly number[] }[] = [
+  type Shape = { cols: [string, string][]; y0: string | number; y1: string | number; color: readonly number[] };
+  const shapes: Shape[] = [
     // Top view (rows clipped to the top half): gripper, the open gripper's hole, block.
-    { x0: sub(ex, half), x1: add(ex, half), y0: min(sub(ey, half), size / 2), y1: min(add(ey, half), size / 2), color: COLORS.gripper },
-    { x0: innerX0, x1: g.op('Where', [closedB, innerX0, add(ex, inner)]), y0: min(sub(ey, inner), size / 2), y1: min(add(ey, inner), size / 2), color: COLORS.wood },
-    { x0: sub(bx, bh), x1: add(bx, bh), y0: min(sub(by, bh), size / 2), y1: min(add(by, bh), size / 2), color: COLORS.block },
-    // Front view: arm, palm, two fingers around the grasp point, block.
-    { x0: sub(ex, s), x1: add(ex, s), y0: armTop, y1: palmTop, color: COLORS.gripper },
-    { x0: sub(ex, offOut), x1: add(ex, offOut), y0: palmTop, y1: fingerTop, color: COLORS.gripper },
-    { x0: sub(lx, s), x1: add(lx, s), y0: fingerTop, y1: fingerEnd, color: COLORS.gripper },
-    { x0: sub(rx, s), x1: add(rx, s), y0: fingerTop, y1: fingerEnd, color: COLORS.gripper },
-    { x0: sub(bx, bh), x1: add(bx, bh), y0: sub(br, bh), y1: add(br, bh), color: COLORS.block },
+    { cols: [[sub(ex, half), add(ex, half)]], y0: min(sub(ey, half), size / 2), y1: min(add(ey, half), size / 2), color: COLORS.gripper },
+    { cols: [[innerX0, g.op('Where', [closedB, innerX0, add(ex, inner)])]], y0: min(sub(ey, inner), size / 2), y1: min(add(ey, inner), size / 2), color: COLORS.wood },
+    { cols: [[sub(bx, bh), add(bx, bh)]], y0: min(sub(by, bh), size / 2), y1: min(add(by, bh), size / 2), color: COLORS.block },
+    // Front view: arm, palm, the two fingers around the grasp point (one shape: same rows, columns
+    // at least 2 grid units apart), block.
+    { cols: [[sub(ex, s), add(ex, s)]], y0: armTop, y1: palmTop, color: COLORS.gripper },
+    { cols: [[sub(ex, offOut), add(ex, offOut)]], y0: palmTop, y1: fingerTop, color: COLORS.gripper },
+    {
+      cols: [
+        [sub(lx, s), add(lx, s)],
+        [sub(rx, s), add(rx, s)],
+      ],
+      y0: fingerTop,
+      y1: fingerEnd,
+      color: COLORS.gripper,
+    },
+    { cols: [[sub(bx, bh), add(bx, bh)]], y0: sub(br, bh), y1: add(br, bh), color: COLORS.block },
   ];
 
   // Each shape paints one bit: a pixel's bits are its column's bits AND its row's bits, and the
-  // highest set bit is the shape painted last. Rows also carry the background (bits 8-9; columns
-  // have both set), so a pixel's palette entry is a lookup of one BitwiseAnd.
+  // highest set bit is the shape painted last. Rows also carry the background (0 to 2 in the two
+  // bits above the shapes; columns have both set: PATTERNS = 3 x BG), so a pixel's palette entry is
+  // a lookup of one BitwiseAnd.
   const palette: number[][] = [COLORS.wood, COLORS.sky, COLORS.tableFront, ...shapes.map((sh) => sh.color)].map((c) => [...c]);
-  const SHAPE_BITS = 8;
-  const PATTERNS = 4 << SHAPE_BITS;
+  const SHAPE_BITS = shapes.length;
   const BG = 1 << SHAPE_BITS;
+  const PATTERNS = 3 * BG;
   // A pixel column c is inside [x0, x1) when ceil(x0 - 0.5) <= c < ceil(x1 - 0.5) (exactly the
   // pixel-centre test); the same holds for rows.
   const firstIndex = (x: string, n: number) => i64(g.op('Clip', [g.op('Ceil', [sub(x, 0.5)]), g.f32(0), g.f32(n)]));
@@ -180,13 +190,14 @@ export function buildTinyWorldModel(spec: TinySpec): Uint8Array {
   const runningSum = (at: string, deltas: string, n: number) =>
     g.op('Slice', [g.op('CumSum', [g.op('ScatterElements', [zeros(at, n + 1), at, deltas], { axis: 2, reduction: 'add' }), g.i32([2], [])]), g.i64([0]), g.i64([n]), g.i64([2])]);
 
-  // Column bits [B,C,W]: +bit where a shape's columns start, -bit where they end, summed along the
-  // row (an empty or inverted span adds nothing).
-  const xs0 = flat(shapes.map((sh) => sh.x0));
-  const xs1 = g.op('Max', [flat(shapes.map((sh) => sh.x1)), xs0]);
+  // Column bits [B,C,W]: +bit where a span of a shape's columns starts, -bit where it ends, summed
+  // along the row (an empty or inverted span adds nothing).
+  const spans = shapes.flatMap((sh, j) => sh.cols.map(([x0, x1]) => ({ x0, x1, bit: 1 << j })));
+  const xs0 = flat(spans.map((sp) => sp.x0));
+  const xs1 = g.op('Max', [flat(spans.map((sp) => sp.x1)), xs0]);
   const colAt = g.op('Concat', [firstIndex(xs0, size), firstIndex(xs1, size)], { axis: 2 });
-  const colDelta = add(zerosLike(g.op('Concat', [xs0, xs1], { axis: 2 })), g.f32([...shapes.map((_, j) => 1 << j), ...shapes.map((_, j) => -(1 << j))]));
-  const colBits = add(runningSum(colAt, colDelta, size), PATTERNS - BG);
+  const colDelta = add(zerosLike(g.op('Concat', [xs0, xs1], { axis: 2 })), g.f32([...spans.map((sp) => sp.bit), ...spans.map((sp) => -sp.bit)]));
+  const colBits = add(runningSum(colAt, colDelta, size), PATTERNS);
 
   // Row templates. A row's bits change only at a boundary (a shape's first or last row, the split
   // between the views, the table's edge), so a frame has at most (boundaries + 1) distinct rows.
@@ -216,20 +227,28 @@ export function buildTinyWorldModel(spec: TinySpec): Uint8Array {
   const rowBits = g.op('Concat', [zerosLike(someRow), runBits], { axis: 2 });
 
   // Seeded noise: a per-frame brightness jitter (about +-2 levels) on each frame's own palette,
-  // expanded to a table of all bit patterns laid out [pattern, frame, rgb], so that it is built
-  // with one copy per pattern.
+  // expanded to a table of all bit patterns laid out [pattern, frame, rgb] (one copy per pattern).
+  // Frames are padded to a power of two F, so that a template pixel's entry pattern x F + frame is
+  // one BitwiseAnd of a column word (bits x F, all frame bits set) and a row word (bits x F + frame).
   const P = palette.length;
   const lit = g.op('Clip', [g.op('Round', [add(g.f32(palette.flat(), [1, 1, P, 3]), unsq(mul(noise, 2), [2, 3]))]), g.f32(0), g.f32(255)]);
+  const nFrames = g.op('Mul', [g.op('Gather', [g.op('Shape', [noise]), g.i64([0], [])], { axis: 0 }), g.i64([C], [])]);
+  const powers = Array.from({ length: 24 }, (_, i) => 2 ** i);
+  const log2 = g.op('ReduceSum', [g.op('Cast', [g.op('Greater', [nFrames, g.i64(powers.slice(0, -1))])], { to: 7 })], { keepdims: 0 });
+  const padded = g.op('Gather', [g.i64(powers), log2], { axis: 0 });
+  const byEntry = g.op('Reshape', [g.op('Transpose', [g.op('Cast', [lit], { to: 2 })], { perm: [2, 0, 1, 3] }), g.i64([P, -1])]);
+  const padCols = g.op('Mul', [g.op('Sub', [padded, nFrames]), g.i64([3], [])]);
+  const byEntryPadded = g.op('Pad', [byEntry, g.op('Concat', [g.i64([0, 0, 0]), g.op('Unsqueeze', [padCols, AX(g, [0])])], { axis: 0 })]);
   const lut = Array.from({ length: PATTERNS }, (_, p) => {
     const shapeBits = p & (BG - 1);
-    return shapeBits === 0 ? Math.min(2, p >> SHAPE_BITS) : 3 + Math.floor(Math.log2(shapeBits));
+    return shapeBits === 0 ? p >> SHAPE_BITS : 3 + Math.floor(Math.log2(shapeBits));
   });
-  const byEntry = g.op('Reshape', [g.op('Transpose', [g.op('Cast', [lit], { to: 2 })], { perm: [2, 0, 1, 3] }), g.i64([P, -1])]);
-  const table = g.op('Reshape', [g.op('Gather', [byEntry, g.i64(lut)], { axis: 0 }), g.i64([-1, 3])]);
-  const nFrames = i32(g.op('Mul', [g.op('Gather', [g.op('Shape', [noise]), g.i64([0], [])], { axis: 0 }), g.i64([C], [])]));
-  const frameNo = g.op('Reshape', [g.op('Range', [g.i32([0], []), nFrames, g.i32([1], [])]), g.i64([-1, C, 1])]);
-  const pattern = g.op('BitwiseAnd', [unsq(i32(colBits), [2]), unsq(i32(rowBits), [3])]);
-  const entry = g.op('Add', [g.op('Mul', [pattern, nFrames]), unsq(frameNo, [3])]);
+  const table = g.op('Reshape', [g.op('Gather', [byEntryPadded, g.i64(lut)], { axis: 0 }), g.i64([-1, 3])]);
+  const F = i32(padded);
+  const frameNo = g.op('Reshape', [g.op('Range', [g.i32([0], []), i32(nFrames), g.i32([1], [])]), g.i64([-1, C, 1])]);
+  const colWord = g.op('Add', [g.op('Mul', [i32(colBits), F]), g.op('Sub', [F, g.i32([1], [])])]);
+  const rowWord = g.op('Add', [g.op('Mul', [i32(rowBits), F]), frameNo]);
+  const entry = g.op('BitwiseAnd', [unsq(colWord, [2]), unsq(rowWord, [3])]);
   const templates = g.op('Reshape', [g.op('Gather', [table, entry], { axis: 0 }), g.i64([-1, size, 3])]);
   const rowOf = g.op('Add', [i64(run), i64(g.op('Mul', [frameNo, g.i32([K], [])]))]);
   const frames = g.op('Gather', [templates, rowOf], { axis: 0 });
