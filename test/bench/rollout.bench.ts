@@ -36,6 +36,7 @@ const QUICK = process.argv.includes('--quick');
 const SESSIONS = 64;
 const STEPS = QUICK ? 8_000 : 20_000;
 const ROUNDS = QUICK ? 5 : 11;
+const WARMUP_ROUNDS = QUICK ? 1 : 4;
 const ENV = 'gymwire/CartPole-v1';
 
 function emit(metric: string, value: number, unit: string, extra: Record<string, unknown> = {}): void {
@@ -77,9 +78,10 @@ async function delayedLink(target: string, delayMs: number): Promise<{ url: stri
 const link = await delayedLink(localUrl, LINK_MS);
 const dir = await mkdtemp(join(tmpdir(), 'gymwire-rollout-bench-'));
 /**
- * Policies, all tanh MLPs from scripts/onnx/mlp.ts: the 64-unit test MLP (4-64-2), the headline
- * 4-64-64-2, whose inference costs a few µs more per call than a trip to a worker thread would,
- * and two wider ones whose compute grows with the batch and runs in the worker.
+ * Policies, all tanh MLPs from scripts/onnx/mlp.ts: the 64-unit test MLP (4-64-2) and the headline
+ * 4-64-64-2, which run a batch of 64 in 15-20 µs, less than a trip to a worker thread costs, so
+ * `thread: 'auto'` keeps them on the main thread; and two wider ones (3 x 256, 3 x 768) whose
+ * compute grows with the batch and runs in the worker.
  */
 const MODELS = [
   { name: 'mlp64', hidden: 64, depth: 1 },
@@ -167,7 +169,9 @@ const cpuMedian = (rs: RunResult[]) => ({ client_main_plus_worker: round3(median
  * worker), the worker alone (10 ms ticks) and the server process, to show which one bounds the rate.
  */
 async function compare(model: string, link: 'local' | 'lan', withDataset: boolean, headline: boolean): Promise<void> {
-  await run(2, false); // warm-up: sessions path, worker, JIT
+  // Warm-up: sessions path, worker, and the JIT of client and server for both schedules (one run of
+  // each left the per-call code half-optimised: the rates kept climbing for several more runs).
+  for (let i = 0; i < WARMUP_ROUNDS; i++) for (const groups of [1, 2]) await run(groups, false);
   const locks: RunResult[] = [];
   const pipes: RunResult[] = [];
   for (let i = 0; i < ROUNDS; i++) {
