@@ -147,7 +147,10 @@ class AsyncClient:
         timeout = self.request_timeout if timeout is ... else timeout
         rid = self._next_id
         self._next_id += 1
-        frame = pack({**fields, "id": rid, "type": type})
+        # Every id below the oldest unanswered request has been received (ids grow and _pending keeps
+        # insertion order): the server may forget those answers instead of holding them for a retry.
+        ack = next(iter(self._pending), rid) - 1
+        frame = pack({**fields, "id": rid, "type": type, "ack": ack})
         limit = (self._welcome or {}).get("limits", {}).get("max_frame_bytes")
         if limit is not None and len(frame) > limit:
             # Sent anyway, it would close the connection, and a resume would send it again, forever.
