@@ -160,7 +160,10 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
       noise = new Float32Array(this.noiseSize);
       for (let i = 0; i < noise.length; i++) noise[i] = this.rng.normal();
     }
-    const context = contextIndices(m.context.selection, m.context.frames, st.history.length).map((h) => st.history[h]!);
+    // The history is the context itself once it holds exactly the last T frames (it is replaced, never
+    // changed in place, so the batch can copy it later).
+    const T = m.context.frames;
+    const context = m.context.selection === 'last' && st.history.length === T ? st.history : contextIndices(m.context.selection, T, st.history.length).map((h) => st.history[h]!);
 
     const res = await this.model.step({ context, actions, pose: new Float32Array(st.pose), noise });
 

@@ -41,11 +41,12 @@ function blockMask(g: GraphBuilder, green: string): string {
 }
 
 /**
- * The block is a rectangle at least 6 grid units wide and tall, drawn last in both views, so every
- * k-th column (k = 4 grid units) crosses all of its rows and every k-th row all of its columns:
- * centroids read from such a strided slice equal the full frame's, at a fraction of the pixels.
+ * The block covers exactly 2 x BLOCK_HALF = 6 grid units of pixel columns and rows, lies inside the
+ * frame, and is drawn last in both views, so exactly one of every 6th column crosses all of its
+ * rows and one of every 6th row all of its columns: centroids read from such a strided slice equal
+ * the full frame's, from a sixth of the pixels.
  */
-const STRIDE = 4;
+const STRIDE = 2 * BLOCK_HALF;
 
 /** Sums x [N, n] against constant columns `weights` ([n] each): [N, weights.length] via one MatMul. */
 function weighted(g: GraphBuilder, x: string, weights: number[][]): string {
