@@ -50,11 +50,15 @@ async function setUp(sessions: number, batched: boolean): Promise<Mode> {
   return { runtime, envs, step: 1 };
 }
 
-/** One timed round: every session steps as fast as it can for `seconds`; returns steps per second. */
-async function round(mode: Mode, seconds: number, loop: IntervalHistogram | null): Promise<number> {
+/**
+ * One timed round: every session steps as fast as it can for `seconds`; returns steps per second
+ * and the process's CPU time per step (all threads: less sensitive to other jobs than the rate).
+ */
+async function round(mode: Mode, seconds: number, loop: IntervalHistogram | null): Promise<{ rate: number; cpuMs: number }> {
   let steps = 0;
   const deadline = performance.now() + seconds * 1000;
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   loop?.enable();
   await Promise.all(
     mode.envs.map(async (e, i) => {
@@ -66,7 +70,8 @@ async function round(mode: Mode, seconds: number, loop: IntervalHistogram | null
     }),
   );
   loop?.disable();
-  return steps / ((performance.now() - t0) / 1000);
+  const cpu = process.cpuUsage(cpu0);
+  return { rate: steps / ((performance.now() - t0) / 1000), cpuMs: (cpu.user + cpu.system) / 1000 / steps };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
@@ -99,10 +104,14 @@ for (const sessions of [1, 8, 32]) {
   const bat = await setUp(sessions, true);
   const loop = sessions === 32 ? monitorEventLoopDelay({ resolution: 1 }) : null;
   const rates = { one: [] as number[], bat: [] as number[] };
+  const cpu = { one: [] as number[], bat: [] as number[] };
   try {
     for (let r = 0; r < ROUNDS; r++) {
-      rates.one.push(await round(one, SECONDS / ROUNDS, null));
-      rates.bat.push(await round(bat, SECONDS / ROUNDS, loop));
+      for (const [key, mode] of [['one', one], ['bat', bat]] as const) {
+        const res = await round(mode, SECONDS / ROUNDS, key === 'bat' ? loop : null);
+        rates[key].push(res.rate);
+        cpu[key].push(res.cpuMs);
+      }
     }
   } finally {
     await one.runtime.close();
@@ -110,8 +119,15 @@ for (const sessions of [1, 8, 32]) {
   }
   const ratios = rates.bat.map((b, r) => b / rates.one[r]!);
   const rounded = (xs: number[]) => xs.map((x) => Math.round(x * 100) / 100);
-  emit('chunk_steps_per_s', median(rates.one), 'steps/s', { sessions, mode: 'one-by-one', rounds: rounded(rates.one) });
-  emit('chunk_steps_per_s', median(rates.bat), 'steps/s', { sessions, mode: 'batched', rounds: rounded(rates.bat), max_batch_seen: bat.runtime.stats.maxBatchSeen });
+  const cpuPerStep = (xs: number[]) => Math.round(median(xs) * 1000) / 1000;
+  emit('chunk_steps_per_s', median(rates.one), 'steps/s', { sessions, mode: 'one-by-one', rounds: rounded(rates.one), cpu_ms_per_step: cpuPerStep(cpu.one) });
+  emit('chunk_steps_per_s', median(rates.bat), 'steps/s', {
+    sessions,
+    mode: 'batched',
+    rounds: rounded(rates.bat),
+    cpu_ms_per_step: cpuPerStep(cpu.bat),
+    max_batch_seen: bat.runtime.stats.maxBatchSeen,
+  });
   emit('batched_speedup', median(ratios), 'x', { sessions, min: Math.round(Math.min(...ratios) * 100) / 100, rounds: rounded(ratios), ...(sessions === 32 ? { target: 4 } : {}) });
   if (loop) emit('event_loop_delay_p99', loop.percentile(99) / 1e6, 'ms', { sessions, mode: 'batched, model in worker', target: 5 });
 }
