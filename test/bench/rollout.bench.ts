@@ -95,15 +95,16 @@ let client = await connect(localUrl);
 let url = localUrl;
 let policy: OnnxPolicy | null = null;
 
-/** CPU ms of a thread or process from /proc (Linux; 0 elsewhere), to see which thread bounds the rate. */
-function cpuMs(path: string): number {
-  if (!existsSync(path)) return 0;
-  const fields = readFileSync(path, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+/** CPU ms a thread has run, from its scheduler statistics (ns; Linux, 0 elsewhere), to see which thread bounds the rate. */
+function cpuMs(task: string): number {
+  const path = `${task}/schedstat`;
+  return existsSync(path) ? Number(readFileSync(path, 'utf8').split(' ')[0]) / 1e6 : 0;
 }
+/** All threads of a process (its V8 helpers too). */
+const processCpuMs = (pid: number | undefined) => (existsSync(`/proc/${pid}/task`) ? readdirSync(`/proc/${pid}/task`).reduce((a, t) => a + cpuMs(`/proc/${pid}/task/${t}`), 0) : 0);
 const threadIds = () => (existsSync('/proc/self/task') ? readdirSync('/proc/self/task') : []);
 let workerTids: string[] = [];
-/** /proc counts in 10 ms ticks; the process total (main thread + worker) comes from process.cpuUsage, to the microsecond. */
+/** The client process total (main thread, worker, V8 helpers) comes from process.cpuUsage. */
 const cpuTotal = () => {
   const u = process.cpuUsage();
   return u.user + u.system;
@@ -118,8 +119,8 @@ function machineBusyMs(): number {
 const usage = () => ({
   machine: machineBusyMs(),
   client: (cpuTotal()) / 1000,
-  worker: workerTids.reduce((a, t) => a + cpuMs(`/proc/self/task/${t}/stat`), 0),
-  server: cpuMs(`/proc/${child.pid}/stat`),
+  worker: workerTids.reduce((a, t) => a + cpuMs(`/proc/self/task/${t}`), 0),
+  server: processCpuMs(child.pid),
 });
 
 interface RunResult {
@@ -166,7 +167,7 @@ const cpuMedian = (rs: RunResult[]) => ({ client_main_plus_worker: round3(median
  * Lock-step and pipelined runs alternate, so both see the same machine load. Reported: min and
  * median rates of each mode over the rounds, the speedup as the median (and min) of per-round
  * ratios, and the CPU spent per 64 env steps (median) by the client process (main thread + policy
- * worker), the worker alone (10 ms ticks) and the server process, to show which one bounds the rate.
+ * worker), the worker alone and the server process, to show which one bounds the rate.
  */
 async function compare(model: string, link: 'local' | 'lan', withDataset: boolean, headline: boolean): Promise<void> {
   // Warm-up: sessions path, worker, and the JIT of client and server for both schedules (one run of
