@@ -114,6 +114,14 @@ describe('OnnxPolicy', () => {
     await expect(auto.act(observations(1), { sessions: [] })).rejects.toThrow(/closed/);
   });
 
+  it('finishes a batch already asked for when closed on the caller\'s thread', async () => {
+    const inline = await OnnxPolicy.load(modelPath, { thread: 'main' });
+    inline.check(spaces);
+    const pending = inline.act(observations(5), { sessions: [] });
+    await inline.close();
+    expect((await pending).actions).toHaveLength(5);
+  });
+
   it('falls back to CPU when CUDA is asked for and cannot load, and says so once', async () => {
     const warnings: string[] = [];
     const p = await OnnxPolicy.load(modelPath, { device: 'cuda', logger: { warn: (_o, msg) => warnings.push(msg) } });

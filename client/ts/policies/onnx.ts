@@ -140,7 +140,7 @@ export class OnnxPolicy implements Policy {
   private outStride = 0;
   private outputHint = 0;
   private sharing = false;
-  /** Last request number posted; batches are posted one after another through `posting`. */
+  /** Last request number posted; batches are posted one after another through `posting` (on the caller's thread: the last run asked for). */
   private posted = 0;
   private posting: Promise<unknown> = Promise.resolve();
   /** Per slot: settles once the answer in it has been read, so the slot may be written again. */
@@ -199,6 +199,10 @@ export class OnnxPolicy implements Policy {
     }
     const inline = ready.provider === 'cpu' && (thread === 'main' || (thread === 'auto' && ready.probeUs !== null && ready.probeUs < INLINE_BELOW_US));
     if (!inline) return new OnnxPolicy(worker, null, path, ready.provider, ready.inputs, ready.outputs, opts, ready.probeUs);
+    // The worker releases its session before it exits (ORT leaks sessions it does not release).
+    const exited = new Promise((r) => worker.once('exit', r));
+    worker.postMessage({ type: 'close' });
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 2000).unref())]);
     await worker.terminate();
     const ort = await import('onnxruntime-node');
     const session = await ort.InferenceSession.create(path, { intraOpNumThreads: opts.threads ?? 1, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionProviders: ['cpu'] });
@@ -222,6 +226,8 @@ export class OnnxPolicy implements Policy {
     if (this.closed) return;
     this.closed = true;
     if (this.inline) {
+      // Runs already asked for finish first (they run in order, so the last one is the one to wait for).
+      await this.posting;
       await this.inline.session.release();
       return;
     }
@@ -294,7 +300,9 @@ export class OnnxPolicy implements Policy {
       this.stack(observations, feed, per, data);
       named[feed.input] = new inline.Tensor(feed.type as 'float32', data as unknown as Float32Array, [n, ...feed.shape]);
     }
-    const out = await inline.session.run(named);
+    const running = inline.session.run(named);
+    this.posting = running.catch(() => {});
+    const out = await running;
     const result: Record<string, WorkerTensor> = {};
     for (const o of this.outputs) {
       const t = out[o.name];
