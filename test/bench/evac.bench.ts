@@ -9,8 +9,15 @@
  * processes on a shared machine drifts over both alike; the speedup is the median of the rounds'
  * ratios (its minimum is reported too).
  *
+ * It runs under the heap flag that `gymwire` starts the server with (bin/gymwire.js re-runs itself
+ * with --initial-old-space-size=256), re-running itself the same way: with V8's small default old
+ * generation, a process that has already made and dropped envs (here: the 1- and 8-session rounds)
+ * gets a mark-compact every ~150 ms while 32 sessions step, with marking steps of up to 10 ms on the
+ * event loop. GYMWIRE_NO_REEXEC=1 keeps the default to see that.
+ *
  *   npx tsx test/bench/evac.bench.ts [--seconds 3] [--rounds 3] [--resolution 64]
  */
+import { spawnSync } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { IntervalHistogram } from 'node:perf_hooks';
 import * as ort from 'onnxruntime-node';
@@ -20,6 +27,12 @@ import { Registry } from '../../envs/core/registry.ts';
 import type { Env } from '../../envs/core/env.ts';
 import { EVAC_ENV_ID, registerEvac, tinyModelDir } from '../../envs/evac/index.ts';
 import type { WorldModelRuntime } from '../../envs/evac/runtime.ts';
+
+const HEAP_FLAG = '--initial-old-space-size=';
+if (!process.execArgv.some((a) => a.startsWith(HEAP_FLAG)) && !process.env.GYMWIRE_NO_REEXEC) {
+  const child = spawnSync(process.execPath, [`${HEAP_FLAG}256`, ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit' });
+  process.exit(child.status ?? 1);
+}
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(name);
