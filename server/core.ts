@@ -24,7 +24,7 @@ import { after, EnvContractError, ResetNeededError, TimeLimit, unwrap, Wrapper }
 import { decode, encode } from '../protocol/codec.ts';
 import { ProtocolError } from '../protocol/errors.ts';
 import type { ErrorCode } from '../protocol/errors.ts';
-import { PROTOCOL_VERSION, REQUEST_SCHEMAS, SUPPORTED_PROTOCOL_VERSIONS } from '../protocol/messages.ts';
+import { AUTORESET_MODES, PROTOCOL_VERSION, REQUEST_SCHEMAS, SUPPORTED_PROTOCOL_VERSIONS } from '../protocol/messages.ts';
 import type { Limits, RequestOf, RequestType, ResultOf, ServerEvent } from '../protocol/messages.ts';
 import { contains, isPlainObject, stackTensors } from '../protocol/spaces.ts';
 import { Tensor, TensorFormatError } from '../protocol/tensor.ts';
@@ -298,8 +298,8 @@ export class ServerCore {
       return this.fail(conn, id, new ProtocolError('ENV_ERR_UNKNOWN_TYPE', `unknown message type ${JSON.stringify(type)}`, { known: Object.keys(REQUEST_SCHEMAS) }));
     }
     let req: RequestOf<RequestType>;
-    if (type === 'step' && isWellFormedStep(msg)) {
-      req = msg as RequestOf<'step'>;
+    if ((type === 'step' && isWellFormedStep(msg)) || (type === 'step_batch' && isWellFormedStepBatch(msg))) {
+      req = msg as RequestOf<'step' | 'step_batch'>;
     } else {
       const parsed = (REQUEST_SCHEMAS[type as RequestType] as z.ZodType).safeParse(msg);
       if (!parsed.success) {
@@ -891,10 +891,14 @@ function splitActions(actions: unknown, n: number): unknown[] {
     const inner = actions.shape.slice(1);
     if (inner.length === 0) {
       // Scalars (Discrete actions) come back as plain numbers.
-      return Array.from({ length: n }, (_, i) => actions.at(i));
+      const scalars = new Array<number>(n);
+      for (let i = 0; i < n; i++) scalars[i] = actions.at(i);
+      return scalars;
     }
     const per = actions.size / n;
-    return Array.from({ length: n }, (_, i) => new Tensor(actions.dtype, inner, actions.data.subarray(i * per, (i + 1) * per) as never));
+    const rows = new Array<Tensor>(n);
+    for (let i = 0; i < n; i++) rows[i] = new Tensor(actions.dtype, inner, actions.data.subarray(i * per, (i + 1) * per) as never);
+    return rows;
   }
   throw new ProtocolError('ENV_ERR_INVALID_MESSAGE', 'actions must be an array of per-session actions or a tensor stacked over sessions');
 }
@@ -903,8 +907,10 @@ function splitActions(actions: unknown, n: number): unknown[] {
 export function stackValues(values: unknown[]): unknown {
   const first = values[0];
   if (first instanceof Tensor) {
+    const shape = first.shape;
     for (const v of values) {
-      if (!(v instanceof Tensor) || v.dtype !== first.dtype || v.shape.length !== first.shape.length || v.shape.some((d, i) => d !== first.shape[i])) return values;
+      if (!(v instanceof Tensor) || v.dtype !== first.dtype || v.shape.length !== shape.length) return values;
+      for (let k = 0; k < shape.length; k++) if (v.shape[k] !== shape[k]) return values;
     }
     return stackTensors(values as Tensor[], first.dtype, first.shape);
   }
@@ -923,22 +929,34 @@ function fillFailedSlots(obs: unknown[], errors: readonly unknown[]): void {
 }
 
 const STEP_KEYS: ReadonlySet<string> = new Set(['id', 'type', 'session_id', 'action', 'ack']);
+const STEP_BATCH_KEYS: ReadonlySet<string> = new Set(['id', 'type', 'session_ids', 'actions', 'autoreset_mode', 'ack']);
+const AUTORESET_MODE_SET: ReadonlySet<unknown> = new Set(AUTORESET_MODES);
 
-/**
- * The step request checked by hand: it is most of the traffic, and zod's parse costs about as much
- * as the rest of a CartPole step. Accepts a subset of what StepRequestSchema accepts; anything
- * else goes through the schema, which also words the error.
+/*
+ * Step and step_batch requests checked by hand: they are most of the traffic, and zod's parse costs
+ * about as much as the rest of a CartPole step. Each accepts a subset of what its schema accepts;
+ * anything else goes through the schema, which also words the error.
  */
+
+function hasEnvelope(m: Record<string, unknown>, keys: ReadonlySet<string>): boolean {
+  for (const key in m) if (!keys.has(key)) return false;
+  return Number.isSafeInteger(m.id) && (m.id as number) >= 0 && (m.ack === undefined || Number.isSafeInteger(m.ack));
+}
+
+function isSessionId(v: unknown): boolean {
+  return typeof v === 'string' && v.length >= 1 && v.length <= 128;
+}
+
 function isWellFormedStep(m: Record<string, unknown>): boolean {
-  for (const key in m) if (!STEP_KEYS.has(key)) return false;
-  const sid = m.session_id;
-  return (
-    Number.isSafeInteger(m.id) &&
-    (m.id as number) >= 0 &&
-    typeof sid === 'string' &&
-    sid.length >= 1 &&
-    sid.length <= 128 &&
-    m.action !== undefined &&
-    (m.ack === undefined || Number.isSafeInteger(m.ack))
-  );
+  return hasEnvelope(m, STEP_KEYS) && isSessionId(m.session_id) && m.action !== undefined;
+}
+
+/** Also fills in the schema's default autoreset mode. */
+function isWellFormedStepBatch(m: Record<string, unknown>): boolean {
+  if (!hasEnvelope(m, STEP_BATCH_KEYS) || m.actions === undefined) return false;
+  const ids = m.session_ids;
+  if (!Array.isArray(ids) || ids.length === 0) return false;
+  for (const id of ids) if (!isSessionId(id)) return false;
+  if (m.autoreset_mode === undefined) m.autoreset_mode = 'next_step';
+  return AUTORESET_MODE_SET.has(m.autoreset_mode);
 }

@@ -8,7 +8,7 @@ import { connect } from '../../client/ts/client.ts';
 import { CartPoleEnv } from '../../envs/classic/cartpole.ts';
 import type { ClientEvent, GymwireClient } from '../../client/ts/client.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
-import { StepRequestSchema } from '../../protocol/messages.ts';
+import { StepBatchRequestSchema, StepRequestSchema } from '../../protocol/messages.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { RawConnection, valuesEqual } from '../conformance/suite.ts';
 import { testRegistry } from '../helpers/envs.ts';
@@ -123,7 +123,7 @@ describe.each(TRANSPORTS)('transport %s', (transport) => {
     expect(((await raw.next()).result as { obs: number }).obs).toBe(3);
   });
 
-  it('accepts exactly the step requests its schema accepts (the hand-checked fast path included)', async () => {
+  it('accepts exactly the step and step_batch requests their schemas accept (the hand-checked fast paths included)', async () => {
     const srv = await serve(transport);
     const raw = new RawConnection(await srv.connector());
     cleanups.push(async () => raw.close());
@@ -152,6 +152,23 @@ describe.each(TRANSPORTS)('transport %s', (transport) => {
       const answer = await raw.next();
       const invalid = answer.type === 'error' && (answer.error as { code: string }).code === 'ENV_ERR_INVALID_MESSAGE';
       expect(invalid, JSON.stringify(fields)).toBe(!StepRequestSchema.safeParse(message).success);
+    }
+    const batchVariants: Record<string, unknown>[] = [
+      { session_ids: [sid], actions: [0] },
+      { session_ids: [sid], actions: [0], autoreset_mode: 'same_step', ack: 2 },
+      { session_ids: [sid], actions: [0], autoreset_mode: 'sometimes' },
+      { session_ids: [], actions: [] },
+      { session_ids: [sid, ''], actions: [0, 0] },
+      { session_ids: sid, actions: [0] },
+      { session_ids: [sid] },
+      { session_ids: [sid], actions: [0], extra: 1 },
+    ];
+    for (const fields of batchVariants) {
+      const message = { id: id++, type: 'step_batch', ...fields };
+      raw.send(message);
+      const answer = await raw.next();
+      const invalid = answer.type === 'error' && (answer.error as { code: string }).code === 'ENV_ERR_INVALID_MESSAGE';
+      expect(invalid, JSON.stringify(fields)).toBe(!StepBatchRequestSchema.safeParse(message).success);
     }
     for (const badId of [-1, 1.5, 2 ** 53]) {
       raw.send({ id: badId, type: 'step', session_id: sid, action: 0 });
