@@ -18,6 +18,7 @@ export interface ServeOptions {
   maxFrameBytes: string;
   resumeGrace: string;
   check?: boolean;
+  mcpAllowOrigin?: string[];
 }
 
 export function registerServe(program: Command): void {
@@ -35,6 +36,7 @@ export function registerServe(program: Command): void {
     .option('--max-frame-bytes <n>', 'largest frame accepted (bytes)', String(64 * 1024 * 1024))
     .option('--resume-grace <ms>', 'how long a disconnected client may resume its sessions', '60000')
     .option('--check', 'check every observation against its space (slower; for env development)')
+    .option('--mcp-allow-origin <origin...>', 'browser origins allowed to use /mcp besides loopback ones (others get 403)')
     .action(async (opts: ServeOptions) => {
       if (opts.transport !== 'ws' && opts.transport !== 'uws') throw new Error(`--transport must be ws or uws, got ${opts.transport}`);
       for (const [flag, value] of Object.entries({ '--port': opts.port, '--idle-timeout': opts.idleTimeout, '--max-sessions': opts.maxSessions, '--max-sessions-per-client': opts.maxSessionsPerClient, '--max-frame-bytes': opts.maxFrameBytes, '--resume-grace': opts.resumeGrace })) {
@@ -57,7 +59,7 @@ export function registerServe(program: Command): void {
         },
         // MCP (and the viewer) need HTTP routes, which the ws transport serves.
         mountRoutes: (routes, core) => {
-          void mountMcp(routes, core, { logger });
+          void mountMcp(routes, core, { logger, allowedOrigins: opts.mcpAllowOrigin ?? [] });
           mountViewer(routes, core);
         },
       });

@@ -30,6 +30,25 @@ export interface McpHttpOptions {
   idleTimeoutMs?: number;
   /** MCP sessions open at once at most (default 1024); initialize beyond it is answered 503. */
   maxSessions?: number;
+  /**
+   * Browser origins allowed besides loopback ones (http://localhost:3000, say). A request that
+   * carries any other Origin is refused with 403: a web page must not reach a local server through
+   * DNS rebinding. Requests without an Origin (MCP hosts, SDKs, curl) are not affected.
+   */
+  allowedOrigins?: readonly string[];
+}
+
+const LOOPBACK_HOSTNAMES: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** Whether a request's Origin may use the endpoint: absent, a loopback origin, or one allowed by name. */
+export function originAllowed(origin: string | undefined, allowed: readonly string[] = []): boolean {
+  if (origin === undefined) return true;
+  if (allowed.includes(origin)) return true;
+  try {
+    return LOOPBACK_HOSTNAMES.has(new URL(origin).hostname);
+  } catch {
+    return false;
+  }
 }
 
 /** The mounted endpoint, for tests and the admin side. */
@@ -136,6 +155,11 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
   }
 
   routes.add(path, async (req, res) => {
+    const origin = req.headers.origin;
+    if (!originAllowed(origin, opts.allowedOrigins)) {
+      log.warn({ origin }, 'MCP request from a browser origin that is not allowed');
+      return jsonRpcError(res, 403, -32000, `Forbidden: Origin ${origin} may not use this endpoint (DNS-rebinding protection); allow it with gymwire serve --mcp-allow-origin ${origin}`);
+    }
     const token = bearer(req);
     const sid = req.headers['mcp-session-id'];
     if (typeof sid !== 'string') {

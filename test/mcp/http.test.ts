@@ -5,6 +5,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import sharp from 'sharp';
 import { afterEach, describe, expect, it } from 'vitest';
 
+import { originAllowed } from '../../server/mcp/http.ts';
 import { CAMERA_ENV, callErr, callOk, httpClient, startMcpServer, testRegistry } from './helpers.ts';
 import type { McpTestServer } from './helpers.ts';
 
@@ -247,5 +248,23 @@ describe('MCP over Streamable HTTP', () => {
     });
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
+  });
+
+  it('refuses browser origins that are not loopback or allowed (DNS-rebinding protection)', async () => {
+    t = await startMcpServer({ mcp: { allowedOrigins: ['https://lab.example'] } });
+    const initialize = (origin?: string) =>
+      fetch(t!.mcpUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(origin ? { origin } : {}) },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '0' } } }),
+      });
+    const refused = await initialize('http://attacker.example:8765');
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/--mcp-allow-origin http:\/\/attacker.example:8765/);
+    expect(t.server.core.connectionCount).toBe(0);
+    for (const origin of [undefined, 'http://localhost:5173', 'http://127.0.0.1:9', 'https://lab.example']) {
+      expect((await initialize(origin)).status, String(origin)).toBe(200);
+    }
+    expect(originAllowed('not a url')).toBe(false);
   });
 });
