@@ -73,6 +73,8 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
   /** History frames this env allocated (never the dataset's shared first frames), and free ones. */
   private readonly owned = new WeakSet<Uint8Array>();
   private spare: Uint8Array[] = [];
+  /** The last batch's frames that the history holds as views, and the release of their buffer. */
+  private held: { views: Uint8Array[]; release(): void } | null = null;
   private readonly actionMean: readonly number[];
   private readonly actionStd: readonly number[];
   private readonly noiseSize: number;
@@ -137,6 +139,7 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     }
     const ep = this.episodes[episode]!;
     const T = this.model.manifest.context.frames;
+    this.dropHeld();
     this.state = {
       model: this.model.manifest.name,
       history: Array.from({ length: T }, () => ep.frame),
@@ -167,14 +170,28 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
 
     const res = await this.model.step({ context, actions, pose: new Float32Array(st.pose), noise });
 
-    // History keeps its own copies of the frames it needs (the batch's buffer is recycled once every
-    // session has released it); frames that leave the history become the next step's copies.
+    // With last-k context the history holds views of this batch's frames and keeps the batch's buffer
+    // until the next step's result (release() is deferred; by then the next batch has copied its
+    // context). Frames kept longer than that, and every frame of a sparse (whole-episode) history,
+    // are copied into buffers this env owns; owned frames that leave the history are reused.
     const C = this.chunk;
     const frameLen = this.H * this.W * 3;
     const n = st.history.length;
-    const keep = m.context.selection === 'last' ? Math.min(n + C, m.context.frames) : n + C;
+    const last = m.context.selection === 'last';
+    const keep = last ? Math.min(n + C, T) : n + C;
+    const heldViews = this.held?.views;
+    const views: Uint8Array[] = [];
     const next: Uint8Array[] = [];
-    for (let j = n + C - keep; j < n + C; j++) next.push(j < n ? st.history[j]! : this.ownedCopy(res.frames.subarray((j - n) * frameLen, (j - n + 1) * frameLen)));
+    for (let j = n + C - keep; j < n + C; j++) {
+      if (j < n) {
+        const f = st.history[j]!;
+        next.push(heldViews?.includes(f) ? this.ownedCopy(f) : f);
+        continue;
+      }
+      const f = res.frames.subarray((j - n) * frameLen, (j - n + 1) * frameLen);
+      if (last) views.push(f);
+      next.push(last ? f : this.ownedCopy(f));
+    }
     for (const f of st.history) if (this.owned.has(f) && !next.includes(f)) this.spare.push(f);
     st.history = next;
     const lastFrame = res.frames.slice((C - 1) * frameLen, C * frameLen);
@@ -183,7 +200,9 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
 
     const threshold = m.reward.threshold;
     const probs = new Float32Array(res.probs);
-    res.release();
+    this.dropHeld();
+    if (views.length > 0) this.held = { views, release: res.release };
+    else res.release();
     const raw = new Float32Array(C);
     const rewards = new Float32Array(C);
     let prevScaled = st.prevScaled;
@@ -225,7 +244,9 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     return new Tensor('uint8', [this.H, this.W, 3], this.state.history[this.state.history.length - 1]!.slice());
   }
 
-  close(): void {}
+  close(): void {
+    this.dropHeld();
+  }
 
   getState(): Uint8Array {
     const st = this.state;
@@ -234,13 +255,14 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
 
   setState(bytes: Uint8Array): void {
     const s = unpackState<Partial<EvacState> & { rng: number[] }>(STATE_FORMAT, bytes);
+    if (s.model !== undefined && s.model !== this.model.manifest.name) {
+      throw new InvalidStateError(`state was taken from model ${s.model}; this env runs ${this.model.manifest.name}`);
+    }
     this.rng.setState(s.rng);
+    this.dropHeld();
     if (s.model === undefined) {
       this.state = null;
       return;
-    }
-    if (s.model !== this.model.manifest.name) {
-      throw new InvalidStateError(`state was taken from model ${s.model}; this env runs ${this.model.manifest.name}`);
     }
     this.state = { ...(s as EvacState), history: s.history!.map((f) => Uint8Array.from(f)), pose: [...s.pose!] };
   }
@@ -255,6 +277,11 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
       state: new Tensor('float32', [16], state),
       task_description: st.task,
     };
+  }
+
+  private dropHeld(): void {
+    this.held?.release();
+    this.held = null;
   }
 
   private ownedCopy(src: Uint8Array): Uint8Array {
