@@ -6,11 +6,13 @@
  *   - 224x224x3 uint8 observations, 8 sessions in parallel: steps/s and MB/s vs the echo floor;
  *   - 256 CartPole sessions stepped in one frame: env-steps/s vs a local in-process vector env;
  *   - 2,048 sessions open and stepping: every step answered, memory per idle session.
- * Servers run in their own process so the client under test has its own core.
+ * Servers run in their own process, pinned to the other core than the client's (see PINNED);
+ * round trips are also measured with both on one core.
  *   npx tsx test/bench/core.bench.ts [--quick]
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, fork, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { availableParallelism } from 'node:os';
 import { createInterface } from 'node:readline';
 
 import WebSocket from 'ws';
@@ -27,11 +29,30 @@ function emit(bench: string, metric: string, value: number, unit: string, extra:
   process.stdout.write(`${JSON.stringify({ bench, metric, value: Number(value.toFixed(3)), unit, ...extra })}\n`);
 }
 
-async function spawnServer(kind: 'gymwire' | 'echo', transport: 'ws' | 'uws'): Promise<{ url: string; stop(): void }> {
+/**
+ * Where processes run. On a VM, a round trip between two cores costs an idle-core wake-up (tens of µs)
+ * that one core shared by both does not, and the scheduler picks either per process pair; a floor
+ * and its gymwire figure measured under different placements are not comparable. So the client
+ * pins itself to core 0 and each server to the core asked for (BENCH_NO_PIN=1 turns this off).
+ */
+const PINNED = !process.env.BENCH_NO_PIN && availableParallelism() >= 2 && pinSelf();
+function pinSelf(): boolean {
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false; // no taskset: leave placement to the scheduler
+  }
+}
+const SEPARATE_CORES = 1;
+const SAME_CORE = 0;
+
+async function spawnServer(kind: 'gymwire' | 'echo', transport: 'ws' | 'uws', cpu = SEPARATE_CORES): Promise<{ url: string; stop(): void }> {
   // BENCH_SERVER points at a prebuilt server-process.mjs (see test/bench/run-built.sh) to measure without tsx.
   const v8 = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : [];
   const entry = [...v8, ...(process.env.BENCH_SERVER ? [process.env.BENCH_SERVER] : ['--import', 'tsx', 'test/bench/server-process.ts'])];
-  const child = spawn(process.execPath, [...entry, kind, transport], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [cmd, args] = PINNED ? ['taskset', ['-c', String(cpu), process.execPath, ...entry, kind, transport]] : [process.execPath, [...entry, kind, transport]];
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const rl = createInterface({ input: child.stdout });
   const [line] = (await once(rl, 'line')) as [string];
   return { url: (JSON.parse(line) as { url: string }).url, stop: () => child.kill('SIGTERM') };
@@ -58,12 +79,12 @@ async function echoRoundTrips(url: string, requestBytes: number, replyBytes: num
   return times;
 }
 
-async function latency(transport: 'ws' | 'uws'): Promise<void> {
+async function latency(transport: 'ws' | 'uws', cpu: number): Promise<void> {
   // gymwire and the bare echo run side by side in alternating rounds, so machine drift hits both alike.
   const rounds = QUICK ? 2 : 6;
   const perRound = Math.round(1000 * scale);
-  const srv = await spawnServer('gymwire', transport);
-  const echo = await spawnServer('echo', transport);
+  const srv = await spawnServer('gymwire', transport, cpu);
+  const echo = await spawnServer('echo', transport, cpu);
   const c = await connect(srv.url);
   const env = await c.make('gymwire/CartPole-v1');
   await env.reset({ seed: 0 });
@@ -101,13 +122,15 @@ async function latency(transport: 'ws' | 'uws'): Promise<void> {
   const p50 = percentile(times, 0.5) * 1000;
   const f50 = percentile(floor, 0.5) * 1000;
   ratios.sort((a, b) => a - b);
+  const placement = PINNED ? { placement: cpu === SAME_CORE ? 'client and server on one core' : 'client and server on separate cores' } : {};
   emit(`step_rtt_${transport}`, 'p50', p50, 'us', {
+    ...placement,
     floor_p50_us: Number(f50.toFixed(1)),
     ratio: Number((p50 / f50).toFixed(2)),
     round_ratios_min_median_max: [ratios[0], median(ratios), ratios[ratios.length - 1]].map((r) => Number(r!.toFixed(2))),
     target_ratio: 1.5,
   });
-  emit(`step_rtt_${transport}`, 'p99', percentile(times, 0.99) * 1000, 'us', { floor_p99_us: Number((percentile(floor, 0.99) * 1000).toFixed(1)) });
+  emit(`step_rtt_${transport}`, 'p99', percentile(times, 0.99) * 1000, 'us', { ...placement, floor_p99_us: Number((percentile(floor, 0.99) * 1000).toFixed(1)) });
 }
 
 function median(values: number[]): number {
@@ -115,57 +138,106 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)]!;
 }
 
+const IMAGE_SESSIONS = 8;
+const FRAME_BYTES = 224 * 224 * 3;
+
+interface RoundResult {
+  steps: number;
+  bytes: number;
+  seconds: number;
+}
+
+/**
+ * One side of the image benchmark in its own process (`--image-client gymwire|echo URL`): the parent
+ * asks for rounds over IPC. The two clients never share a process, so neither inherits the other's
+ * heap and allocator state (measured: a gymwire client alternating with an echo client in one process
+ * ran ~30 % slower than in a process of its own).
+ */
+async function imageClient(kind: string, url: string): Promise<void> {
+  let round: (ms: number) => Promise<RoundResult>;
+  let stop: () => Promise<void>;
+  if (kind === 'gymwire') {
+    const c = await connect(url);
+    const envs = await Promise.all(Array.from({ length: IMAGE_SESSIONS }, () => c.make('bench/Image-v0')));
+    await Promise.all(envs.map((e) => e.reset()));
+    round = async (ms) => {
+      let steps = 0;
+      let bytes = 0;
+      const t0 = performance.now();
+      const deadline = t0 + ms;
+      await Promise.all(
+        envs.map(async (e) => {
+          while (performance.now() < deadline) {
+            const r = await e.step(0);
+            steps++;
+            bytes += (r.obs as Tensor).byteLength;
+          }
+        }),
+      );
+      return { steps, bytes, seconds: (performance.now() - t0) / 1000 };
+    };
+    stop = () => c.close();
+  } else {
+    const sockets = await Promise.all(
+      Array.from({ length: IMAGE_SESSIONS }, async () => {
+        const ws = new WebSocket(url, { perMessageDeflate: false });
+        await once(ws, 'open');
+        return ws;
+      }),
+    );
+    const request = Buffer.alloc(60, 1);
+    request.writeUInt32LE(FRAME_BYTES + 120, 0); // the echo answers with a frame the size of a step answer
+    round = async (ms) => {
+      let steps = 0;
+      const t0 = performance.now();
+      const deadline = t0 + ms;
+      await Promise.all(
+        sockets.map(async (ws) => {
+          while (performance.now() < deadline) {
+            ws.send(request, { binary: true });
+            await once(ws, 'message');
+            steps++;
+          }
+        }),
+      );
+      return { steps, bytes: steps * FRAME_BYTES, seconds: (performance.now() - t0) / 1000 };
+    };
+    stop = async () => {
+      for (const ws of sockets) ws.close();
+    };
+  }
+  process.on('message', (m: { round?: number }) => {
+    if (m.round === undefined) {
+      void stop().then(() => process.exit(0));
+      return;
+    }
+    void round(m.round).then((r) => process.send!(r));
+  });
+  process.send!({ ready: true });
+}
+
+async function spawnImageClient(kind: 'gymwire' | 'echo', url: string): Promise<{ round(ms: number): Promise<RoundResult>; stop(): void }> {
+  // Same script, same node flags (and loader, under tsx), same core as this process.
+  const child = fork(process.argv[1]!, ['--image-client', kind, url], { execArgv: process.execArgv });
+  await once(child, 'message');
+  return {
+    round: async (ms) => {
+      child.send({ round: ms });
+      const [r] = (await once(child, 'message')) as [RoundResult];
+      return r;
+    },
+    stop: () => child.send({}),
+  };
+}
+
 async function images(transport: 'ws' | 'uws'): Promise<void> {
   // gymwire and the echo floor alternate in short rounds (like the latency bench), so machine drift hits both alike.
   const rounds = QUICK ? 2 : 6;
   const roundMs = QUICK ? 300 : 600;
-  const sessions = 8;
-  const frameBytes = 224 * 224 * 3;
   const srv = await spawnServer('gymwire', transport);
   const echo = await spawnServer('echo', transport);
-  const c = await connect(srv.url);
-  const envs = await Promise.all(Array.from({ length: sessions }, () => c.make('bench/Image-v0')));
-  await Promise.all(envs.map((e) => e.reset()));
-  const sockets = await Promise.all(
-    Array.from({ length: sessions }, async () => {
-      const ws = new WebSocket(echo.url, { perMessageDeflate: false });
-      await once(ws, 'open');
-      return ws;
-    }),
-  );
-  const request = Buffer.alloc(60, 1);
-  request.writeUInt32LE(frameBytes + 120, 0); // the echo answers with a frame the size of a step answer
-  const gymwireRound = async (): Promise<{ steps: number; bytes: number; seconds: number }> => {
-    let steps = 0;
-    let bytes = 0;
-    const t0 = performance.now();
-    const deadline = t0 + roundMs;
-    await Promise.all(
-      envs.map(async (e) => {
-        while (performance.now() < deadline) {
-          const r = await e.step(0);
-          steps++;
-          bytes += (r.obs as Tensor).byteLength;
-        }
-      }),
-    );
-    return { steps, bytes, seconds: (performance.now() - t0) / 1000 };
-  };
-  const echoRound = async (): Promise<{ bytes: number; seconds: number }> => {
-    let bytes = 0;
-    const t0 = performance.now();
-    const deadline = t0 + roundMs;
-    await Promise.all(
-      sockets.map(async (ws) => {
-        while (performance.now() < deadline) {
-          ws.send(request, { binary: true });
-          await once(ws, 'message');
-          bytes += frameBytes;
-        }
-      }),
-    );
-    return { bytes, seconds: (performance.now() - t0) / 1000 };
-  };
+  const mine = await spawnImageClient('gymwire', srv.url);
+  const theirs = await spawnImageClient('echo', echo.url);
   let steps = 0;
   let bytes = 0;
   let seconds = 0;
@@ -173,18 +245,18 @@ async function images(transport: 'ws' | 'uws'): Promise<void> {
   let floorSeconds = 0;
   const ratios: number[] = [];
   for (let round = 0; round < rounds + 1; round++) {
-    const mine = await gymwireRound();
-    const theirs = await echoRound();
+    const m = await mine.round(roundMs);
+    const t = await theirs.round(roundMs);
     if (round === 0) continue; // warm-up round for both
-    steps += mine.steps;
-    bytes += mine.bytes;
-    seconds += mine.seconds;
-    floorBytes += theirs.bytes;
-    floorSeconds += theirs.seconds;
-    ratios.push(mine.bytes / mine.seconds / (theirs.bytes / theirs.seconds));
+    steps += m.steps;
+    bytes += m.bytes;
+    seconds += m.seconds;
+    floorBytes += t.bytes;
+    floorSeconds += t.seconds;
+    ratios.push(m.bytes / m.seconds / (t.bytes / t.seconds));
   }
-  for (const ws of sockets) ws.close();
-  await c.close();
+  mine.stop();
+  theirs.stop();
   srv.stop();
   echo.stop();
   const mbs = bytes / seconds / 1e6;
@@ -265,10 +337,22 @@ async function concurrency(): Promise<void> {
   emit('sessions_2048', 'memory_per_idle_session', (after.heap_used_bytes - before.heap_used_bytes) / total / 1024, 'KiB (heap)', { rss_per_session_kib: Number(((after.rss_bytes - before.rss_bytes) / total / 1024).toFixed(1)) });
 }
 
+const imageClientAt = process.argv.indexOf('--image-client');
+if (imageClientAt >= 0) {
+  await imageClient(process.argv[imageClientAt + 1]!, process.argv[imageClientAt + 2]!);
+  await new Promise(() => {}); // serve rounds until the parent says stop
+}
+
 const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7);
 const benches: [string, () => Promise<void>][] = [
-  ['latency-ws', () => latency('ws')],
-  ['latency-uws', () => latency('uws')],
+  ['latency-ws', () => latency('ws', SEPARATE_CORES)],
+  ['latency-uws', () => latency('uws', SEPARATE_CORES)],
+  ...(PINNED
+    ? ([
+        ['latency-ws-one-core', () => latency('ws', SAME_CORE)],
+        ['latency-uws-one-core', () => latency('uws', SAME_CORE)],
+      ] as [string, () => Promise<void>][])
+    : []),
   ['images-ws', () => images('ws')],
   ['images-uws', () => images('uws')],
   ['batched-ws', () => batched('ws')],
