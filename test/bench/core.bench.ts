@@ -6,13 +6,12 @@
  *   - 224x224x3 uint8 observations, 8 sessions in parallel: steps/s and MB/s vs the echo floor;
  *   - 256 CartPole sessions stepped in one frame: env-steps/s vs a local in-process vector env;
  *   - 2,048 sessions open and stepping: every step answered, memory per idle session.
- * Servers run in their own process, pinned to the other core than the client's (see PINNED);
+ * Servers run in their own process, pinned to the other core than the client's (placement.ts);
  * round trips are also measured with both on one core.
  *   npx tsx test/bench/core.bench.ts [--quick]
  */
-import { execFileSync, fork, spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { availableParallelism } from 'node:os';
 import { createInterface } from 'node:readline';
 
 import WebSocket from 'ws';
@@ -21,6 +20,7 @@ import { connect } from '../../client/ts/client.ts';
 import { CartPoleEnv } from '../../envs/classic/cartpole.ts';
 import { encode } from '../../protocol/codec.ts';
 import { Tensor } from '../../protocol/tensor.ts';
+import { CLIENT_CORE, onCore, PINNED, SERVER_CORE } from './placement.ts';
 
 const QUICK = process.argv.includes('--quick');
 const scale = QUICK ? 0.2 : 1;
@@ -29,29 +29,14 @@ function emit(bench: string, metric: string, value: number, unit: string, extra:
   process.stdout.write(`${JSON.stringify({ bench, metric, value: Number(value.toFixed(3)), unit, ...extra })}\n`);
 }
 
-/**
- * Where processes run. On a VM, a round trip between two cores costs an idle-core wake-up (tens of µs)
- * that one core shared by both does not, and the scheduler picks either per process pair; a floor
- * and its gymwire figure measured under different placements are not comparable. So the client
- * pins itself to core 0 and each server to the core asked for (BENCH_NO_PIN=1 turns this off).
- */
-const PINNED = !process.env.BENCH_NO_PIN && availableParallelism() >= 2 && pinSelf();
-function pinSelf(): boolean {
-  try {
-    execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false; // no taskset: leave placement to the scheduler
-  }
-}
-const SEPARATE_CORES = 1;
-const SAME_CORE = 0;
+const SEPARATE_CORES = SERVER_CORE;
+const SAME_CORE = CLIENT_CORE;
 
 async function spawnServer(kind: 'gymwire' | 'echo', transport: 'ws' | 'uws', cpu = SEPARATE_CORES): Promise<{ url: string; stop(): void }> {
   // BENCH_SERVER points at a prebuilt server-process.mjs (see test/bench/run-built.sh) to measure without tsx.
   const v8 = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : [];
   const entry = [...v8, ...(process.env.BENCH_SERVER ? [process.env.BENCH_SERVER] : ['--import', 'tsx', 'test/bench/server-process.ts'])];
-  const [cmd, args] = PINNED ? ['taskset', ['-c', String(cpu), process.execPath, ...entry, kind, transport]] : [process.execPath, [...entry, kind, transport]];
+  const [cmd, args] = onCore(cpu, process.execPath, [...entry, kind, transport]);
   const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const rl = createInterface({ input: child.stdout });
   const [line] = (await once(rl, 'line')) as [string];

@@ -31,6 +31,7 @@ import { OnnxPolicy } from '../../client/ts/policies/onnx.ts';
 import { Rollout } from '../../client/ts/rollout/engine.ts';
 import { CartPoleEnv } from '../../envs/classic/cartpole.ts';
 import { CARTPOLE_MLP, writeMlp } from '../../scripts/onnx/mlp.ts';
+import { onCore, SERVER_CORE } from './placement.ts';
 
 const QUICK = process.argv.includes('--quick');
 const SESSIONS = 64;
@@ -45,7 +46,8 @@ function emit(metric: string, value: number, unit: string, extra: Record<string,
 
 // BENCH_SERVER points at a prebuilt server-process.mjs (see test/bench/run-rollout-built.sh) to measure without tsx.
 const serverEntry = [...(process.env.BENCH_NODE_FLAGS?.split(' ') ?? []), ...(process.env.BENCH_SERVER ? [process.env.BENCH_SERVER] : ['--import', 'tsx', 'test/bench/server-process.ts'])];
-const child = spawn(process.execPath, [...serverEntry, 'gymwire', 'ws'], { stdio: ['ignore', 'pipe', 'inherit'] });
+// The server gets a core of its own, as on another machine (placement.ts).
+const child = spawn(...onCore(SERVER_CORE, process.execPath, [...serverEntry, 'gymwire', 'ws']), { stdio: ['ignore', 'pipe', 'inherit'] });
 const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
 const localUrl = (JSON.parse(line) as { url: string }).url;
 const LINK_MS = Number(process.env.LINK_MS ?? 1);
@@ -71,7 +73,7 @@ const server = net.createServer((down) => {
 server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
 `;
 async function delayedLink(target: string, delayMs: number): Promise<{ url: string; close(): void }> {
-  const proxy = spawn(process.execPath, ['-e', PROXY, new URL(target).port, String(delayMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proxy = spawn(...onCore(SERVER_CORE, process.execPath, ['-e', PROXY, new URL(target).port, String(delayMs)]), { stdio: ['ignore', 'pipe', 'inherit'] });
   const [port] = (await once(createInterface({ input: proxy.stdout }), 'line')) as [string];
   return { url: `ws://127.0.0.1:${port.trim()}`, close: () => proxy.kill('SIGKILL') };
 }
