@@ -2,6 +2,7 @@
  * One suite over every transport: ordering, isolation, bad input, limits, lifecycle.
  */
 import WebSocket from 'ws';
+import type { z } from 'zod';
 import { afterEach, describe, expect, it } from 'vitest';
 
 import { connect } from '../../client/ts/client.ts';
@@ -101,7 +102,8 @@ describe.each(TRANSPORTS)('transport %s', (transport) => {
     expect(codes).toContain('ok');
   });
 
-  it('answers a retried request id from memory, and refuses an old one whose answer was forgotten', async () => {
+  /** A raw connection (requests by hand) with one reset Counter session; ids 1 and 2 are used. */
+  async function rawSession(): Promise<{ raw: RawConnection; sid: string }> {
     const srv = await serve(transport);
     const raw = new RawConnection(await srv.connector());
     cleanups.push(async () => raw.close());
@@ -110,6 +112,11 @@ describe.each(TRANSPORTS)('transport %s', (transport) => {
     const sid = ((await raw.next()).result as { session_id: string }).session_id;
     raw.send({ id: 2, type: 'reset', session_id: sid });
     await raw.next();
+    return { raw, sid };
+  }
+
+  it('answers a retried request id from memory, and refuses an old one whose answer was forgotten', async () => {
+    const { raw, sid } = await rawSession();
     raw.send({ id: 3, type: 'step', session_id: sid, action: 0 });
     const first = await raw.next();
     raw.send({ id: 3, type: 'step', session_id: sid, action: 0 }); // a retry: same answer, not a second step
@@ -124,51 +131,49 @@ describe.each(TRANSPORTS)('transport %s', (transport) => {
   });
 
   it('accepts exactly the step and step_batch requests their schemas accept (the hand-checked fast paths included)', async () => {
-    const srv = await serve(transport);
-    const raw = new RawConnection(await srv.connector());
-    cleanups.push(async () => raw.close());
-    await raw.hello();
-    raw.send({ id: 1, type: 'make', env_id: 'test/Counter-v0' });
-    const sid = ((await raw.next()).result as { session_id: string }).session_id;
-    raw.send({ id: 2, type: 'reset', session_id: sid });
-    await raw.next();
+    const { raw, sid } = await rawSession();
     let id = 3;
-    const variants: Record<string, unknown>[] = [
-      { session_id: sid, action: 0 },
-      { session_id: sid, action: 0, ack: 1 },
-      { session_id: sid, action: 0, ack: -1 },
-      { session_id: sid, action: 0, extra: true },
-      { session_id: sid, action: 0, ack: 1.5 },
-      { session_id: sid, action: 0, ack: 'x' },
-      { session_id: sid },
-      { session_id: '', action: 0 },
-      { session_id: 'x'.repeat(129), action: 0 },
-      { session_id: 7, action: 0 },
-      { action: 0 },
+    const cases: [string, z.ZodType, Record<string, unknown>[]][] = [
+      [
+        'step',
+        StepRequestSchema,
+        [
+          { session_id: sid, action: 0 },
+          { session_id: sid, action: 0, ack: 1 },
+          { session_id: sid, action: 0, ack: -1 },
+          { session_id: sid, action: 0, extra: true },
+          { session_id: sid, action: 0, ack: 1.5 },
+          { session_id: sid, action: 0, ack: 'x' },
+          { session_id: sid },
+          { session_id: '', action: 0 },
+          { session_id: 'x'.repeat(129), action: 0 },
+          { session_id: 7, action: 0 },
+          { action: 0 },
+        ],
+      ],
+      [
+        'step_batch',
+        StepBatchRequestSchema,
+        [
+          { session_ids: [sid], actions: [0] },
+          { session_ids: [sid], actions: [0], autoreset_mode: 'same_step', ack: 2 },
+          { session_ids: [sid], actions: [0], autoreset_mode: 'sometimes' },
+          { session_ids: [], actions: [] },
+          { session_ids: [sid, ''], actions: [0, 0] },
+          { session_ids: sid, actions: [0] },
+          { session_ids: [sid] },
+          { session_ids: [sid], actions: [0], extra: 1 },
+        ],
+      ],
     ];
-    for (const fields of variants) {
-      const message = { id: id++, type: 'step', ...fields };
-      raw.send(message);
-      const answer = await raw.next();
-      const invalid = answer.type === 'error' && (answer.error as { code: string }).code === 'ENV_ERR_INVALID_MESSAGE';
-      expect(invalid, JSON.stringify(fields)).toBe(!StepRequestSchema.safeParse(message).success);
-    }
-    const batchVariants: Record<string, unknown>[] = [
-      { session_ids: [sid], actions: [0] },
-      { session_ids: [sid], actions: [0], autoreset_mode: 'same_step', ack: 2 },
-      { session_ids: [sid], actions: [0], autoreset_mode: 'sometimes' },
-      { session_ids: [], actions: [] },
-      { session_ids: [sid, ''], actions: [0, 0] },
-      { session_ids: sid, actions: [0] },
-      { session_ids: [sid] },
-      { session_ids: [sid], actions: [0], extra: 1 },
-    ];
-    for (const fields of batchVariants) {
-      const message = { id: id++, type: 'step_batch', ...fields };
-      raw.send(message);
-      const answer = await raw.next();
-      const invalid = answer.type === 'error' && (answer.error as { code: string }).code === 'ENV_ERR_INVALID_MESSAGE';
-      expect(invalid, JSON.stringify(fields)).toBe(!StepBatchRequestSchema.safeParse(message).success);
+    for (const [type, schema, variants] of cases) {
+      for (const fields of variants) {
+        const message = { id: id++, type, ...fields };
+        raw.send(message);
+        const answer = await raw.next();
+        const invalid = answer.type === 'error' && (answer.error as { code: string }).code === 'ENV_ERR_INVALID_MESSAGE';
+        expect(invalid, JSON.stringify(message)).toBe(!schema.safeParse(message).success);
+      }
     }
     for (const badId of [-1, 1.5, 2 ** 53]) {
       raw.send({ id: badId, type: 'step', session_id: sid, action: 0 });
