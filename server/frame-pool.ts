@@ -10,6 +10,14 @@ import { encode, encodeInto } from '../protocol/codec.ts';
 export const POOLED_FRAME_MIN_BYTES = 64 * 1024;
 /** Free buffers kept per size class; more are left to the GC. */
 const FREE_PER_CLASS = 64;
+/** An answer under this share of its buffer is copied out instead of pinning the buffer. */
+const KEEP_FRACTION = 4;
+/**
+ * No pooled frame is smaller: buffers start at twice the minimum (a power of two above it plus
+ * headroom) and keep only frames of at least KEEP_FRACTION of themselves. Below it, the holder
+ * lookups (three per answer, on every step) are skipped.
+ */
+const SMALLEST_POOLED_FRAME = (2 * POOLED_FRAME_MIN_BYTES) / KEEP_FRACTION;
 
 interface Holders {
   refs: number;
@@ -36,7 +44,7 @@ export class FramePool {
       this.putBack(buffer);
       return frame;
     }
-    if (frame.byteLength < buffer.byteLength / 4) {
+    if (frame.byteLength < buffer.byteLength / KEEP_FRACTION) {
       // Much smaller than expected: keep an exact copy rather than pin a large buffer in the reply cache.
       const copy = Buffer.from(frame);
       this.putBack(buffer);
@@ -48,21 +56,25 @@ export class FramePool {
   }
 
   isPooled(frame: Uint8Array): boolean {
-    return this.holders.has(frame.buffer);
+    return this.holdersOf(frame) !== undefined;
   }
 
   retain(frame: Uint8Array): void {
-    const h = this.holders.get(frame.buffer);
+    const h = this.holdersOf(frame);
     if (h) h.refs++;
   }
 
   release(frame: Uint8Array): void {
-    const h = this.holders.get(frame.buffer);
+    const h = this.holdersOf(frame);
     if (!h) return;
     if (--h.refs > 0) return;
     this.holders.delete(frame.buffer);
     this.outstanding--;
     this.putBack(h.buffer);
+  }
+
+  private holdersOf(frame: Uint8Array): Holders | undefined {
+    return frame.byteLength < SMALLEST_POOLED_FRAME ? undefined : this.holders.get(frame.buffer);
   }
 
   /** A buffer of at least `bytes` rounded up to a power of two, with headroom for the envelope. */

@@ -132,6 +132,25 @@ interface RoundResult {
   seconds: number;
 }
 
+/** Steps every lane in parallel until `ms` have passed; counts the steps and the payload bytes they returned. */
+async function timedRound<L>(ms: number, lanes: readonly L[], stepOnce: (lane: L) => Promise<number>): Promise<RoundResult> {
+  let steps = 0;
+  let bytes = 0;
+  const t0 = performance.now();
+  const deadline = t0 + ms;
+  await Promise.all(
+    lanes.map(async (lane) => {
+      while (performance.now() < deadline) {
+        // Awaited first: `bytes += await ...` would read `bytes` before the await and drop the other lanes' counts.
+        const got = await stepOnce(lane);
+        bytes += got;
+        steps++;
+      }
+    }),
+  );
+  return { steps, bytes, seconds: (performance.now() - t0) / 1000 };
+}
+
 /**
  * One side of the image benchmark in its own process (`--image-client gymwire|echo URL`): the parent
  * asks for rounds over IPC. The two clients never share a process, so neither inherits the other's
@@ -145,22 +164,7 @@ async function imageClient(kind: string, url: string): Promise<void> {
     const c = await connect(url);
     const envs = await Promise.all(Array.from({ length: IMAGE_SESSIONS }, () => c.make('bench/Image-v0')));
     await Promise.all(envs.map((e) => e.reset()));
-    round = async (ms) => {
-      let steps = 0;
-      let bytes = 0;
-      const t0 = performance.now();
-      const deadline = t0 + ms;
-      await Promise.all(
-        envs.map(async (e) => {
-          while (performance.now() < deadline) {
-            const r = await e.step(0);
-            steps++;
-            bytes += (r.obs as Tensor).byteLength;
-          }
-        }),
-      );
-      return { steps, bytes, seconds: (performance.now() - t0) / 1000 };
-    };
+    round = (ms) => timedRound(ms, envs, async (e) => ((await e.step(0)).obs as Tensor).byteLength);
     stop = () => c.close();
   } else {
     const sockets = await Promise.all(
@@ -172,21 +176,12 @@ async function imageClient(kind: string, url: string): Promise<void> {
     );
     const request = Buffer.alloc(60, 1);
     request.writeUInt32LE(FRAME_BYTES + 120, 0); // the echo answers with a frame the size of a step answer
-    round = async (ms) => {
-      let steps = 0;
-      const t0 = performance.now();
-      const deadline = t0 + ms;
-      await Promise.all(
-        sockets.map(async (ws) => {
-          while (performance.now() < deadline) {
-            ws.send(request, { binary: true });
-            await once(ws, 'message');
-            steps++;
-          }
-        }),
-      );
-      return { steps, bytes: steps * FRAME_BYTES, seconds: (performance.now() - t0) / 1000 };
-    };
+    round = (ms) =>
+      timedRound(ms, sockets, async (ws) => {
+        ws.send(request, { binary: true });
+        await once(ws, 'message');
+        return FRAME_BYTES;
+      });
     stop = async () => {
       for (const ws of sockets) ws.close();
     };
