@@ -34,6 +34,10 @@ async function create(path: string, options: ort.InferenceSession.SessionOptions
 async function load(msg: Extract<WorkerRequest, { type: 'load' }>): Promise<WorkerResponse> {
   const base: ort.InferenceSession.SessionOptions = { graphOptimizationLevel: 'all' };
   if (msg.threads > 0) base.intraOpNumThreads = msg.threads;
+  // A spinning pool thread keeps its core busy for a while after every split op: with batches
+  // arriving every few ms, that took the core from the event loop and made the tiny model 2-4x
+  // slower on 2 cores. Parked threads cost a wake-up per split op and nothing between runs.
+  base.extra = { session: { intra_op: { allow_spinning: '0' } } };
   let provider: 'cpu' | 'cuda' = 'cpu';
   let fallback: string | null = null;
   let options: ort.InferenceSession.SessionOptions = { ...base, executionProviders: ['cpu'] };

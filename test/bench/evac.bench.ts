@@ -7,7 +7,9 @@
  *
  * Both modes are set up side by side and timed in alternating rounds, so that the load of other
  * processes on a shared machine drifts over both alike; the speedup is the median of the rounds'
- * ratios (its minimum is reported too).
+ * ratios (its minimum is reported too). Each mode first steps one untimed warm-up round: the first
+ * second after set-up runs ~20% slow (JIT, the worker's first batches of that shape), and that cold
+ * round used to be one of three timed ones.
  *
  * It runs under the heap flag that `gymwire` starts the server with (bin/gymwire.js re-runs itself
  * with --initial-old-space-size=256), re-running itself the same way: with V8's small default old
@@ -15,7 +17,8 @@
  * gets a mark-compact every ~150 ms while 32 sessions step, with marking steps of up to 10 ms on the
  * event loop. GYMWIRE_NO_REEXEC=1 keeps the default to see that.
  *
- *   npx tsx test/bench/evac.bench.ts [--seconds 3] [--rounds 3] [--resolution 64]
+ *   npx tsx test/bench/evac.bench.ts [--seconds 6] [--rounds 5] [--resolution 64]
+ * (--seconds is each mode's timed total per session count, split over the rounds.)
  */
 import { spawnSync } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -38,8 +41,9 @@ const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(name);
   return i >= 0 ? Number(process.argv[i + 1]) : def;
 };
-const SECONDS = arg('--seconds', 3);
-const ROUNDS = arg('--rounds', 3);
+const SECONDS = arg('--seconds', 6);
+const ROUNDS = arg('--rounds', 5);
+const WARMUP_SECONDS = 1;
 const RES = arg('--resolution', 64) as 64 | 128 | 256;
 
 function emit(metric: string, value: number, unit: string, extra: Record<string, unknown> = {}): void {
@@ -119,6 +123,7 @@ for (const sessions of [1, 8, 32]) {
   const rates = { one: [] as number[], bat: [] as number[] };
   const cpu = { one: [] as number[], bat: [] as number[] };
   try {
+    for (const mode of [one, bat]) await round(mode, WARMUP_SECONDS, null);
     for (let r = 0; r < ROUNDS; r++) {
       for (const [key, mode] of [['one', one], ['bat', bat]] as const) {
         const res = await round(mode, SECONDS / ROUNDS, key === 'bat' ? loop : null);
