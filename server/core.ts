@@ -30,6 +30,7 @@ import { contains, isPlainObject, stackTensors } from '../protocol/spaces.ts';
 import { Tensor, TensorFormatError } from '../protocol/tensor.ts';
 import { FramePool } from './frame-pool.ts';
 import { ServerMetrics } from './metrics.ts';
+import { BusyPoller } from './busy-poll.ts';
 import { Session } from './session.ts';
 import { toolDescriptions } from './tools.ts';
 import type { ConnectionHandler, TransportConnection } from './transport.ts';
@@ -71,6 +72,8 @@ export interface ServerCoreOptions {
   checkEnvs?: boolean;
   /** How often the reaper looks for idle sessions and expired clients. */
   reapIntervalMs?: number;
+  /** Keep polling the sockets this many µs after each answer instead of sleeping (see BusyPoller; 0: off). */
+  busyPollUs?: number;
 }
 
 /**
@@ -182,10 +185,12 @@ export class Connection implements ConnectionHandler {
     const frames = this.core.frames;
     if (!frames.isPooled(bytes)) {
       this.transport.send(bytes);
+      this.core.poller?.touch();
       return;
     }
     frames.retain(bytes);
     this.transport.send(bytes, () => frames.release(bytes));
+    this.core.poller?.touch();
   }
 
   sendError(id: number | null, err: ProtocolError): void {
@@ -202,6 +207,8 @@ export class ServerCore {
   readonly metrics = new ServerMetrics();
   /** Reused memory for large answers; see FramePool. */
   readonly frames = new FramePool();
+  /** Null unless busyPollUs is set. */
+  readonly poller: BusyPoller | null;
   private readonly token: string | null;
   private readonly checkEnvs: boolean;
   private readonly sessions = new Map<string, Session>();
@@ -219,6 +226,7 @@ export class ServerCore {
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
     this.token = opts.token ?? null;
     this.checkEnvs = opts.checkEnvs ?? false;
+    this.poller = opts.busyPollUs ? new BusyPoller(opts.busyPollUs) : null;
     this.handlers = {
       hello: () => {
         throw new ProtocolError('ENV_ERR_INVALID_MESSAGE', 'hello was already received on this connection');
@@ -852,6 +860,7 @@ export class ServerCore {
   async shutdown(timeoutMs = 10_000): Promise<void> {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
+    this.poller?.stop();
     if (this.reaper) clearInterval(this.reaper);
     const drained = (async () => {
       while (this.inFlight > 0) await new Promise((r) => setTimeout(r, 5));

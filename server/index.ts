@@ -34,6 +34,8 @@ export interface ServerOptions {
   /** Adds HTTP routes (MCP, the viewer) to the ws transport's server. */
   mountRoutes?: (routes: HttpRoutes, core: ServerCore) => void;
   reapIntervalMs?: number;
+  /** µs to keep polling the sockets after each answer (server/busy-poll.ts); 0 or unset: off. */
+  busyPollUs?: number;
 }
 
 export interface RunningServer {
@@ -58,6 +60,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     limits: opts.limits,
     checkEnvs: opts.checkEnvs,
     reapIntervalMs: opts.reapIntervalMs,
+    busyPollUs: opts.busyPollUs,
   });
   const name = opts.transport ?? 'ws';
   let transport: ServerTransport;

@@ -17,6 +17,7 @@ export interface ServeOptions {
   maxSessionsPerClient: string;
   maxFrameBytes: string;
   resumeGrace: string;
+  busyPollUs: string;
   check?: boolean;
   mcpAllowOrigin?: string[];
 }
@@ -35,11 +36,12 @@ export function registerServe(program: Command): void {
     .option('--max-sessions-per-client <n>', 'sessions one client may hold', '1024')
     .option('--max-frame-bytes <n>', 'largest frame accepted (bytes)', String(64 * 1024 * 1024))
     .option('--resume-grace <ms>', 'how long a disconnected client may resume its sessions', '60000')
+    .option('--busy-poll-us <us>', 'keep polling the sockets this long after each answer instead of sleeping: saves a core wake-up for clients that send again soon (pipelined rollouts) on VMs, costs up to this much CPU per answer (0: off)', '0')
     .option('--check', 'check every observation against its space (slower; for env development)')
     .option('--mcp-allow-origin <origin...>', 'browser origins allowed to use /mcp besides loopback ones (others get 403)')
     .action(async (opts: ServeOptions) => {
       if (opts.transport !== 'ws' && opts.transport !== 'uws') throw new Error(`--transport must be ws or uws, got ${opts.transport}`);
-      for (const [flag, value] of Object.entries({ '--port': opts.port, '--idle-timeout': opts.idleTimeout, '--max-sessions': opts.maxSessions, '--max-sessions-per-client': opts.maxSessionsPerClient, '--max-frame-bytes': opts.maxFrameBytes, '--resume-grace': opts.resumeGrace })) {
+      for (const [flag, value] of Object.entries({ '--port': opts.port, '--idle-timeout': opts.idleTimeout, '--max-sessions': opts.maxSessions, '--max-sessions-per-client': opts.maxSessionsPerClient, '--max-frame-bytes': opts.maxFrameBytes, '--resume-grace': opts.resumeGrace, '--busy-poll-us': opts.busyPollUs })) {
         if (!/^\d+$/.test(value)) throw new Error(`${flag} must be a non-negative integer, got ${JSON.stringify(value)}`);
       }
       const logger = pino({ level: opts.logLevel }, pino.destination(2));
@@ -50,6 +52,7 @@ export function registerServe(program: Command): void {
         token: opts.token ?? process.env.GYMWIRE_TOKEN ?? null,
         logger,
         checkEnvs: opts.check ?? false,
+        busyPollUs: Number(opts.busyPollUs),
         limits: {
           idle_timeout_ms: Number(opts.idleTimeout),
           max_sessions: Number(opts.maxSessions),

@@ -3,6 +3,7 @@
  * core. Prints one JSON line {url} on stdout when listening.
  *   tsx test/bench/server-process.ts gymwire ws|uws
  *   tsx test/bench/server-process.ts echo ws|uws
+ * BENCH_BUSY_POLL_US=50 starts the gymwire server with that busy-poll window (server/busy-poll.ts).
  */
 import { WebSocketServer } from 'ws';
 
@@ -14,7 +15,7 @@ const [kind, transport] = process.argv.slice(2) as ['gymwire' | 'echo', 'ws' | '
 
 async function main(): Promise<string> {
   if (kind === 'gymwire') {
-    const srv = await startServer({ port: 0, transport, registry: benchRegistry(), limits: { max_sessions_per_client: 4096, max_sessions: 8192, idle_timeout_ms: 0 } });
+    const srv = await startServer({ port: 0, transport, registry: benchRegistry(), limits: { max_sessions_per_client: 4096, max_sessions: 8192, idle_timeout_ms: 0 }, busyPollUs: Number(process.env.BENCH_BUSY_POLL_US ?? 0) });
     return srv.url;
   }
   if (transport === 'ws') {
