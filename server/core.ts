@@ -182,15 +182,14 @@ export class Connection implements ConnectionHandler {
 
   send(bytes: Uint8Array): void {
     if (this.closed) return;
+    this.core.poller?.touch();
     const frames = this.core.frames;
     if (!frames.isPooled(bytes)) {
       this.transport.send(bytes);
-      this.core.poller?.touch();
       return;
     }
     frames.retain(bytes);
     this.transport.send(bytes, () => frames.release(bytes));
-    this.core.poller?.touch();
   }
 
   sendError(id: number | null, err: ProtocolError): void {
