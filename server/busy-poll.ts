@@ -5,23 +5,12 @@
  * costs tens of µs twice: in the client's write, which has to interrupt the halted core, and in the
  * answer's latency. A client that sends its next request within the window (a pipelined rollout,
  * several clients, an agent's burst of tool calls) finds the server awake. The price is up to
- * `windowUs` of CPU per answer that no request follows within the window: at the default 50 µs a
- * lock-step client sending 2,000 requests/s costs the server at most 10% of a core, an idle server
- * nothing. `--busy-poll-us 0` turns it off (a server sharing its cores with CPU-bound work).
+ * `windowUs` of CPU per answer when nothing follows, so it is off by default (`--busy-poll-us`).
  *
  * How: while the window is open, a setImmediate keeps re-arming itself; with an immediate pending,
  * libuv polls with a zero timeout, so incoming frames are read on the next turn without sleeping.
  */
-/**
- * The socket servers' default window: longer than the gap a pipelined client leaves between one
- * group's answer and the next group's request on the machines measured (docs/rollouts.md), short
- * enough that a slow client costs the server little.
- */
-export const DEFAULT_BUSY_POLL_US = 50;
-
 export class BusyPoller {
-  /** The window, in µs. */
-  readonly windowUs: number;
   private readonly windowMs: number;
   private until = 0;
   private spinning = false;
@@ -35,7 +24,6 @@ export class BusyPoller {
     private readonly now: () => number = () => performance.now(),
   ) {
     if (!(windowUs > 0) || !Number.isFinite(windowUs)) throw new RangeError(`busy-poll window must be a positive number of µs, got ${windowUs}`);
-    this.windowUs = windowUs;
     this.windowMs = windowUs / 1000;
   }
 

@@ -11,7 +11,6 @@ import type { Logger } from 'pino';
 import type { Registry } from '../envs/core/registry.ts';
 import { defaultRegistry } from '../envs/index.ts';
 import type { Limits } from '../protocol/messages.ts';
-import { DEFAULT_BUSY_POLL_US } from './busy-poll.ts';
 import { ServerCore } from './core.ts';
 import type { HttpRoutes } from './http.ts';
 import { baseRoutes } from './http.ts';
@@ -35,7 +34,7 @@ export interface ServerOptions {
   /** Adds HTTP routes (MCP, the viewer) to the ws transport's server. */
   mountRoutes?: (routes: HttpRoutes, core: ServerCore) => void;
   reapIntervalMs?: number;
-  /** µs to keep polling the sockets after each answer (server/busy-poll.ts); default DEFAULT_BUSY_POLL_US on ws/uws, 0: off. */
+  /** µs to keep polling the sockets after each answer (server/busy-poll.ts); 0 or unset: off. */
   busyPollUs?: number;
 }
 
@@ -61,8 +60,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     limits: opts.limits,
     checkEnvs: opts.checkEnvs,
     reapIntervalMs: opts.reapIntervalMs,
-    // The memory transport has no sockets to poll.
-    busyPollUs: opts.busyPollUs ?? ((opts.transport ?? 'ws') === 'memory' ? 0 : DEFAULT_BUSY_POLL_US),
+    busyPollUs: opts.busyPollUs,
   });
   const name = opts.transport ?? 'ws';
   let transport: ServerTransport;
@@ -93,7 +91,6 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   };
 }
 
-export { BusyPoller, DEFAULT_BUSY_POLL_US } from './busy-poll.ts';
 export { ServerCore } from './core.ts';
 export { HttpRoutes } from './http.ts';
 export { MemoryTransport } from './transports/memory.ts';

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import pino from 'pino';
 
-import { DEFAULT_BUSY_POLL_US } from '../../server/busy-poll.ts';
 import { startServer } from '../../server/index.ts';
 import { mountMcp } from '../../server/mcp/index.ts';
 import { mountViewer } from '../../server/viewer/index.ts';
@@ -37,7 +36,7 @@ export function registerServe(program: Command): void {
     .option('--max-sessions-per-client <n>', 'sessions one client may hold', '1024')
     .option('--max-frame-bytes <n>', 'largest frame accepted (bytes)', String(64 * 1024 * 1024))
     .option('--resume-grace <ms>', 'how long a disconnected client may resume its sessions', '60000')
-    .option('--busy-poll-us <us>', 'keep polling the sockets this long after each answer instead of sleeping: saves a core wake-up for clients that send again soon (pipelined rollouts) on VMs, costs up to this much CPU per answer nothing follows (0: off)', String(DEFAULT_BUSY_POLL_US))
+    .option('--busy-poll-us <us>', 'keep polling the sockets this long after each answer instead of sleeping: saves a core wake-up for clients that send again soon (pipelined rollouts) on VMs, costs up to this much CPU per answer (0: off)', '0')
     .option('--check', 'check every observation against its space (slower; for env development)')
     .option('--mcp-allow-origin <origin...>', 'browser origins allowed to use /mcp besides loopback ones (others get 403)')
     .action(async (opts: ServeOptions) => {

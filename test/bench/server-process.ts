@@ -3,35 +3,25 @@
  * core. Prints one JSON line {url} on stdout when listening.
  *   tsx test/bench/server-process.ts gymwire ws|uws
  *   tsx test/bench/server-process.ts echo ws|uws
- * BENCH_BUSY_POLL_US=N starts the gymwire server with that busy-poll window (server/busy-poll.ts;
- * unset: the server's default). The echo floor polls the same window after each reply, so that a
- * comparison with it measures gymwire's work, not the poller's.
+ * BENCH_BUSY_POLL_US=50 starts the gymwire server with that busy-poll window (server/busy-poll.ts).
  */
 import { WebSocketServer } from 'ws';
 
-import { BusyPoller, DEFAULT_BUSY_POLL_US } from '../../server/busy-poll.ts';
 import { startServer } from '../../server/index.ts';
 import { loadUws } from '../../server/transports/uws.ts';
 import { benchRegistry } from './bench-envs.ts';
 
 const [kind, transport] = process.argv.slice(2) as ['gymwire' | 'echo', 'ws' | 'uws'];
-const busyPollUs = process.env.BENCH_BUSY_POLL_US !== undefined ? Number(process.env.BENCH_BUSY_POLL_US) : DEFAULT_BUSY_POLL_US;
-const echoPoller = busyPollUs > 0 ? new BusyPoller(busyPollUs) : null;
 
 async function main(): Promise<string> {
   if (kind === 'gymwire') {
-    const srv = await startServer({ port: 0, transport, registry: benchRegistry(), limits: { max_sessions_per_client: 4096, max_sessions: 8192, idle_timeout_ms: 0 }, busyPollUs });
+    const srv = await startServer({ port: 0, transport, registry: benchRegistry(), limits: { max_sessions_per_client: 4096, max_sessions: 8192, idle_timeout_ms: 0 }, busyPollUs: Number(process.env.BENCH_BUSY_POLL_US ?? 0) });
     return srv.url;
   }
   if (transport === 'ws') {
     const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: false, maxPayload: 256 * 1024 * 1024 });
     // The floor echoes a reply of the size the client asks for (first 4 bytes), like a step answer would be.
-    wss.on('connection', (ws) =>
-      ws.on('message', (data: Buffer) => {
-        ws.send(replyFor(data), { binary: true });
-        echoPoller?.touch();
-      }),
-    );
+    wss.on('connection', (ws) => ws.on('message', (data: Buffer) => ws.send(replyFor(data), { binary: true })));
     await new Promise((r) => wss.once('listening', r));
     return `ws://127.0.0.1:${(wss.address() as { port: number }).port}`;
   }
@@ -39,7 +29,6 @@ async function main(): Promise<string> {
   const app = uws.App();
   app.ws('/*', { compression: uws.DISABLED, maxPayloadLength: 256 * 1024 * 1024, message: (ws, msg) => {
       ws.send(replyFor(Buffer.from(msg)), true);
-      echoPoller?.touch();
     },
   });
   const port = await new Promise<number>((resolve) => app.listen('127.0.0.1', 0, (t) => resolve(uws.us_socket_local_port(t))));

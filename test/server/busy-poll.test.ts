@@ -5,8 +5,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { connect } from '../../client/ts/client.ts';
-import { BusyPoller, DEFAULT_BUSY_POLL_US } from '../../server/busy-poll.ts';
-import { startServer } from '../../server/index.ts';
+import { BusyPoller } from '../../server/busy-poll.ts';
 import { startTestServer, TRANSPORTS } from '../helpers/servers.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -83,22 +82,5 @@ describe.each(TRANSPORTS)('server with busyPollUs (%s)', (transport) => {
     }
     await sleep(5);
     expect(srv.server.core.poller!.active).toBe(false);
-  });
-});
-
-describe('busy-poll defaults', () => {
-  it('socket servers poll DEFAULT_BUSY_POLL_US after answers unless told 0; the memory transport never does', async () => {
-    const make = async (transport: 'ws' | 'uws' | 'memory', busyPollUs?: number) => {
-      const srv = await startServer({ port: 0, transport, ...(busyPollUs === undefined ? {} : { busyPollUs }) });
-      const poller = srv.core.poller;
-      await srv.close();
-      return poller;
-    };
-    expect(DEFAULT_BUSY_POLL_US).toBe(50);
-    for (const transport of ['ws', 'uws'] as const) {
-      expect((await make(transport))?.windowUs).toBe(DEFAULT_BUSY_POLL_US);
-      expect(await make(transport, 0)).toBeNull();
-    }
-    expect(await make('memory')).toBeNull();
   });
 });
