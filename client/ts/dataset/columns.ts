@@ -55,8 +55,11 @@ export function pick(value: unknown, keys: readonly (string | number)[]): unknow
   return v;
 }
 
-/** Encodes one leaf value for its column; null stays null. */
-export async function encodeLeaf(col: ColumnPlan, value: unknown): Promise<Uint8Array | number | bigint | string | null> {
+/**
+ * Encodes one leaf value for a column of any encoding but png/jpeg; null stays null. Raw bytes may
+ * be a view of the observation's tensor: copy them before the tensor changes.
+ */
+export function encodeLeafSync(col: ColumnPlan, value: unknown): Uint8Array | number | bigint | string | null {
   if (value === null || value === undefined) return null;
   switch (col.encoding) {
     case 'scalar':
@@ -64,18 +67,25 @@ export async function encodeLeaf(col: ColumnPlan, value: unknown): Promise<Uint8
       return typeof value === 'bigint' ? value : BigInt(Math.trunc(Number(value)));
     case 'json':
       return toJsonText(value);
-    case 'raw': {
-      const t = asTensor(value, col);
-      return t.bytes().slice();
-    }
-    default: {
-      const t = asTensor(value, col);
-      // A stack [T, H, W, C] is one image of its frames one above the other (T*H rows).
-      const [height, width, channels] = (t.shape.length === 4 ? [t.shape[0]! * t.shape[1]!, t.shape[2]!, t.shape[3]!] : t.shape) as [number, number, 1 | 3 | 4];
-      const img = sharp(Buffer.from(t.bytes()), { raw: { width, height, channels } });
-      return new Uint8Array(await (col.encoding === 'png' ? img.png({ compressionLevel: 1 }) : img.jpeg({ quality: 90 })).toBuffer());
-    }
+    case 'raw':
+      return asTensor(value, col).bytes();
+    default:
+      throw new TypeError(`column${col.path} is ${col.encoding}-encoded: use encodeLeaf`);
   }
+}
+
+/** Encodes one leaf value for its column (images with sharp, off the main thread); null stays null. */
+export async function encodeLeaf(col: ColumnPlan, value: unknown): Promise<Uint8Array | number | bigint | string | null> {
+  if (value === null || value === undefined) return null;
+  if (col.encoding !== 'png' && col.encoding !== 'jpeg') {
+    const v = encodeLeafSync(col, value);
+    return v instanceof Uint8Array ? v.slice() : v;
+  }
+  const t = asTensor(value, col);
+  // A stack [T, H, W, C] is one image of its frames one above the other (T*H rows).
+  const [height, width, channels] = (t.shape.length === 4 ? [t.shape[0]! * t.shape[1]!, t.shape[2]!, t.shape[3]!] : t.shape) as [number, number, 1 | 3 | 4];
+  const img = sharp(Buffer.from(t.bytes()), { raw: { width, height, channels } });
+  return new Uint8Array(await (col.encoding === 'png' ? img.png({ compressionLevel: 1 }) : img.jpeg({ quality: 90 })).toBuffer());
 }
 
 function asTensor(value: unknown, col: ColumnPlan): Tensor {

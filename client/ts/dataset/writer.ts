@@ -19,7 +19,9 @@ import { Binary, Bool, Field, Float64, Int32, Int64, makeData, RecordBatch, Reco
 import type { DataType } from 'apache-arrow';
 
 import type { Space } from '../../../protocol/spaces.ts';
-import { encodeLeaf, pick, planColumns } from './columns.ts';
+import { columnBuilder } from './builders.ts';
+import type { ColumnBuilder } from './builders.ts';
+import { encodeLeaf, encodeLeafSync, pick, planColumns } from './columns.ts';
 import type { ColumnPlan, ImageFormat } from './columns.ts';
 import { toJsonText, toJsonValue } from './json.ts';
 
@@ -117,6 +119,19 @@ function leafType(col: ColumnPlan): DataType {
   return new Binary();
 }
 
+/** A step's info as JSON text, without the final observation and info (columns of their own). */
+function infoText(info: Record<string, unknown>): string {
+  // Most envs' step infos are empty: skip the copy and the walk.
+  let empty = true;
+  for (const _ in info) {
+    empty = false;
+    break;
+  }
+  if (empty) return '{}';
+  const { final_obs: _fo, final_info: _fi, ...rest } = info;
+  return toJsonText(rest);
+}
+
 /** Builds a record batch from named columns of plain JS values, in schema order. */
 function toBatch(schema: Schema, columns: Record<string, unknown[]>, length: number): RecordBatch {
   const children = schema.fields.map((f) => vectorFromArray(columns[f.name]!, f.type).data[0]!);
@@ -133,7 +148,8 @@ export class TrajectoryWriter {
   private readonly waiters: (() => void)[] = [];
   private part: Part | null = null;
   private readonly files: string[] = [];
-  private buffer: Record<string, unknown[]> = {};
+  /** The step rows not yet in a record batch, one builder per schema field. */
+  private readonly builders: Record<string, ColumnBuilder>;
   private bufferRows = 0;
   private readonly episodes: EpisodeRow[] = [];
   private readonly counts = { steps: 0, episodes: 0, terminated: 0, truncated: 0, incomplete: 0, discarded: 0 };
@@ -173,7 +189,7 @@ export class TrajectoryWriter {
         ['gymwire.action_space', toJsonText(opts.actionSpace)],
       ]),
     );
-    this.resetBuffer();
+    this.builders = Object.fromEntries(this.schema.fields.map((f) => [f.name, columnBuilder(f.type)]));
   }
 
   static async create(dir: string, opts: WriterOptions): Promise<TrajectoryWriter> {
@@ -275,11 +291,6 @@ export class TrajectoryWriter {
     while (this.waiters.length > 0 && (all || this.queuedSteps < limit)) this.waiters.shift()!();
   }
 
-  private resetBuffer(): void {
-    this.buffer = Object.fromEntries(this.schema.fields.map((f) => [f.name, []]));
-    this.bufferRows = 0;
-  }
-
   private async writeEpisode(ep: EpisodeRecord): Promise<void> {
     const rowsPerFile = this.opts.rowsPerFile ?? 100_000;
     if (this.part && this.part.rows + ep.steps.length > rowsPerFile && this.part.rows > 0) {
@@ -287,28 +298,32 @@ export class TrajectoryWriter {
       await this.finishPart();
     }
     const part = this.part ?? this.startPart();
-    const b = this.buffer;
+    const b = this.builders;
+    const id = BigInt(ep.id);
+    // Image leaves are encoded off the main thread (sharp), so only they are awaited.
+    const leaf = (c: ColumnPlan, v: unknown) => (c.encoding === 'png' || c.encoding === 'jpeg' ? encodeLeaf(c, v) : encodeLeafSync(c, v));
     let ret = 0;
     for (let t = 0; t < ep.steps.length; t++) {
       const s = ep.steps[t]!;
       ret += s.reward;
-      b['episode_id']!.push(BigInt(ep.id));
+      b['episode_id']!.push(id);
       b['step']!.push(t);
       b['session']!.push(ep.session);
       b['server']!.push(ep.server);
-      b['session_step']!.push(BigInt(s.sessionStep));
+      b['session_step']!.push(s.sessionStep);
       for (const c of this.obsCols) {
-        b[`obs${c.path}`]!.push(await encodeLeaf(c, pick(s.obs, c.keys)));
-        b[`final_obs${c.path}`]!.push(s.finalObs === undefined ? null : await encodeLeaf(c, pick(s.finalObs, c.keys)));
+        const o = leaf(c, pick(s.obs, c.keys));
+        b[`obs${c.path}`]!.push(o instanceof Promise ? await o : o);
+        const f = s.finalObs === undefined ? null : leaf(c, pick(s.finalObs, c.keys));
+        b[`final_obs${c.path}`]!.push(f instanceof Promise ? await f : f);
       }
-      for (const c of this.actCols) b[`action${c.path}`]!.push(await encodeLeaf(c, pick(s.action, c.keys)));
+      for (const c of this.actCols) b[`action${c.path}`]!.push(encodeLeafSync(c, pick(s.action, c.keys)));
       b['reward']!.push(s.reward);
       b['terminated']!.push(s.terminated);
       b['truncated']!.push(s.truncated);
       b['log_prob']!.push(s.logProb);
       b['value']!.push(s.value);
-      const { final_obs: _fo, final_info: _fi, ...info } = s.info;
-      b['info']!.push(toJsonText(info));
+      b['info']!.push(infoText(s.info));
     }
     this.bufferRows += ep.steps.length;
     part.rows += ep.steps.length;
@@ -350,8 +365,9 @@ export class TrajectoryWriter {
 
   private async flushBuffer(): Promise<void> {
     if (this.bufferRows === 0 || !this.part) return;
-    this.part.writer.write(toBatch(this.schema, this.buffer, this.bufferRows));
-    this.resetBuffer();
+    const children = this.schema.fields.map((f) => this.builders[f.name]!.finish());
+    this.part.writer.write(new RecordBatch(this.schema, makeData({ type: new Struct(this.schema.fields), length: this.bufferRows, nullCount: 0, children })));
+    this.bufferRows = 0;
     // Let the pump hand the batch to the file stream before more rows accumulate.
     await new Promise((r) => setImmediate(r));
   }
