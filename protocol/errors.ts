@@ -71,3 +71,22 @@ export class ProtocolError extends Error {
     return new ProtocolError('ENV_ERR_INTERNAL', err.message, { ...err.details, original_code: err.code });
   }
 }
+
+/**
+ * A short printable form of any wire value, for error messages: never throws (64-bit integers,
+ * tensors and byte strings are summarised) and never echoes a large value back whole.
+ */
+export function previewValue(value: unknown, max = 80): string {
+  let text: string;
+  try {
+    text =
+      JSON.stringify(value, (_key, v: unknown) => {
+        if (typeof v === 'bigint') return `${v}n`;
+        if (ArrayBuffer.isView(v)) return `<${v.constructor.name} of ${v.byteLength} bytes>`;
+        return v;
+      }) ?? String(value);
+  } catch {
+    text = Object.prototype.toString.call(value);
+  }
+  return text.length > max ? `${text.slice(0, max)}… (${text.length} characters)` : text;
+}

@@ -22,7 +22,7 @@ import { InvalidKwargsError, UnknownEnvError } from '../envs/core/registry.ts';
 import type { Registry } from '../envs/core/registry.ts';
 import { after, EnvContractError, ResetNeededError, TimeLimit, unwrap, Wrapper } from '../envs/core/wrappers.ts';
 import { decode, encode } from '../protocol/codec.ts';
-import { ProtocolError } from '../protocol/errors.ts';
+import { previewValue, ProtocolError } from '../protocol/errors.ts';
 import type { ErrorCode } from '../protocol/errors.ts';
 import { AUTORESET_MODES, PROTOCOL_VERSION, REQUEST_SCHEMAS, SUPPORTED_PROTOCOL_VERSIONS } from '../protocol/messages.ts';
 import type { Limits, RequestOf, RequestType, ResultOf, ServerEvent } from '../protocol/messages.ts';
@@ -171,7 +171,13 @@ export class Connection implements ConnectionHandler {
   ) {}
 
   onFrame(frame: Uint8Array): void {
-    this.core.handleFrame(this, frame);
+    try {
+      this.core.handleFrame(this, frame);
+    } catch (err) {
+      // A bug on the synchronous path must cost one answer, not the process (and every session on it).
+      this.log.error({ err }, 'frame handling failed');
+      this.sendError(null, new ProtocolError('ENV_ERR_INTERNAL', `the server failed to handle this frame: ${err instanceof Error ? err.message : String(err)}`));
+    }
   }
 
   onClose(): void {
@@ -302,7 +308,7 @@ export class ServerCore {
     const id = typeof msg.id === 'number' && Number.isInteger(msg.id) && msg.id >= 0 ? msg.id : null;
     const type = msg.type;
     if (typeof type !== 'string' || !Object.hasOwn(REQUEST_SCHEMAS, type)) {
-      return this.fail(conn, id, new ProtocolError('ENV_ERR_UNKNOWN_TYPE', `unknown message type ${JSON.stringify(type)}`, { known: Object.keys(REQUEST_SCHEMAS) }));
+      return this.fail(conn, id, new ProtocolError('ENV_ERR_UNKNOWN_TYPE', `unknown message type ${previewValue(type)}`, { known: Object.keys(REQUEST_SCHEMAS) }));
     }
     let req: RequestOf<RequestType>;
     if ((type === 'step' && isWellFormedStep(msg)) || (type === 'step_batch' && isWellFormedStepBatch(msg))) {
@@ -753,7 +759,7 @@ export class ServerCore {
     return this.withSession(client, req.session_id, async (s) => {
       const tool = (s.env.tools ?? []).find((t) => t.name === req.tool) as EnvTool<unknown> | undefined;
       if (!tool) {
-        throw new ProtocolError('ENV_ERR_UNKNOWN_TOOL', `${s.envId} has no tool ${JSON.stringify(req.tool)}; its tools: ${(s.env.tools ?? []).map((t) => t.name).join(', ') || 'none'}`, { tools: (s.env.tools ?? []).map((t) => t.name) });
+        throw new ProtocolError('ENV_ERR_UNKNOWN_TOOL', `${s.envId} has no tool ${previewValue(req.tool)}; its tools: ${(s.env.tools ?? []).map((t) => t.name).join(', ') || 'none'}`, { tools: (s.env.tools ?? []).map((t) => t.name) });
       }
       const parsed = tool.inputSchema.safeParse(req.args);
       if (!parsed.success) {

@@ -3,6 +3,7 @@
  * taken from one env is refused (clearly) by another.
  */
 import { decode, encode } from '../../protocol/codec.ts';
+import { previewValue } from '../../protocol/errors.ts';
 import { InvalidStateError } from './env.ts';
 
 export function packState(format: string, state: unknown): Uint8Array {
@@ -18,7 +19,7 @@ export function unpackState<T = unknown>(format: string, bytes: Uint8Array): T {
   }
   const tagged = value as { format?: unknown; state?: unknown } | null;
   if (!tagged || typeof tagged !== 'object' || tagged.format !== format) {
-    throw new InvalidStateError(`state was not taken from ${format} (its format is ${JSON.stringify(tagged?.format ?? null)})`);
+    throw new InvalidStateError(`state was not taken from ${format} (its format is ${previewValue(tagged?.format ?? null)})`);
   }
   return tagged.state as T;
 }
