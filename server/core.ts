@@ -8,7 +8,7 @@
  * const core = new ServerCore({ registry: defaultRegistry(), logger: pino() });
  * await new WsTransport().listen(core, { host: '127.0.0.1', port: 0 });
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 import pino from 'pino';
 import type { Logger } from 'pino';
@@ -263,6 +263,17 @@ export class ServerCore {
     return this.connections.size;
   }
 
+  /**
+   * Whether `token` opens this server: any token when it has none, else only its own (compared in
+   * constant time). HTTP routes that show session data (the viewer's API) use it too.
+   */
+  authorizes(token: string | undefined | null): boolean {
+    if (this.token === null) return true;
+    if (typeof token !== 'string') return false;
+    const digest = (t: string) => createHash('sha256').update(t).digest();
+    return timingSafeEqual(digest(token), digest(this.token));
+  }
+
   get isShuttingDown(): boolean {
     return this.shuttingDown;
   }
@@ -438,7 +449,7 @@ export class ServerCore {
       conn.transport.close(1002, 'protocol version mismatch');
       return;
     }
-    if (this.token !== null && req.token !== this.token) {
+    if (!this.authorizes(req.token)) {
       this.fail(conn, req.id, new ProtocolError('ENV_ERR_UNAUTHORIZED', req.token === undefined ? 'this server needs an auth token (hello.token)' : 'the auth token is wrong'));
       conn.transport.close(1008, 'unauthorized');
       return;

@@ -13,10 +13,10 @@
  * await startServer({ mountRoutes: (routes, core) => mountViewer(routes, core) });
  */
 import { readFileSync } from 'node:fs';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import type { ServerCore } from '../core.ts';
-import type { HttpRoutes } from '../http.ts';
+import type { HttpHandler, HttpRoutes } from '../http.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { frameRgb, infoSummary, listFrames, toPng } from './frames.ts';
 
@@ -24,6 +24,24 @@ const STATIC = new URL('./static/', import.meta.url);
 
 function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body));
+}
+
+/** The token a viewer request carries: `Authorization: Bearer T`, or `?token=T` (an <img> cannot send headers). */
+function requestToken(req: IncomingMessage): string | undefined {
+  const m = /^Bearer\s+(.+)$/i.exec((req.headers.authorization ?? '').trim());
+  return m?.[1] ?? new URL(req.url ?? '/', 'http://viewer').searchParams.get('token') ?? undefined;
+}
+
+/**
+ * Session data (ids, observations, frames) is shown only to holders of the server's token when it
+ * has one, as on the WebSocket and /mcp; the page itself carries no data and stays public.
+ */
+function guarded(core: ServerCore, handler: HttpHandler): HttpHandler {
+  return (req, res) => {
+    if (core.authorizes(requestToken(req))) return handler(req, res);
+    res.setHeader('WWW-Authenticate', 'Bearer realm="gymwire"');
+    json(res, 401, { error: 'this server needs its auth token: open the viewer as /?token=TOKEN or send Authorization: Bearer TOKEN' });
+  };
 }
 
 export function mountViewer(routes: HttpRoutes, core: ServerCore): void {
@@ -36,33 +54,47 @@ export function mountViewer(routes: HttpRoutes, core: ServerCore): void {
     .add('/viewer/app.js', (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' }).end(app);
     })
-    .add('/api/envs', (_req, res) => {
-      json(res, 200, { envs: core.registry.list().map(({ id, description, max_episode_steps, tags }) => ({ id, description, max_episode_steps, tags })) });
-    })
-    .add('/api/sessions', (_req, res) => {
-      json(res, 200, { sessions: core.listSessions() });
-    })
-    .add('/api/sessions/*', async (req, res) => {
-      const url = new URL(req.url ?? '/', 'http://viewer');
-      const [, , , rawId, leaf] = url.pathname.split('/');
-      const id = decodeURIComponent(rawId ?? '');
-      const summary = core.listSessions().find((s) => s.session_id === id);
-      const peek = core.peek(id);
-      if (!summary || !peek) return json(res, 404, { error: `no live session ${id}` });
-      if (leaf === undefined || leaf === '') {
-        const renders = (peek.env.metadata.render_modes ?? []).includes('rgb_array') && peek.env.renderMode === 'rgb_array';
-        return json(res, 200, { session: summary, frames: listFrames(peek.obs), can_render: renders, info: infoSummary(peek.info), metadata: { bev_channels: peek.env.metadata['bev_channels'] ?? null } });
-      }
-      if (leaf !== 'frame.png') return json(res, 404, { error: `unknown endpoint ${leaf}` });
-      const key = url.searchParams.get('key') ?? 'render';
-      let img = key === 'render' ? null : frameRgb(peek.obs, key);
-      if (key === 'render') {
-        const frame = await core.renderSession(id);
-        if (frame instanceof Tensor && frame.dtype === 'uint8' && frame.shape.length === 3) {
-          img = { data: frame.data as Uint8Array, width: frame.shape[1]!, height: frame.shape[0]!, channels: frame.shape[2] === 4 ? 4 : 3 };
-        }
-      }
-      if (!img) return json(res, 404, { error: `session ${id} has no frame ${key}` });
-      res.writeHead(200, { 'content-type': 'image/png', 'cache-control': 'no-store' }).end(await toPng(img));
-    });
+    .add(
+      '/api/envs',
+      guarded(core, (_req, res) => {
+        json(res, 200, { envs: core.registry.list().map(({ id, description, max_episode_steps, tags }) => ({ id, description, max_episode_steps, tags })) });
+      }),
+    )
+    .add(
+      '/api/sessions',
+      guarded(core, (_req, res) => {
+        json(res, 200, { sessions: core.listSessions() });
+      }),
+    )
+    .add('/api/sessions/*', guarded(core, (req, res) => session(core, req, res)));
+}
+
+/** GET /api/sessions/:id and /api/sessions/:id/frame.png. */
+async function session(core: ServerCore, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://viewer');
+  const [, , , rawId, leaf] = url.pathname.split('/');
+  let id: string;
+  try {
+    id = decodeURIComponent(rawId ?? '');
+  } catch {
+    return json(res, 404, { error: 'malformed session id in the path' });
+  }
+  const summary = core.listSessions().find((s) => s.session_id === id);
+  const peek = core.peek(id);
+  if (!summary || !peek) return json(res, 404, { error: `no live session ${id}` });
+  if (leaf === undefined || leaf === '') {
+    const renders = (peek.env.metadata.render_modes ?? []).includes('rgb_array') && peek.env.renderMode === 'rgb_array';
+    return json(res, 200, { session: summary, frames: listFrames(peek.obs), can_render: renders, info: infoSummary(peek.info), metadata: { bev_channels: peek.env.metadata['bev_channels'] ?? null } });
+  }
+  if (leaf !== 'frame.png') return json(res, 404, { error: `unknown endpoint ${leaf}` });
+  const key = url.searchParams.get('key') ?? 'render';
+  let img = key === 'render' ? null : frameRgb(peek.obs, key);
+  if (key === 'render') {
+    const frame = await core.renderSession(id);
+    if (frame instanceof Tensor && frame.dtype === 'uint8' && frame.shape.length === 3) {
+      img = { data: frame.data as Uint8Array, width: frame.shape[1]!, height: frame.shape[0]!, channels: frame.shape[2] === 4 ? 4 : 3 };
+    }
+  }
+  if (!img) return json(res, 404, { error: `session ${id} has no frame ${key}` });
+  res.writeHead(200, { 'content-type': 'image/png', 'cache-control': 'no-store' }).end(await toPng(img));
 }

@@ -78,6 +78,60 @@ describe('viewer JSON endpoints', () => {
   });
 });
 
+describe('viewer on a server with a token', () => {
+  let guarded: RunningServer;
+  let base: string;
+  let sessionId: string;
+  let owner: GymwireClient;
+  beforeAll(async () => {
+    const registry = new Registry();
+    registerClassic(registry);
+    guarded = await startServer({ port: 0, registry, token: 's3cret', mountRoutes: mountViewer });
+    base = guarded.url.replace('ws://', 'http://');
+    owner = await connect(guarded.url, { token: 's3cret' });
+    const env = await owner.make('gymwire/CartPole-v1', { render_mode: 'rgb_array' });
+    await env.reset({ seed: 1 });
+    sessionId = env.sessionId;
+  });
+  afterAll(async () => {
+    await owner?.closeAll();
+    await guarded?.close();
+  });
+
+  it('shows session data only to holders of the token (header or ?token=); the page itself stays public', async () => {
+    expect((await fetch(`${base}/`)).status).toBe(200);
+    for (const path of ['/api/envs', '/api/sessions', `/api/sessions/${sessionId}`, `/api/sessions/${sessionId}/frame.png?key=render`]) {
+      const refused = await fetch(`${base}${path}`);
+      expect(refused.status, path).toBe(401);
+      expect(refused.headers.get('www-authenticate')).toContain('Bearer');
+      expect((await fetch(`${base}${path}`, { headers: { authorization: 'Bearer wrong' } })).status, path).toBe(401);
+      expect((await fetch(`${base}${path}`, { headers: { authorization: 'Bearer s3cret' } })).status, path).toBe(200);
+      expect((await fetch(`${base}${path}${path.includes('?') ? '&' : '?'}token=s3cret`)).status, path).toBe(200);
+    }
+    expect((await fetch(`${base}/api/sessions/%E0%A4%A?token=s3cret`)).status).toBe(404);
+  });
+
+  it.skipIf(!HAVE_CHROMIUM)('in Chromium: /?token= lists the sessions, without it the page says what is missing', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gymwire-chromium-token-'));
+    const context = await chromium.launchPersistentContext(dir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    try {
+      const page = await context.newPage();
+      await page.goto(`${base}/?token=s3cret&session=${sessionId}`);
+      await page.waitForSelector(`tr.session[data-session="${sessionId}"]`);
+      await page.locator('[id="frame-render"] img[data-loaded]').waitFor({ timeout: 20_000 });
+      await page.goto(`${base}/`);
+      await page.waitForFunction(() => document.getElementById('status')?.textContent?.includes('auth token'));
+    } finally {
+      await context.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
 describe.skipIf(!HAVE_CHROMIUM)('viewer in headless Chromium', () => {
   let context: BrowserContext;
   beforeAll(async () => {

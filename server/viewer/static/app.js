@@ -12,8 +12,13 @@ const el = (tag, props = {}, ...children) => {
 };
 const num = (x, d = 2) => (typeof x === 'number' ? (Number.isInteger(x) ? String(x) : x.toFixed(d)) : String(x));
 
+// A server started with --token shows its data to holders of the token: open the page as /?token=T.
+const TOKEN = params.get('token');
+const withToken = (path) => (TOKEN ? `${path}${path.includes('?') ? '&' : '?'}token=${encodeURIComponent(TOKEN)}` : path);
+
 async function getJson(path) {
-  const res = await fetch(path, { cache: 'no-store' });
+  const res = await fetch(path, { cache: 'no-store', headers: TOKEN ? { authorization: `Bearer ${TOKEN}` } : {} });
+  if (res.status === 401) throw Object.assign(new Error('this server needs its auth token: open the viewer as /?token=TOKEN'), { unauthorized: true });
   if (!res.ok) throw new Error(`${path}: ${res.status}`);
   return res.json();
 }
@@ -62,7 +67,7 @@ function frameFigure(key, caption) {
     img.dataset.loaded = String(Number(img.dataset.loaded ?? 0) + 1);
     img.dataset.width = String(next.naturalWidth);
   };
-  next.src = `/api/sessions/${encodeURIComponent(selected)}/frame.png?key=${encodeURIComponent(key)}&t=${Date.now()}`;
+  next.src = withToken(`/api/sessions/${encodeURIComponent(selected)}/frame.png?key=${encodeURIComponent(key)}&t=${Date.now()}`);
   return fig;
 }
 
@@ -101,7 +106,7 @@ async function tick() {
     renderSessions(sessions);
     $('status').textContent = `${sessions.length} live session(s) · ${new Date().toLocaleTimeString()}`;
   } catch (err) {
-    $('status').textContent = `server unreachable (${err.message})`;
+    $('status').textContent = err.unauthorized ? err.message : `server unreachable (${err.message})`;
   }
 }
 
