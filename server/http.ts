@@ -40,6 +40,14 @@ export class HttpRoutes {
   }
 }
 
+/** The token of an `Authorization: Bearer T` header (MCP clients, the viewer). */
+export function bearerToken(req: IncomingMessage): string | undefined {
+  const h = req.headers.authorization;
+  if (typeof h !== 'string') return undefined;
+  const m = /^Bearer\s+(.+)$/i.exec(h.trim());
+  return m ? m[1] : undefined;
+}
+
 export function healthBody(core: ServerCore): string {
   return JSON.stringify({
     status: core.isShuttingDown ? 'shutting_down' : 'ok',

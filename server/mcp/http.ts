@@ -17,6 +17,7 @@ import type { Logger } from 'pino';
 
 import { ProtocolError } from '../../protocol/errors.ts';
 import type { ServerCore } from '../core.ts';
+import { bearerToken } from '../http.ts';
 import type { HttpRoutes } from '../http.ts';
 import { coreLink } from './link.ts';
 import type { CoreLink } from './link.ts';
@@ -160,7 +161,7 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
       log.warn({ origin }, 'MCP request from a browser origin that is not allowed');
       return jsonRpcError(res, 403, -32000, `Forbidden: Origin ${origin} may not use this endpoint (DNS-rebinding protection); allow it with gymwire serve --mcp-allow-origin ${origin}`);
     }
-    const token = bearer(req);
+    const token = bearerToken(req);
     const sid = req.headers['mcp-session-id'];
     if (typeof sid !== 'string') {
       if (req.method !== 'POST') return jsonRpcError(res, 400, -32000, 'Bad Request: no Mcp-Session-Id header; start with an initialize POST');
@@ -195,12 +196,6 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
   };
 }
 
-function bearer(req: IncomingMessage): string | undefined {
-  const h = req.headers.authorization;
-  if (typeof h !== 'string') return undefined;
-  const m = /^Bearer\s+(.+)$/i.exec(h.trim());
-  return m ? m[1] : undefined;
-}
 
 async function readJson(req: IncomingMessage, maxBytes: number): Promise<unknown> {
   const chunks: Buffer[] = [];

@@ -16,6 +16,7 @@ import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import type { ServerCore } from '../core.ts';
+import { bearerToken } from '../http.ts';
 import type { HttpHandler, HttpRoutes } from '../http.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { frameRgb, infoSummary, listFrames, toPng } from './frames.ts';
@@ -28,8 +29,7 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 
 /** The token a viewer request carries: `Authorization: Bearer T`, or `?token=T` (an <img> cannot send headers). */
 function requestToken(req: IncomingMessage): string | undefined {
-  const m = /^Bearer\s+(.+)$/i.exec((req.headers.authorization ?? '').trim());
-  return m?.[1] ?? new URL(req.url ?? '/', 'http://viewer').searchParams.get('token') ?? undefined;
+  return bearerToken(req) ?? new URL(req.url ?? '/', 'http://viewer').searchParams.get('token') ?? undefined;
 }
 
 /**
