@@ -158,6 +158,16 @@ class ClientState {
   }
 }
 
+/** The request id a frame carries, when it decodes to a map with one (null otherwise); never throws. */
+function frameRequestId(frame: Uint8Array): number | null {
+  try {
+    const m = decode(frame) as { id?: unknown } | null;
+    return m && typeof m.id === 'number' && Number.isInteger(m.id) && m.id >= 0 ? m.id : null;
+  } catch {
+    return null;
+  }
+}
+
 /** One transport connection. */
 export class Connection implements ConnectionHandler {
   client: ClientState | null = null;
@@ -176,7 +186,7 @@ export class Connection implements ConnectionHandler {
     } catch (err) {
       // A bug on the synchronous path must cost one answer, not the process (and every session on it).
       this.log.error({ err }, 'frame handling failed');
-      this.sendError(null, new ProtocolError('ENV_ERR_INTERNAL', `the server failed to handle this frame: ${err instanceof Error ? err.message : String(err)}`));
+      this.sendError(frameRequestId(frame), new ProtocolError('ENV_ERR_INTERNAL', `the server failed to handle this frame: ${err instanceof Error ? err.message : String(err)}`));
     }
   }
 
@@ -299,14 +309,7 @@ export class ServerCore {
     if (frame.byteLength > this.limits.max_frame_bytes) {
       // The frame is already in memory (the transport caps it at twice the limit): read its id so the
       // client can match the refusal to its request instead of waiting for a timeout.
-      let oversizeId: number | null = null;
-      try {
-        const m = decode(frame) as { id?: unknown } | null;
-        if (m && typeof m.id === 'number' && Number.isInteger(m.id) && m.id >= 0) oversizeId = m.id;
-      } catch {
-        // not decodable: answer without an id
-      }
-      return this.fail(conn, oversizeId, new ProtocolError('ENV_ERR_FRAME_TOO_LARGE', `frame of ${frame.byteLength} bytes exceeds max_frame_bytes ${this.limits.max_frame_bytes}`, { max_frame_bytes: this.limits.max_frame_bytes, size: frame.byteLength }));
+      return this.fail(conn, frameRequestId(frame), new ProtocolError('ENV_ERR_FRAME_TOO_LARGE', `frame of ${frame.byteLength} bytes exceeds max_frame_bytes ${this.limits.max_frame_bytes}`, { max_frame_bytes: this.limits.max_frame_bytes, size: frame.byteLength }));
     }
     let msg: unknown;
     try {
