@@ -301,7 +301,7 @@ class AsyncClient:
             error = msg.get("error") or {}
             self._emit({"type": "event", "event": "shutdown", "reason": f"server error without id: {error.get('code')}: {error.get('message')}"})
             return
-        entry = self._pending.get(rid)
+        entry = self._pending.get(rid) if isinstance(rid, int) else None
         if entry is None or entry.future.done():
             return  # answered after a timeout, or a duplicate answer after a resume
         if kind == "error":
