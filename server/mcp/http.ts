@@ -196,7 +196,6 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
   };
 }
 
-
 async function readJson(req: IncomingMessage, maxBytes: number): Promise<unknown> {
   const chunks: Buffer[] = [];
   let size = 0;
