@@ -385,14 +385,28 @@ export class ServerCore {
       return this.encodeFailure(conn, req, err);
     }
     // The sync path (a sync env's step) allocates no closure and no promise.
-    if (!(out instanceof Promise)) return this.encodeResult(client, req, out);
+    if (!(out instanceof Promise)) return this.encodeAnswer(conn, client, req, out);
     this.inFlight++;
     return out
       .then(
-        (result: unknown) => this.encodeResult(client, req, result),
+        (result: unknown) => this.encodeAnswer(conn, client, req, result),
         (err: unknown) => this.encodeFailure(conn, req, err),
       )
       .finally(() => this.inFlight--);
+  }
+
+  /**
+   * The result's frame, or an env-fault answer when the env returned something msgpack cannot carry
+   * (a symbol, a cycle, an integer past 64 bits): a bad value from one env must not reject the
+   * answer's promise, which nothing awaits, and take the process down.
+   */
+  private encodeAnswer(conn: Connection, client: ClientState, req: RequestOf<RequestType>, result: unknown): Uint8Array {
+    try {
+      return this.encodeResult(client, req, result);
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err);
+      return this.encodeFailure(conn, req, new EnvContractError(`the ${req.type} result cannot be sent: ${why} (observations, rewards and infos must be msgpack values: docs/PROTOCOL.md, sections 1 and 2)`));
+    }
   }
 
   /**

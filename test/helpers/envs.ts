@@ -9,7 +9,10 @@ import { Registry } from '../../envs/core/registry.ts';
 import { box, discrete } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 
-/** Counts its steps; action 1 throws; `delay_ms` makes each step async and slow. */
+/**
+ * Counts its steps; action 1 throws; action 2 returns an info msgpack cannot carry (a symbol);
+ * `delay_ms` makes each step async and slow.
+ */
 export class TestEnv implements Env<number, number> {
   readonly observationSpace = discrete(1_000_000);
   readonly actionSpace = discrete(3);
@@ -27,7 +30,7 @@ export class TestEnv implements Env<number, number> {
     if (action === 1) throw new Error('boom: action 1 crashes this env');
     const result = () => {
       this.count += 1;
-      return { obs: this.count, reward: 1, terminated: false, truncated: false, info: { count: this.count } };
+      return { obs: this.count, reward: 1, terminated: false, truncated: false, info: action === 2 ? { count: this.count, handle: Symbol('not a wire value') } : { count: this.count } };
     };
     if (this.delayMs <= 0) return result();
     return new Promise((resolve) => setTimeout(() => resolve(result()), this.delayMs));

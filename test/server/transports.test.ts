@@ -70,6 +70,25 @@ describe.each(TRANSPORTS)('transport %s', (transport) => {
     expect((await a.step(0)).obs).toBe(1);
   });
 
+  it('answers an env result msgpack cannot carry with ENV_ERR_ENV_FAILURE, sync or async, and goes on serving', async () => {
+    const srv = await serve(transport);
+    const c = await client(srv);
+    for (const delay_ms of [0, 5]) {
+      const env = await c.make('test/Counter-v0', { delay_ms });
+      await env.reset();
+      const err = await env.step(2).then(
+        () => null,
+        (e: unknown) => e as ProtocolError,
+      );
+      expect(err?.code).toBe('ENV_ERR_ENV_FAILURE');
+      expect(err?.message).toContain('cannot be sent');
+      expect((await env.step(0)).obs).toBe(2);
+    }
+    const vec = await c.makeVec('test/Counter-v0', 2, { autoresetMode: 'disabled' });
+    await vec.reset();
+    expect(await codeOf(c.request('step_batch', { session_ids: vec.sessionIds, actions: [0, 2], autoreset_mode: 'disabled' }))).toBe('ENV_ERR_ENV_FAILURE');
+  });
+
   it('reports an env failure inside a batch per session and keeps the others', async () => {
     const srv = await serve(transport);
     const c = await client(srv);
