@@ -35,7 +35,7 @@ export const ERROR_CODES = {
   ENV_ERR_TOO_MANY_PENDING: { fault: 'client', summary: 'Too many requests are waiting on one session.' },
   ENV_ERR_REPLY_EXPIRED: { fault: 'server', summary: 'A request retried after a reconnect had already run, but its answer was evicted from the reply cache; it was not applied again.' },
   ENV_ERR_SHUTTING_DOWN: { fault: 'server', summary: 'The server is shutting down and accepts no new work.' },
-  ENV_ERR_ENV_FAILURE: { fault: 'env', summary: 'The env raised an exception while handling the request; other sessions are unaffected.' },
+  ENV_ERR_ENV_FAILURE: { fault: 'env', summary: 'The env raised an exception while handling the request, or returned a value msgpack cannot carry; other sessions are unaffected.' },
   ENV_ERR_INTERNAL: { fault: 'server', summary: 'An unexpected server fault; the message says what failed.' },
 } as const satisfies Record<string, { fault: Fault; summary: string }>;
 
