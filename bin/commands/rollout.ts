@@ -39,6 +39,7 @@ export interface RolloutCliOptions {
   episodes: string;
   maxSteps?: string;
   out?: string;
+  overwrite?: boolean;
   images: ImageFormat;
   groups: string;
   seed: string;
@@ -129,7 +130,8 @@ export function registerRollout(program: Command): void {
     .option('--sessions <n>', 'sessions in total', '64')
     .option('--episodes <n>', 'episodes to collect', '1000')
     .option('--max-steps <n>', 'stop after this many env steps')
-    .option('--out <dir>', 'write the dataset here')
+    .option('--out <dir>', 'write the dataset here (refused if it holds one already)')
+    .option('--overwrite', 'replace a dataset already in --out (its dataset files only)')
     .option('--images <format>', 'store uint8 image observations as raw, png or jpeg', 'raw')
     .option('--groups <n>', 'session groups stepping concurrently (1 = lock-step)', '2')
     .option('--seed <n>', 'seed: session i starts from seed + i; also the policy sampler', '0')
@@ -150,7 +152,13 @@ export async function runRolloutCommand(opts: RolloutCliOptions, out: NodeJS.Wri
   if (!['keep', 'discard', 'finish'].includes(opts.onStop)) throw new Error(`--on-stop must be keep, discard or finish, got ${opts.onStop}`);
   const { policy, kwargs: policyKwargs } = await buildPolicy(opts.policy, opts);
   const wantPreview = opts.preview !== undefined && opts.preview !== false;
-  const userKwargs = JSON.parse(opts.kwargs) as Record<string, unknown>;
+  let userKwargs: Record<string, unknown>;
+  try {
+    userKwargs = JSON.parse(opts.kwargs) as Record<string, unknown>;
+  } catch (err) {
+    throw new Error(`--kwargs must be a JSON object, got ${JSON.stringify(opts.kwargs)}: ${(err as Error).message}`, { cause: err });
+  }
+  if (userKwargs === null || typeof userKwargs !== 'object' || Array.isArray(userKwargs)) throw new Error(`--kwargs must be a JSON object, got ${opts.kwargs}`);
   const kwargs = { ...(policyKwargs ?? {}), ...userKwargs };
   const token = opts.token ?? process.env.GYMWIRE_TOKEN;
   const clients: GymwireClient[] = [];
@@ -164,7 +172,7 @@ export async function runRolloutCommand(opts: RolloutCliOptions, out: NodeJS.Wri
     const renderPreview = wantPreview && !spaceHasImage(probe.observationSpace) && userKwargs['render_mode'] === undefined && (probe.metadata['render_modes'] as string[] | undefined)?.includes('rgb_array');
     const episodes = Number(opts.episodes);
     const writer = opts.out
-      ? await TrajectoryWriter.create(opts.out, { envId: opts.env, envKwargs: kwargs, observationSpace: probe.observationSpace, actionSpace: probe.actionSpace, images: opts.images })
+      ? await TrajectoryWriter.create(opts.out, { envId: opts.env, envKwargs: kwargs, observationSpace: probe.observationSpace, actionSpace: probe.actionSpace, images: opts.images, overwrite: opts.overwrite ?? false })
       : null;
     const previewN = Number(opts.previewEpisodes);
     const frames = new Map<number, Promise<Tensor | null>[]>();

@@ -62,6 +62,24 @@ def test_collect_single_env_writes_a_readable_dataset(url: str, tmp_path: Path) 
         replay.close()
 
 
+def test_an_existing_dataset_is_refused_unless_overwrite(url: str, tmp_path: Path) -> None:
+    env = gymwire.make(url, "gymwire/CartPole-v1")
+    try:
+        policy = make_policy("random", action_space=env.action_space, seed=0)
+        gymwire.collect(env, policy, episodes=2, out_dir=tmp_path, seed=1)
+        (tmp_path / "steps-00007.arrow").write_bytes(b"a stale part")
+        (tmp_path / "notes.txt").write_text("mine")
+        before = (tmp_path / "dataset.json").read_bytes()
+        with pytest.raises(gymwire.DatasetExistsError, match="already holds a dataset"):
+            gymwire.collect(env, policy, episodes=2, out_dir=tmp_path, seed=2)
+        assert (tmp_path / "dataset.json").read_bytes() == before
+        manifest = gymwire.collect(env, policy, episodes=2, out_dir=tmp_path, seed=2, overwrite=True)
+    finally:
+        env.close()
+    assert manifest["counts"]["episodes"] == 2
+    assert not (tmp_path / "steps-00007.arrow").exists() and (tmp_path / "notes.txt").read_text() == "mine"
+
+
 @pytest.mark.parametrize("mode", ["next_step", "same_step"])
 def test_collect_vector_env_matches_episode_boundaries(url: str, tmp_path: Path, mode: str) -> None:
     envs = gymwire.make_vec(url, "gymwire/CartPole-v1", num_envs=4, autoreset_mode=mode)

@@ -11,7 +11,7 @@
  * const manifest = await writer.close({ policy: 'random' });
  */
 import { createWriteStream } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { once } from 'node:events';
 
@@ -68,6 +68,19 @@ export interface WriterOptions {
   rowsPerBatch?: number;
   /** `ready()` waits while more steps than this are queued (default 20 000). */
   highWaterSteps?: number;
+  /**
+   * Replace a dataset already in `dir` (its dataset files only; anything else there stays). Off by
+   * default: `create` refuses such a directory rather than lose what it holds.
+   */
+  overwrite?: boolean;
+}
+
+/** The files a dataset directory holds (docs/datasets.md). */
+const DATASET_FILE = /^(dataset\.json|episodes\.arrow|steps-\d+\.arrow)$/;
+
+/** `TrajectoryWriter.create` was pointed at a directory that already holds a dataset. */
+export class DatasetExistsError extends Error {
+  override readonly name = 'DatasetExistsError';
 }
 
 export interface DatasetManifest {
@@ -192,8 +205,18 @@ export class TrajectoryWriter {
     this.builders = Object.fromEntries(this.schema.fields.map((f) => [f.name, columnBuilder(f.type)]));
   }
 
+  /** Opens `dir` (made if missing) for a new dataset; refuses one that holds a dataset already unless `overwrite`. */
   static async create(dir: string, opts: WriterOptions): Promise<TrajectoryWriter> {
     await mkdir(dir, { recursive: true });
+    const existing = (await readdir(dir)).filter((f) => DATASET_FILE.test(f)).sort();
+    if (existing.length > 0) {
+      if (!opts.overwrite) {
+        const listed = existing.length > 3 ? `${existing.slice(0, 3).join(', ')} and ${existing.length - 3} more` : existing.join(', ');
+        throw new DatasetExistsError(`${dir} already holds a dataset (${listed}); write elsewhere, or replace it with overwrite (gymwire rollout --overwrite)`);
+      }
+      // Every old part goes, so a shorter new dataset leaves no stale steps files behind.
+      await Promise.all(existing.map((f) => rm(join(dir, f))));
+    }
     return new TrajectoryWriter(dir, opts);
   }
 

@@ -69,6 +69,12 @@ describe('gymwire rollout', () => {
       expect(meta.pages).toBeGreaterThan(5);
       expect((await stat(join(dir, 'preview.webp'))).size).toBeGreaterThan(100);
       await expect(runRolloutCommand({ ...opts, policy: 'nonsense' }, out.stream)).rejects.toThrow(/unknown policy "nonsense"/);
+      // The same --out again: refused, the first dataset intact; --overwrite replaces it.
+      await expect(runRolloutCommand({ ...opts, preview: undefined }, out.stream)).rejects.toThrow(/already holds a dataset.*--overwrite/);
+      expect((await readDataset(dir)).manifest.counts.episodes).toBe(12);
+      expect((await runRolloutCommand({ ...opts, preview: undefined, episodes: '3', overwrite: true }, out.stream)).episodes).toBe(3);
+      expect((await readDataset(dir)).manifest.counts.episodes).toBe(3);
+      await expect(runRolloutCommand({ ...opts, out: undefined, preview: undefined, kwargs: '{oops' }, out.stream)).rejects.toThrow(/--kwargs must be a JSON object/);
       // A NAVSIM baseline handed in by the CLI as a policy: one-step episodes scored by the env.
       const nav = await runRolloutCommand({ ...opts, env: 'gymwire/NavsimEnv-v1', policy: 'navsim:constant-velocity', sessions: '2', episodes: '4', out: join(tmp.dir, 'nav'), preview: undefined }, out.stream);
       expect(nav).toMatchObject({ episodes: 4, steps: 4, incomplete: 0 });

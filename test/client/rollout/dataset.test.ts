@@ -1,3 +1,4 @@
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import sharp from 'sharp';
@@ -5,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { connect } from '../../../client/ts/client.ts';
 import { decodeColumn, readDataset } from '../../../client/ts/dataset/reader.ts';
-import { TrajectoryWriter } from '../../../client/ts/dataset/writer.ts';
+import { DatasetExistsError, TrajectoryWriter } from '../../../client/ts/dataset/writer.ts';
 import type { EpisodeRecord, StepRecord } from '../../../client/ts/dataset/writer.ts';
 import { RandomPolicy } from '../../../client/ts/policy.ts';
 import { Rollout } from '../../../client/ts/rollout/engine.ts';
@@ -91,6 +92,25 @@ describe('TrajectoryWriter', () => {
     await ready;
     expect(writer.pendingSteps).toBeLessThan(10);
     await writer.close({ policy: 'x' });
+  });
+
+  it('refuses a directory that holds a dataset unless overwrite, which removes only dataset files', async () => {
+    const dir = join(tmp.dir, 'again');
+    const make = (overwrite?: boolean) => TrajectoryWriter.create(dir, { envId: 'x', observationSpace: obsSpace, actionSpace: discrete(3), ...(overwrite === undefined ? {} : { overwrite }) });
+    const first = await make();
+    first.add(episode(0, 5, 'terminated'));
+    await first.close({ policy: 'x' });
+    await writeFile(join(dir, 'steps-00009.arrow'), 'a stale part');
+    await writeFile(join(dir, 'notes.txt'), 'mine');
+    const before = await readFile(join(dir, 'dataset.json'), 'utf8');
+    await expect(make()).rejects.toThrow(DatasetExistsError);
+    await expect(make(false)).rejects.toThrow(/already holds a dataset \(dataset\.json, episodes\.arrow, steps-00000\.arrow and 1 more\)/);
+    expect(await readFile(join(dir, 'dataset.json'), 'utf8')).toBe(before);
+    const second = await make(true);
+    second.add(episode(1, 3, 'terminated'));
+    const manifest = await second.close({ policy: 'x' });
+    expect(manifest.counts.steps).toBe(3);
+    expect((await readdir(dir)).sort()).toEqual(['dataset.json', 'episodes.arrow', 'notes.txt', 'steps-00000.arrow']);
   });
 });
 

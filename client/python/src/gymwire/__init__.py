@@ -13,7 +13,7 @@ Example::
 """
 
 from .client import PROTOCOL_VERSION, AsyncClient, Client
-from .dataset import collect, episodes_to_arrays, load_dataset
+from .dataset import DatasetExistsError, collect, episodes_to_arrays, load_dataset
 from .env import AsyncRemoteEnv, GymwireEnv, make
 from .errors import (
     ClientClosedError,
@@ -56,6 +56,7 @@ __all__ = [
     "Policy",
     "PolicyOutput",
     "WaypointPID",
+    "DatasetExistsError",
     "collect",
     "episodes_to_arrays",
     "load_dataset",

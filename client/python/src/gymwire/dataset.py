@@ -20,6 +20,7 @@ import base64
 import datetime as _dt
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -173,8 +174,19 @@ class EpisodeRecord:
     reason: str | None = None
 
 
+_DATASET_FILE = re.compile(r"^(dataset\.json|episodes\.arrow|steps-\d+\.arrow)$")
+
+
+class DatasetExistsError(FileExistsError):
+    """The output directory already holds a dataset (pass ``overwrite=True`` to replace it)."""
+
+
 class TrajectoryWriter:
-    """Writes episodes to ``out_dir`` in format version 1; ``close()`` writes episodes.arrow and dataset.json."""
+    """Writes episodes to ``out_dir`` in format version 1; ``close()`` writes episodes.arrow and dataset.json.
+
+    A directory that already holds a dataset is refused (:class:`DatasetExistsError`) unless
+    ``overwrite=True``, which removes that dataset's files (and only those) first.
+    """
 
     def __init__(
         self,
@@ -184,12 +196,20 @@ class TrajectoryWriter:
         action_space: gs.Space[Any],
         env_kwargs: dict[str, Any] | None = None,
         rows_per_file: int = 100_000,
+        overwrite: bool = False,
     ) -> None:
         import pyarrow as pa
 
         self.pa = pa
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
+        existing = sorted(p.name for p in self.dir.iterdir() if _DATASET_FILE.match(p.name))
+        if existing:
+            if not overwrite:
+                listed = ", ".join(existing[:3]) + (f" and {len(existing) - 3} more" if len(existing) > 3 else "")
+                raise DatasetExistsError(f"{self.dir} already holds a dataset ({listed}); write elsewhere, or pass overwrite=True to replace it")
+            for name in existing:
+                (self.dir / name).unlink()
         self.env_id = env_id
         self.env_kwargs = env_kwargs or {}
         self.observation_space = observation_space
@@ -358,6 +378,7 @@ def collect(
     seed: int | None = None,
     max_steps: int = 1_000_000,
     progress: Any = None,
+    overwrite: bool = False,
 ) -> dict[str, Any] | list[EpisodeRecord]:
     """Runs ``policy`` on ``env`` until ``episodes`` episodes have ended and records them.
 
@@ -365,7 +386,8 @@ def collect(
     same-step autoreset mode. With ``out_dir`` the episodes are written there and the manifest is
     returned; without, the :class:`EpisodeRecord` list is. Episodes still running when enough have
     ended are discarded (counted in the manifest). ``progress`` is called with the number of
-    finished episodes after each one (a ``tqdm.update``-like callable).
+    finished episodes after each one (a ``tqdm.update``-like callable). ``overwrite`` replaces a
+    dataset already in ``out_dir`` (refused otherwise).
     """
     from .env import GymwireEnv
     from .vector import GymwireVectorEnv
@@ -386,7 +408,7 @@ def collect(
     else:
         raise TypeError(f"collect takes a GymwireEnv or GymwireVectorEnv, got {type(env).__name__}")
 
-    writer = TrajectoryWriter(out_dir, env_id, single_obs_space, single_act_space) if out_dir is not None else None
+    writer = TrajectoryWriter(out_dir, env_id, single_obs_space, single_act_space, overwrite=overwrite) if out_dir is not None else None
     done_eps: list[EpisodeRecord] = []
     seeds = [None if seed is None else seed + i for i in range(n)]
     session_steps = [0] * n
