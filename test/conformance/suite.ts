@@ -7,7 +7,7 @@
  * support, or the server's limits are too large to probe cheaply).
  */
 import { encode, decode } from '../../protocol/codec.ts';
-import { ProtocolError } from '../../protocol/errors.ts';
+import { isErrorCode, ProtocolError } from '../../protocol/errors.ts';
 import type { ErrorCode } from '../../protocol/errors.ts';
 import { PROTOCOL_VERSION } from '../../protocol/messages.ts';
 import { Random } from '../../protocol/random.ts';
@@ -17,6 +17,11 @@ import { Tensor } from '../../protocol/tensor.ts';
 import { connect } from '../../client/ts/client.ts';
 import type { ClientOptions, GymwireClient } from '../../client/ts/client.ts';
 import type { RemoteEnv } from '../../client/ts/remote-env.ts';
+import { fuzzFrame } from './fuzz.ts';
+
+/** The conformance fuzz case's frames and seed (test/server/fuzz.test.ts runs more, and other seeds). */
+const FUZZ_FRAMES = 300;
+const FUZZ_SEED = 7;
 import type { ClientTransport, Connector } from '../../client/ts/transport.ts';
 import { wsConnector } from '../../client/ts/transport.ts';
 
@@ -250,6 +255,47 @@ export const CASES: ConformanceCase[] = [
       raw.send({ id: 9, type: 'ping', payload: 'still here' });
       const pong = await raw.next();
       check(pong.type === 'result' && pong.id === 9, `connection unusable after bad frames: ${JSON.stringify(pong)}`);
+    },
+  },
+  {
+    name: 'fuzzed frames: one typed answer each, no server fault, the connection and other clients unaffected',
+    perServer: true,
+    async run(ctx) {
+      const bystander = await ctx.client();
+      const theirs = await bystander.make(ctx.envId);
+      await theirs.reset({ seed: 1 });
+      const raw = await ctx.raw();
+      await raw.hello(ctx.target.token);
+      let id = 1;
+      const own: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        raw.send({ id: id++, type: 'make', env_id: ctx.envId, kwargs: {} });
+        const made = await raw.next();
+        check(made.type === 'result', `make failed: ${JSON.stringify(made.error)}`);
+        own.push((made.result as { session_id: string }).session_id);
+        raw.send({ id: id++, type: 'reset', session_id: own[i], seed: i });
+        check((await raw.next()).type === 'result', 'reset of the fuzzer\'s session failed');
+      }
+      const rng = new Random(FUZZ_SEED);
+      const action = sample(theirs.actionSpace, rng);
+      for (let i = 0; i < FUZZ_FRAMES; i++) {
+        raw.sendBytes(fuzzFrame(rng, own, id++, action));
+        const answer = await raw.next();
+        check(answer.type === 'result' || answer.type === 'error', `frame ${i} was answered with a ${String(answer.type)}`);
+        if (answer.type === 'error') {
+          const { code, message } = answer.error as { code: unknown; message: string };
+          check(isErrorCode(code), `frame ${i}: ${String(code)} is not a protocol error code`);
+          // Bad input is the client's fault: the server and the env must say so, not fault.
+          check(code !== 'ENV_ERR_INTERNAL' && code !== 'ENV_ERR_ENV_FAILURE', `frame ${i} (seed ${FUZZ_SEED}) made the server report its own fault: ${code}: ${message}`);
+        }
+        if (i % 50 === 0) {
+          const r = await theirs.step(sample(theirs.actionSpace, rng));
+          if (r.terminated || r.truncated) await theirs.reset();
+        }
+      }
+      check(!raw.closed, 'the server closed the connection');
+      raw.send({ id, type: 'ping', payload: 'still here' });
+      check((await raw.next()).type === 'result', 'the connection is unusable after the fuzzed frames');
     },
   },
   {
