@@ -396,16 +396,22 @@ export class ServerCore {
   }
 
   /**
-   * The result's frame, or an env-fault answer when the env returned something msgpack cannot carry
-   * (a symbol, a cycle, an integer past 64 bits): a bad value from one env must not reject the
-   * answer's promise, which nothing awaits, and take the process down.
+   * The result's frame, or an error answer when it cannot be encoded: an env fault when the env
+   * returned something msgpack cannot carry (a symbol, a cycle, an integer past 64 bits). A bad
+   * value must not reject the answer's promise, which nothing awaits, and take the process down.
    */
   private encodeAnswer(conn: Connection, client: ClientState, req: RequestOf<RequestType>, result: unknown): Uint8Array {
     try {
       return this.encodeResult(client, req, result);
     } catch (err) {
       const why = err instanceof Error ? err.message : String(err);
-      return this.encodeFailure(conn, req, new EnvContractError(`the ${req.type} result cannot be sent: ${why} (observations, rewards and infos must be msgpack values: docs/PROTOCOL.md, sections 1 and 2)`));
+      // ping echoes the client's own payload (one nested past what the encoder's stack allows);
+      // every other result carries what an env produced.
+      const fault =
+        req.type === 'ping'
+          ? new ProtocolError('ENV_ERR_INVALID_MESSAGE', `the ping payload cannot be echoed back: ${why}`)
+          : new EnvContractError(`the ${req.type} result cannot be sent: ${why} (observations, rewards and infos must be msgpack values: docs/PROTOCOL.md, sections 1 and 2)`);
+      return this.encodeFailure(conn, req, fault);
     }
   }
 

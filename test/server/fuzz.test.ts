@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { connect } from '../../client/ts/client.ts';
+import { encode } from '../../protocol/codec.ts';
 import { ERROR_CODES } from '../../protocol/errors.ts';
 import { PROTOCOL_VERSION } from '../../protocol/messages.ts';
 import { Random } from '../../protocol/random.ts';
@@ -91,6 +92,40 @@ describe.each(TRANSPORTS)('frames the type check cannot print (%s)', (transport)
       const long = (await raw.next()).error as { code: string; message: string };
       expect(long.code).toBe('ENV_ERR_UNKNOWN_TYPE');
       expect(long.message.length).toBeLessThan(300);
+    } finally {
+      raw.close();
+      await srv.close();
+    }
+  });
+
+  it('deeply nested payloads are the client\'s fault at every depth: echoed, refused as too deep to echo, or not msgpack', async () => {
+    const srv = await startTestServer(transport);
+    const raw = new RawConnection(await srv.connector());
+    try {
+      raw.send({ id: 0, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: 'fuzz' });
+      await raw.next();
+      // {id, type: 'ping', payload: [[[...0]]]} with the arrays written by hand (encode would overflow too).
+      const deep = (id: number, depth: number) => {
+        const head = encode({ id, type: 'ping' });
+        head[0]! += 1; // one more map entry: the payload
+        return Buffer.concat([head, encode('payload'), Buffer.alloc(depth, 0x91), Buffer.from([0x00])]);
+      };
+      // Where the encoder (echoing) and the decoder run out of stack depends on the machine and the
+      // JIT, so sweep the depths: each answer is one of the three, never a server or env fault.
+      const seen = new Set<string>();
+      let id = 1;
+      for (let depth = 500; depth <= 6500; depth += 500) {
+        raw.sendBytes(deep(id++, depth));
+        const answer = await raw.next();
+        const outcome = answer.type === 'result' ? 'result' : (answer.error as { code: string }).code;
+        expect(['result', 'ENV_ERR_INVALID_MESSAGE', 'ENV_ERR_BAD_FRAME'], `depth ${depth}`).toContain(outcome);
+        seen.add(outcome);
+      }
+      raw.sendBytes(deep(id++, 100_000));
+      expect(await raw.next()).toMatchObject({ type: 'error', error: { code: 'ENV_ERR_BAD_FRAME' } });
+      expect(seen).toContain('result');
+      raw.send({ id, type: 'ping', payload: [[['fine']]] });
+      expect(await raw.next()).toMatchObject({ id, type: 'result', result: { payload: [[['fine']]] } });
     } finally {
       raw.close();
       await srv.close();
