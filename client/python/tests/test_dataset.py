@@ -62,6 +62,27 @@ def test_collect_single_env_writes_a_readable_dataset(url: str, tmp_path: Path) 
         replay.close()
 
 
+def test_raw_columns_decode_in_bulk_like_row_by_row() -> None:
+    import pyarrow as pa
+
+    from gymwire.dataset import decode_column
+
+    rng = np.random.default_rng(0)
+    rows = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(50)]
+    cells = [None if i % 7 == 3 else r.tobytes() for i, r in enumerate(rows)]
+    meta = {b"gymwire.encoding": b"raw", b"gymwire.dtype": b"float32", b"gymwire.shape": b"[2, 3]"}
+    expected = np.stack([np.zeros((2, 3), np.float32) if c is None else r for c, r in zip(cells, rows)])
+    for kind in (pa.binary(), pa.large_binary()):
+        whole = pa.array(cells, type=kind)
+        # Several chunks, one of them a slice (a nonzero offset into its buffers).
+        column = pa.chunked_array([whole.slice(0, 20), whole.slice(20, 17), pa.array(cells[37:], type=kind)])
+        table = pa.table({"obs": column}).cast(pa.schema([pa.field("obs", kind, metadata=meta)]))
+        assert np.array_equal(decode_column(table, "obs"), expected)
+    bad = pa.table({"obs": pa.array([rows[0].tobytes(), b"\x00" * 5], type=pa.binary())}).cast(pa.schema([pa.field("obs", pa.binary(), metadata=meta)]))
+    with pytest.raises(ValueError):
+        decode_column(bad, "obs")
+
+
 def test_an_existing_dataset_is_refused_unless_overwrite(url: str, tmp_path: Path) -> None:
     env = gymwire.make(url, "gymwire/CartPole-v1")
     try:

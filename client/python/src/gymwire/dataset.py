@@ -564,15 +564,52 @@ def decode_column(table: Any, name: str) -> Any:
     enc = md.get("gymwire.encoding")
     dtype = md.get("gymwire.dtype") or None
     shape = json.loads(md.get("gymwire.shape", "[]"))
-    values = table.column(name).to_pylist()
+    column = table.column(name)
     if enc == "raw":
-        zero = np.zeros(shape, dtype=dtype)
-        return np.stack([zero if b is None else np.frombuffer(b, dtype=dtype).reshape(shape) for b in values]) if values else np.zeros((0, *shape), dtype=dtype)
+        return _raw_rows(column, np.dtype(dtype), tuple(shape))
     if enc == "scalar":
-        return np.asarray([0 if v is None else v for v in values], dtype=dtype)
+        return column.fill_null(0).to_numpy().astype(dtype, copy=False) if len(column) else np.zeros(0, dtype=dtype)
+    values = column.to_pylist()
     if enc == "json":
         return [None if v is None else from_json_value(json.loads(v)) for v in values]
     return values
+
+
+def _raw_rows(column: Any, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """A binary column of fixed-size tensors as ``[N, *shape]`` (nulls as zeros).
+
+    Reads each chunk's offsets and data buffers directly: when every present row holds exactly one
+    tensor's bytes and null rows hold none (as both writers write them), the present rows are one
+    contiguous run of bytes and become a single reshaped copy instead of one array per row.
+    """
+    import pyarrow as pa
+
+    item = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+    out = np.zeros((len(column), *shape), dtype=dtype)
+    row = 0
+    for chunk in column.chunks:
+        m = len(chunk)
+        if m == 0:
+            continue
+        _validity, offsets_buf, data_buf = chunk.buffers()
+        wide = pa.types.is_large_binary(chunk.type)
+        offsets = np.frombuffer(offsets_buf, dtype=np.int64 if wide else np.int32, count=m + 1, offset=chunk.offset * (8 if wide else 4))
+        lengths = np.diff(offsets)
+        present = chunk.is_valid().to_numpy(zero_copy_only=False) if chunk.null_count else np.ones(m, dtype=bool)
+        if (lengths[present] == item).all() and (lengths[~present] == 0).all():
+            n = int(present.sum())
+            data = np.frombuffer(data_buf, dtype=np.uint8, count=n * item, offset=int(offsets[0])) if n else np.zeros(0, np.uint8)
+            block = data.view(dtype).reshape(n, *shape)
+            if n == m:
+                out[row : row + m] = block
+            else:
+                out[row : row + m][present] = block
+        else:  # rows of other sizes: let numpy say which one does not fit
+            for i, b in enumerate(chunk.to_pylist()):
+                if b is not None:
+                    out[row + i] = np.frombuffer(b, dtype=dtype).reshape(shape)
+        row += m
+    return out
 
 
 def iter_episodes(ds: Dataset) -> Iterator[tuple[int, slice]]:
