@@ -158,6 +158,8 @@ class ClientState {
   }
 }
 
+const tokenDigest = (token: string): Buffer => createHash('sha256').update(token).digest();
+
 /** The request id a frame carries, when it decodes to a map with one (null otherwise); never throws. */
 function frameRequestId(frame: Uint8Array): number | null {
   try {
@@ -224,7 +226,8 @@ export class ServerCore {
   readonly frames = new FramePool();
   /** Null unless busyPollUs is set. */
   readonly poller: BusyPoller | null;
-  private readonly token: string | null;
+  /** The server's token as a SHA-256 digest (null: no token), compared by authorizes(). */
+  private readonly tokenDigest: Buffer | null;
   private readonly checkEnvs: boolean;
   private readonly sessions = new Map<string, Session>();
   private readonly clients = new Map<string, ClientState>();
@@ -239,7 +242,7 @@ export class ServerCore {
     this.registry = opts.registry ?? defaultRegistry();
     this.log = opts.logger ?? pino({ level: 'silent' });
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
-    this.token = opts.token ?? null;
+    this.tokenDigest = opts.token === undefined || opts.token === null ? null : tokenDigest(opts.token);
     this.checkEnvs = opts.checkEnvs ?? false;
     this.poller = opts.busyPollUs ? new BusyPoller(opts.busyPollUs) : null;
     this.handlers = {
@@ -278,10 +281,9 @@ export class ServerCore {
    * constant time). HTTP routes that show session data (the viewer's API) use it too.
    */
   authorizes(token: string | undefined | null): boolean {
-    if (this.token === null) return true;
-    if (typeof token !== 'string') return false;
-    const digest = (t: string) => createHash('sha256').update(t).digest();
-    return timingSafeEqual(digest(token), digest(this.token));
+    if (this.tokenDigest === null) return true;
+    // Digests have one length whatever the token's, as timingSafeEqual needs.
+    return typeof token === 'string' && timingSafeEqual(tokenDigest(token), this.tokenDigest);
   }
 
   get isShuttingDown(): boolean {

@@ -15,6 +15,7 @@ import { Tensor } from '../../protocol/tensor.ts';
 import { fuzzFrame } from '../conformance/fuzz.ts';
 import { RawConnection } from '../conformance/suite.ts';
 import { startTestServer, TRANSPORTS } from '../helpers/servers.ts';
+import type { TestServer } from '../helpers/servers.ts';
 
 const FRAMES = 600;
 describe.each(TRANSPORTS)('fuzzed frames (%s)', (transport) => {
@@ -77,13 +78,25 @@ describe.each(TRANSPORTS)('fuzzed frames (%s)', (transport) => {
   });
 });
 
-describe.each(TRANSPORTS)('frames the type check cannot print (%s)', (transport) => {
-  it('a type that is a 64-bit tensor or a huge string is refused with ENV_ERR_UNKNOWN_TYPE, not a crash', async () => {
-    const srv = await startTestServer(transport);
-    const raw = new RawConnection(await srv.connector());
-    try {
+/** A server on `transport` and a raw connection to it, greeted unless `greet` is false; both closed after `body`. */
+async function withRawConnection(transport: (typeof TRANSPORTS)[number], body: (raw: RawConnection, srv: TestServer) => Promise<void>, greet = true): Promise<void> {
+  const srv = await startTestServer(transport);
+  const raw = new RawConnection(await srv.connector());
+  try {
+    if (greet) {
       raw.send({ id: 0, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: 'fuzz' });
-      await raw.next();
+      expect((await raw.next()).type).toBe('result');
+    }
+    await body(raw, srv);
+  } finally {
+    raw.close();
+    await srv.close();
+  }
+}
+
+describe.each(TRANSPORTS)('frames the type check cannot print (%s)', (transport) => {
+  it('a type that is a 64-bit tensor or a huge string is refused with ENV_ERR_UNKNOWN_TYPE, not a crash', () =>
+    withRawConnection(transport, async (raw) => {
       raw.send({ id: 1, type: ['step', Tensor.from('int64', [2], [1n, 2n])] });
       const answer = await raw.next();
       expect(answer).toMatchObject({ id: 1, type: 'error', error: { code: 'ENV_ERR_UNKNOWN_TYPE' } });
@@ -92,18 +105,10 @@ describe.each(TRANSPORTS)('frames the type check cannot print (%s)', (transport)
       const long = (await raw.next()).error as { code: string; message: string };
       expect(long.code).toBe('ENV_ERR_UNKNOWN_TYPE');
       expect(long.message.length).toBeLessThan(300);
-    } finally {
-      raw.close();
-      await srv.close();
-    }
-  });
+    }));
 
-  it('deeply nested payloads are the client\'s fault at every depth: echoed, refused as too deep to echo, or not msgpack', async () => {
-    const srv = await startTestServer(transport);
-    const raw = new RawConnection(await srv.connector());
-    try {
-      raw.send({ id: 0, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: 'fuzz' });
-      await raw.next();
+  it('deeply nested payloads are the client\'s fault at every depth: echoed, refused as too deep to echo, or not msgpack', () =>
+    withRawConnection(transport, async (raw) => {
       // {id, type: 'ping', payload: [[[...0]]]} with the arrays written by hand (encode would overflow too).
       const deep = (id: number, depth: number) => {
         const head = encode({ id, type: 'ping' });
@@ -126,34 +131,28 @@ describe.each(TRANSPORTS)('frames the type check cannot print (%s)', (transport)
       expect(seen).toContain('result');
       raw.send({ id, type: 'ping', payload: [[['fine']]] });
       expect(await raw.next()).toMatchObject({ id, type: 'result', result: { payload: [[['fine']]] } });
-    } finally {
-      raw.close();
-      await srv.close();
-    }
-  });
+    }));
 
-  it('a failure while handling a frame answers ENV_ERR_INTERNAL and the connection goes on', async () => {
-    const srv = await startTestServer(transport);
-    const raw = new RawConnection(await srv.connector());
-    const core = srv.server.core;
-    const original = core.handleFrame.bind(core);
-    let armed = true;
-    core.handleFrame = (conn, frame) => {
-      if (armed) {
-        armed = false;
-        throw new Error('a bug');
-      }
-      original(conn, frame);
-    };
-    try {
-      raw.send({ id: 0, type: 'ping' });
-      // Answered under the request's id, so a client's request fails at once instead of timing out.
-      expect(await raw.next()).toMatchObject({ id: 0, type: 'error', error: { code: 'ENV_ERR_INTERNAL' } });
-      raw.send({ id: 1, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: 'fuzz' });
-      expect((await raw.next()).type).toBe('result');
-    } finally {
-      raw.close();
-      await srv.close();
-    }
-  });
+  it('a failure while handling a frame answers ENV_ERR_INTERNAL and the connection goes on', () =>
+    withRawConnection(
+      transport,
+      async (raw, srv) => {
+        const core = srv.server.core;
+        const original = core.handleFrame.bind(core);
+        let armed = true;
+        core.handleFrame = (conn, frame) => {
+          if (armed) {
+            armed = false;
+            throw new Error('a bug');
+          }
+          original(conn, frame);
+        };
+        raw.send({ id: 0, type: 'ping' });
+        // Answered under the request's id, so a client's request fails at once instead of timing out.
+        expect(await raw.next()).toMatchObject({ id: 0, type: 'error', error: { code: 'ENV_ERR_INTERNAL' } });
+        raw.send({ id: 1, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: 'fuzz' });
+        expect((await raw.next()).type).toBe('result');
+      },
+      false,
+    ));
 });

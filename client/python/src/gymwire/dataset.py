@@ -568,7 +568,8 @@ def decode_column(table: Any, name: str) -> Any:
     if enc == "raw":
         return _raw_rows(column, np.dtype(dtype), tuple(shape))
     if enc == "scalar":
-        return column.fill_null(0).to_numpy().astype(dtype, copy=False) if len(column) else np.zeros(0, dtype=dtype)
+        values = column.fill_null(0).to_numpy() if len(column) else np.zeros(0, dtype=dtype)
+        return values.astype(dtype, copy=False) if dtype else values
     values = column.to_pylist()
     if enc == "json":
         return [None if v is None else from_json_value(json.loads(v)) for v in values]
