@@ -30,7 +30,8 @@ import { contains, isPlainObject, stackTensors } from '../protocol/spaces.ts';
 import { Tensor, TensorFormatError } from '../protocol/tensor.ts';
 import { FramePool } from './frame-pool.ts';
 import { ServerMetrics } from './metrics.ts';
-import { BusyPoller } from './busy-poll.ts';
+import { BusyPoller } from '../protocol/busy-poll.ts';
+import type { BusyPollSetting } from '../protocol/busy-poll.ts';
 import { Session } from './session.ts';
 import { toolDescriptions } from './tools.ts';
 import type { ConnectionHandler, TransportConnection } from './transport.ts';
@@ -72,8 +73,8 @@ export interface ServerCoreOptions {
   checkEnvs?: boolean;
   /** How often the reaper looks for idle sessions and expired clients. */
   reapIntervalMs?: number;
-  /** Keep polling the sockets this many µs after each answer instead of sleeping (see BusyPoller; 0: off). */
-  busyPollUs?: number;
+  /** Keep polling the sockets after each answer instead of sleeping (see BusyPoller): 'auto', 0 (off, the default here) or µs. */
+  busyPollUs?: BusyPollSetting;
 }
 
 /**
@@ -183,6 +184,7 @@ export class Connection implements ConnectionHandler {
   ) {}
 
   onFrame(frame: Uint8Array): void {
+    this.core.poller?.arrived();
     try {
       this.core.handleFrame(this, frame);
     } catch (err) {
@@ -224,7 +226,7 @@ export class ServerCore {
   readonly metrics = new ServerMetrics();
   /** Reused memory for large answers; see FramePool. */
   readonly frames = new FramePool();
-  /** Null unless busyPollUs is set. */
+  /** Null when busyPollUs is 0 (or unset). */
   readonly poller: BusyPoller | null;
   /** The server's token as a SHA-256 digest (null: no token), compared by authorizes(). */
   private readonly tokenDigest: Buffer | null;
@@ -244,7 +246,7 @@ export class ServerCore {
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
     this.tokenDigest = opts.token === undefined || opts.token === null ? null : tokenDigest(opts.token);
     this.checkEnvs = opts.checkEnvs ?? false;
-    this.poller = opts.busyPollUs ? new BusyPoller(opts.busyPollUs) : null;
+    this.poller = BusyPoller.create(opts.busyPollUs ?? 0);
     this.handlers = {
       hello: () => {
         throw new ProtocolError('ENV_ERR_INVALID_MESSAGE', 'hello was already received on this connection');

@@ -15,6 +15,7 @@ import { ServerCore } from './core.ts';
 import type { HttpRoutes } from './http.ts';
 import { baseRoutes } from './http.ts';
 import type { ServerTransport } from './transport.ts';
+import type { BusyPollSetting } from '../protocol/busy-poll.ts';
 import { MemoryTransport } from './transports/memory.ts';
 import { UwsTransport } from './transports/uws.ts';
 import { WsTransport } from './transports/ws.ts';
@@ -34,8 +35,12 @@ export interface ServerOptions {
   /** Adds HTTP routes (MCP, the viewer) to the ws transport's server. */
   mountRoutes?: (routes: HttpRoutes, core: ServerCore) => void;
   reapIntervalMs?: number;
-  /** µs to keep polling the sockets after each answer (server/busy-poll.ts); 0 or unset: off. */
-  busyPollUs?: number;
+  /**
+   * Polling the sockets after each answer instead of sleeping (server/busy-poll.ts): 'auto'
+   * (default: an adaptive window, off for clients whose next request comes late), 0 (off) or a
+   * fixed window in µs. The memory transport's default is 0 (client and server share the thread).
+   */
+  busyPollUs?: BusyPollSetting;
 }
 
 export interface RunningServer {
@@ -60,7 +65,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     limits: opts.limits,
     checkEnvs: opts.checkEnvs,
     reapIntervalMs: opts.reapIntervalMs,
-    busyPollUs: opts.busyPollUs,
+    busyPollUs: opts.busyPollUs ?? (opts.transport === 'memory' ? 0 : 'auto'),
   });
   const name = opts.transport ?? 'ws';
   let transport: ServerTransport;

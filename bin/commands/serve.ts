@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import pino from 'pino';
 
+import { parseBusyPoll } from '../../protocol/busy-poll.ts';
 import { startServer } from '../../server/index.ts';
 import { mountMcp } from '../../server/mcp/index.ts';
 import { mountViewer } from '../../server/viewer/index.ts';
@@ -36,14 +37,15 @@ export function registerServe(program: Command): void {
     .option('--max-sessions-per-client <n>', 'sessions one client may hold', '1024')
     .option('--max-frame-bytes <n>', 'largest frame accepted (bytes)', String(64 * 1024 * 1024))
     .option('--resume-grace <ms>', 'how long a disconnected client may resume its sessions', '60000')
-    .option('--busy-poll-us <us>', 'keep polling the sockets this long after each answer instead of sleeping: saves a core wake-up for clients that send again soon (pipelined rollouts) on VMs, costs up to this much CPU per answer (0: off)', '0')
+    .option('--busy-poll-us <us>', "poll the sockets after each answer instead of sleeping, saving a core wake-up for clients that send again soon (pipelined rollouts on the same host): 'auto' adapts the window to the gaps between answers and requests (off for clients that answer late), N polls N µs after every answer, 0 never polls", 'auto')
     .option('--check', 'check every observation against its space (slower; for env development)')
     .option('--mcp-allow-origin <origin...>', 'browser origins allowed to use /mcp besides loopback ones (others get 403)')
     .action(async (opts: ServeOptions) => {
       if (opts.transport !== 'ws' && opts.transport !== 'uws') throw new Error(`--transport must be ws or uws, got ${opts.transport}`);
-      for (const [flag, value] of Object.entries({ '--port': opts.port, '--idle-timeout': opts.idleTimeout, '--max-sessions': opts.maxSessions, '--max-sessions-per-client': opts.maxSessionsPerClient, '--max-frame-bytes': opts.maxFrameBytes, '--resume-grace': opts.resumeGrace, '--busy-poll-us': opts.busyPollUs })) {
+      for (const [flag, value] of Object.entries({ '--port': opts.port, '--idle-timeout': opts.idleTimeout, '--max-sessions': opts.maxSessions, '--max-sessions-per-client': opts.maxSessionsPerClient, '--max-frame-bytes': opts.maxFrameBytes, '--resume-grace': opts.resumeGrace })) {
         if (!/^\d+$/.test(value)) throw new Error(`${flag} must be a non-negative integer, got ${JSON.stringify(value)}`);
       }
+      const busyPollUs = parseBusyPoll(opts.busyPollUs);
       const logger = pino({ level: opts.logLevel }, pino.destination(2));
       const server = await startServer({
         host: opts.host,
@@ -52,7 +54,7 @@ export function registerServe(program: Command): void {
         token: opts.token ?? process.env.GYMWIRE_TOKEN ?? null,
         logger,
         checkEnvs: opts.check ?? false,
-        busyPollUs: Number(opts.busyPollUs),
+        busyPollUs,
         limits: {
           idle_timeout_ms: Number(opts.idleTimeout),
           max_sessions: Number(opts.maxSessions),

@@ -30,6 +30,7 @@ import { TrajectoryWriter } from '../../client/ts/dataset/writer.ts';
 import { OnnxPolicy } from '../../client/ts/policies/onnx.ts';
 import { Rollout } from '../../client/ts/rollout/engine.ts';
 import { CartPoleEnv } from '../../envs/classic/cartpole.ts';
+import type { BusyPollSetting } from '../../protocol/busy-poll.ts';
 import { CARTPOLE_MLP, writeMlp } from '../../scripts/onnx/mlp.ts';
 import { onCore, SERVER_CORE } from './placement.ts';
 
@@ -47,19 +48,25 @@ function emit(metric: string, value: number, unit: string, extra: Record<string,
 // BENCH_SERVER points at a prebuilt server-process.mjs (see test/bench/run-rollout-built.sh) to measure without tsx.
 const serverEntry = [...(process.env.BENCH_NODE_FLAGS?.split(' ') ?? []), ...(process.env.BENCH_SERVER ? [process.env.BENCH_SERVER] : ['--import', 'tsx', 'test/bench/server-process.ts'])];
 // The server gets a core of its own, as on another machine (placement.ts).
-async function startBenchServer(busyPollUs: number): Promise<{ url: string; child: ReturnType<typeof spawn> }> {
+async function startBenchServer(busyPollUs: BusyPollSetting): Promise<{ url: string; child: ReturnType<typeof spawn> }> {
   const child = spawn(...onCore(SERVER_CORE, process.execPath, [...serverEntry, 'gymwire', 'ws']), { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BENCH_BUSY_POLL_US: String(busyPollUs) } });
   const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
   return { url: (JSON.parse(line) as { url: string }).url, child };
 }
-const { url: localUrl, child } = await startBenchServer(0);
+const { url: localUrl, child } = await startBenchServer('auto');
 /**
- * The headline model is also run against servers that busy-poll after each answer
- * (server/busy-poll.ts): 50 µs, shorter than lock-step's gap between calls (the client acting on
- * 64 sessions) but longer than pipelining's, and 400 µs, longer than both.
+ * By default server and client poll their sockets after each answer / request with an adaptive
+ * window (protocol/busy-poll.ts). The headline model is also run with other settings: neither
+ * polling (the default of sessions 1-4), the server polling a fixed 50 µs (shorter than lock-step's
+ * gap between calls, the client acting on 64 sessions, but longer than pipelining's; session 4's
+ * opt-in) and a fixed 400 µs (longer than both: lock-step's best).
  */
-const BUSY_POLL_US = [50, 400];
-const busyServers = await Promise.all(BUSY_POLL_US.map((us) => startBenchServer(us)));
+const POLLING: readonly { name: string; server: BusyPollSetting; client: BusyPollSetting }[] = [
+  { name: 'off', server: 0, client: 0 },
+  { name: 'server-50us', server: 50, client: 0 },
+  { name: 'server-400us', server: 400, client: 'auto' },
+];
+const busyServers = await Promise.all(POLLING.map((p) => startBenchServer(p.server)));
 /** The server the client is connected to, for its CPU time. */
 let serverPid = child.pid;
 const LINK_MS = Number(process.env.LINK_MS ?? 1);
@@ -183,7 +190,7 @@ const cpuMedian = (rs: RunResult[]) => ({ client_main_plus_worker: round3(median
  * ratios, and the CPU spent per 64 env steps (median) by the client process (main thread + policy
  * worker), the worker alone and the server process, to show which one bounds the rate.
  */
-async function compare(model: string, link: 'local' | 'lan', withDataset: boolean, headline: boolean, busyPollUs = 0): Promise<{ lockstep: number; pipelined: number }> {
+async function compare(model: string, link: 'local' | 'lan', withDataset: boolean, headline: boolean, polling = 'auto'): Promise<{ lockstep: number; pipelined: number }> {
   // Warm-up: sessions path, worker, and the JIT of client and server for both schedules (one run of
   // each left the per-call code half-optimised: the rates kept climbing for several more runs).
   for (let i = 0; i < WARMUP_ROUNDS; i++) for (const groups of [1, 2]) await run(groups, false);
@@ -196,7 +203,7 @@ async function compare(model: string, link: 'local' | 'lan', withDataset: boolea
     locks.push(first ? a : b);
     pipes.push(first ? b : a);
   }
-  const extra = { model, thread: policy!.thread, sessions: SESSIONS, link, busy_poll_us: busyPollUs, rounds: ROUNDS, loadavg: Number(loadavg()[0]!.toFixed(2)), ...(link === 'lan' ? { one_way_delay_ms: LINK_MS } : {}) };
+  const extra = { model, thread: policy!.thread, sessions: SESSIONS, link, polling, rounds: ROUNDS, loadavg: Number(loadavg()[0]!.toFixed(2)), ...(link === 'lan' ? { one_way_delay_ms: LINK_MS } : {}) };
   const ratios = locks.map((l, i) => pipes[i]!.stepsPerSec / l.stepsPerSec);
   const rates = (rs: RunResult[]) => rs.map((r) => r.stepsPerSec);
   emit('lockstep_env_steps_per_s', median(rates(locks)), 'steps/s', { ...extra, groups: 1, min: round3(Math.min(...rates(locks))), cpu_ms_per_64_steps: cpuMedian(locks) });
@@ -218,7 +225,7 @@ async function compare(model: string, link: 'local' | 'lan', withDataset: boolea
     rounds_ratio_and_others_cores: rounds,
     others_under_half_core: split(true),
     others_half_core_or_more: split(false),
-    ...(headline && busyPollUs === 0 ? { target: 1.5, pass: ratio >= 1.5 } : {}) });
+    ...(headline && polling === 'auto' ? { target: 1.5, pass: ratio >= 1.5 } : {}) });
   return { lockstep: median(rates(locks)), pipelined: median(rates(pipes)) };
 }
 
@@ -260,19 +267,19 @@ try {
     const headline = 'headline' in m && m.headline;
     const plain = await compare(m.name, 'local', headline, headline);
     if (headline) {
-      const byWindow = [{ us: 0, ...plain }];
-      for (const [i, us] of BUSY_POLL_US.entries()) {
+      const bySetting = [{ polling: 'auto', ...plain }];
+      for (const [i, p] of POLLING.entries()) {
         await client.close();
-        client = await connect(busyServers[i]!.url);
+        client = await connect(busyServers[i]!.url, { busyPoll: p.client });
         url = busyServers[i]!.url;
         serverPid = busyServers[i]!.child.pid;
-        byWindow.push({ us, ...(await compare(m.name, 'local', false, true, us)) });
+        bySetting.push({ polling: p.name, ...(await compare(m.name, 'local', false, true, p.name)) });
       }
-      // Each schedule with the server setting that suits it best: the fair reading when the
-      // setting is chosen for the workload.
-      const best = (k: 'lockstep' | 'pipelined') => byWindow.reduce((a, b) => (b[k] > a[k] ? b : a));
+      // Each schedule with the setting that suits it best: the fair reading when the setting is
+      // chosen for the workload.
+      const best = (k: 'lockstep' | 'pipelined') => bySetting.reduce((a, b) => (b[k] > a[k] ? b : a));
       const [bl, bp] = [best('lockstep'), best('pipelined')];
-      emit('speedup_pipelined_vs_lockstep_best_setting', bp.pipelined / bl.lockstep, 'x', { model: m.name, lockstep: { busy_poll_us: bl.us, steps_per_s: Math.round(bl.lockstep) }, pipelined: { busy_poll_us: bp.us, steps_per_s: Math.round(bp.pipelined) } });
+      emit('speedup_pipelined_vs_lockstep_best_setting', bp.pipelined / bl.lockstep, 'x', { model: m.name, lockstep: { polling: bl.polling, steps_per_s: Math.round(bl.lockstep) }, pipelined: { polling: bp.polling, steps_per_s: Math.round(bp.pipelined) } });
       await client.close();
       client = await connect(localUrl);
       url = localUrl;

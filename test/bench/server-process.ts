@@ -3,10 +3,11 @@
  * core. Prints one JSON line {url} on stdout when listening.
  *   tsx test/bench/server-process.ts gymwire ws|uws
  *   tsx test/bench/server-process.ts echo ws|uws
- * BENCH_BUSY_POLL_US=50 starts the gymwire server with that busy-poll window (server/busy-poll.ts).
+ * BENCH_BUSY_POLL_US=auto|0|50 sets the gymwire server's busy-polling (server/busy-poll.ts; default auto).
  */
 import { WebSocketServer } from 'ws';
 
+import { parseBusyPoll } from '../../protocol/busy-poll.ts';
 import { startServer } from '../../server/index.ts';
 import { loadUws } from '../../server/transports/uws.ts';
 import { benchRegistry } from './bench-envs.ts';
@@ -15,7 +16,7 @@ const [kind, transport] = process.argv.slice(2) as ['gymwire' | 'echo', 'ws' | '
 
 async function main(): Promise<string> {
   if (kind === 'gymwire') {
-    const srv = await startServer({ port: 0, transport, registry: benchRegistry(), limits: { max_sessions_per_client: 4096, max_sessions: 8192, idle_timeout_ms: 0 }, busyPollUs: Number(process.env.BENCH_BUSY_POLL_US ?? 0) });
+    const srv = await startServer({ port: 0, transport, registry: benchRegistry(), limits: { max_sessions_per_client: 4096, max_sessions: 8192, idle_timeout_ms: 0 }, busyPollUs: parseBusyPoll(process.env.BENCH_BUSY_POLL_US ?? 'auto') });
     return srv.url;
   }
   if (transport === 'ws') {
