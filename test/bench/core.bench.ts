@@ -19,6 +19,7 @@ import WebSocket from 'ws';
 import { connect } from '../../client/ts/client.ts';
 import { CartPoleEnv } from '../../envs/classic/cartpole.ts';
 import { encode } from '../../protocol/codec.ts';
+import type { BusyPollSetting } from '../../protocol/busy-poll.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { CLIENT_CORE, onCore, PINNED, SERVER_CORE } from './placement.ts';
 
@@ -32,12 +33,13 @@ function emit(bench: string, metric: string, value: number, unit: string, extra:
 const SEPARATE_CORES = SERVER_CORE;
 const SAME_CORE = CLIENT_CORE;
 
-async function spawnServer(kind: 'gymwire' | 'echo', transport: 'ws' | 'uws', cpu = SEPARATE_CORES): Promise<{ url: string; stop(): void }> {
+/** `busyPoll`: the gymwire server's polling setting (protocol/busy-poll.ts); its default is 'auto'. */
+async function spawnServer(kind: 'gymwire' | 'echo', transport: 'ws' | 'uws', cpu = SEPARATE_CORES, busyPoll: BusyPollSetting = 'auto'): Promise<{ url: string; stop(): void }> {
   // BENCH_SERVER points at a prebuilt server-process.mjs (see test/bench/run-built.sh) to measure without tsx.
   const v8 = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : [];
   const entry = [...v8, ...(process.env.BENCH_SERVER ? [process.env.BENCH_SERVER] : ['--import', 'tsx', 'test/bench/server-process.ts'])];
   const [cmd, args] = onCore(cpu, process.execPath, [...entry, kind, transport]);
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BENCH_BUSY_POLL_US: String(busyPoll) } });
   const rl = createInterface({ input: child.stdout });
   const [line] = (await once(rl, 'line')) as [string];
   return { url: (JSON.parse(line) as { url: string }).url, stop: () => child.kill('SIGTERM') };
@@ -64,58 +66,78 @@ async function echoRoundTrips(url: string, requestBytes: number, replyBytes: num
   return times;
 }
 
+/**
+ * Sequential step round trips against a bare echo of the same bytes. The echo does not poll its
+ * socket, so gymwire is measured twice: with polling off at both ends (like for like: the target)
+ * and with its defaults (adaptive polling, protocol/busy-poll.ts: it opens when answers come back
+ * within its limit).
+ */
 async function latency(transport: 'ws' | 'uws', cpu: number): Promise<void> {
   // gymwire and the bare echo run side by side in alternating rounds, so machine drift hits both alike.
   const rounds = QUICK ? 2 : 6;
   const perRound = Math.round(1000 * scale);
-  const srv = await spawnServer('gymwire', transport, cpu);
+  const sides = await Promise.all(
+    (['off', 'default'] as const).map(async (polling) => {
+      const srv = await spawnServer('gymwire', transport, cpu, polling === 'off' ? 0 : 'auto');
+      const c = await connect(srv.url, { busyPoll: polling === 'off' ? 0 : 'auto' });
+      const env = await c.make('gymwire/CartPole-v1');
+      await env.reset({ seed: 0 });
+      return { polling, srv, c, env, times: [] as number[], ratios: [] as number[] };
+    }),
+  );
   const echo = await spawnServer('echo', transport, cpu);
-  const c = await connect(srv.url);
-  const env = await c.make('gymwire/CartPole-v1');
-  await env.reset({ seed: 0 });
-  let last = await env.step(0);
+  const { env } = sides[0]!;
+  const last = await env.step(0);
   const reqBytes = encode({ session_id: env.sessionId, action: 1, id: 123456, type: 'step', ack: 123455 }).byteLength;
   const resBytes = encode({ id: 123456, type: 'result', result: { obs: last.obs, reward: 1, terminated: false, truncated: false, info: {} } }).byteLength;
-  const times: number[] = [];
-  const floor: number[] = [];
-  const ratios: number[] = [];
-  // Warm up both sides first: the JIT needs a few thousand steps before round trips settle.
-  for (let i = 0; i < 5000 * scale; i++) {
-    last = await env.step(i % 2);
-    if (last.terminated || last.truncated) await env.reset();
-  }
-  await echoRoundTrips(echo.url, 60, 60, Math.round(5000 * scale));
-  for (let round = 0; round < rounds + 1; round++) {
-    const mine: number[] = [];
-    for (let i = 0; i < perRound; i++) {
+  const steps = async (side: (typeof sides)[number], n: number): Promise<number[]> => {
+    const times: number[] = [];
+    for (let i = 0; i < n; i++) {
       const t0 = performance.now();
-      last = await env.step(i % 2);
-      mine.push(performance.now() - t0);
-      if (last.terminated || last.truncated) await env.reset();
+      const r = await side.env.step(i % 2);
+      times.push(performance.now() - t0);
+      if (r.terminated || r.truncated) await side.env.reset();
     }
+    return times;
+  };
+  // Warm up every side first: the JIT needs a few thousand steps before round trips settle.
+  for (const side of sides) await steps(side, 5000 * scale);
+  await echoRoundTrips(echo.url, 60, 60, Math.round(5000 * scale));
+  const floor: number[] = [];
+  for (let round = 0; round < rounds + 1; round++) {
+    const mine: number[][] = [];
+    for (const side of sides) mine.push(await steps(side, perRound));
     const theirs = await echoRoundTrips(echo.url, reqBytes, resBytes, perRound);
-    if (round === 0) continue; // warm-up round for both
-    times.push(...mine);
+    if (round === 0) continue; // warm-up round for all
     floor.push(...theirs);
-    ratios.push(median(mine) / median(theirs));
+    sides.forEach((side, k) => {
+      side.times.push(...mine[k]!);
+      side.ratios.push(median(mine[k]!) / median(theirs));
+    });
   }
-  await c.close();
-  srv.stop();
+  for (const side of sides) {
+    await side.c.close();
+    side.srv.stop();
+  }
   echo.stop();
-  times.sort((a, b) => a - b);
   floor.sort((a, b) => a - b);
-  const p50 = percentile(times, 0.5) * 1000;
   const f50 = percentile(floor, 0.5) * 1000;
-  ratios.sort((a, b) => a - b);
   const placement = PINNED ? { placement: cpu === SAME_CORE ? 'client and server on one core' : 'client and server on separate cores' } : {};
-  emit(`step_rtt_${transport}`, 'p50', p50, 'us', {
-    ...placement,
-    floor_p50_us: Number(f50.toFixed(1)),
-    ratio: Number((p50 / f50).toFixed(2)),
-    round_ratios_min_median_max: [ratios[0], median(ratios), ratios[ratios.length - 1]].map((r) => Number(r!.toFixed(2))),
-    target_ratio: 1.5,
-  });
-  emit(`step_rtt_${transport}`, 'p99', percentile(times, 0.99) * 1000, 'us', { ...placement, floor_p99_us: Number((percentile(floor, 0.99) * 1000).toFixed(1)) });
+  for (const side of sides) {
+    const times = side.times.sort((a, b) => a - b);
+    const ratios = side.ratios.sort((a, b) => a - b);
+    const p50 = percentile(times, 0.5) * 1000;
+    const polling = side.polling === 'off' ? 'off at both ends (like the echo)' : 'default (adaptive at both ends)';
+    emit(`step_rtt_${transport}`, 'p50', p50, 'us', {
+      ...placement,
+      polling,
+      floor_p50_us: Number(f50.toFixed(1)),
+      ratio: Number((p50 / f50).toFixed(2)),
+      round_ratios_min_median_max: [ratios[0], median(ratios), ratios[ratios.length - 1]].map((r) => Number(r!.toFixed(2))),
+      ...(side.polling === 'off' ? { target_ratio: 1.5 } : {}),
+    });
+    emit(`step_rtt_${transport}`, 'p99', percentile(times, 0.99) * 1000, 'us', { ...placement, polling, floor_p99_us: Number((percentile(floor, 0.99) * 1000).toFixed(1)) });
+  }
 }
 
 function median(values: number[]): number {

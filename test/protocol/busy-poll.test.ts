@@ -62,7 +62,7 @@ describe('BusyPoller', () => {
 });
 
 describe('adaptive BusyPoller', () => {
-  const opts = { maxUs: 100, startUs: 20, probeEvery: 4 };
+  const opts = { ...ADAPTIVE_DEFAULTS, maxUs: 100, startUs: 20, probeEvery: 4 };
   /** A poller on a fake clock, and one answer-then-request exchange with a gap of `gapUs`. */
   function adaptive() {
     const clock = { ms: 0 };
@@ -139,9 +139,61 @@ describe('adaptive BusyPoller', () => {
     expect(poller.window).toBe(20);
   });
 
+  /** Exchanges against a peer whose next message comes `polledUs` after ours when we poll, `unpolledUs` when we sleep. */
+  function peer(polledUs: number, unpolledUs: number, o = { ...opts, trialEvery: 64, trialLength: 8, backoff: 100 }) {
+    const clock = { ms: 0 };
+    const poller = BusyPoller.create('auto', () => clock.ms, o)!;
+    const run = (n: number) => {
+      const opened: number[] = [];
+      for (let i = 0; i < n; i++) {
+        poller.touch();
+        opened.push(poller.lastOpenedUs);
+        clock.ms += (poller.lastOpenedUs > 0 ? polledUs : unpolledUs) / 1000;
+        poller.arrived();
+        clock.ms += 1;
+      }
+      return opened;
+    };
+    return { poller, run };
+  }
+
+  it('keeps polling while a trial without it shows longer gaps (the peer has a core of its own)', () => {
+    const { poller, run } = peer(30, 90);
+    const opened = run(1000);
+    expect(poller.resting).toBe(false);
+    expect(poller.window).toBeGreaterThan(0);
+    // Trials: 8 unpolled exchanges after every 64 polled ones.
+    const unpolled = opened.slice(100).filter((us) => us === 0).length;
+    expect(unpolled / 900).toBeGreaterThan(0.08);
+    expect(unpolled / 900).toBeLessThan(0.15);
+  });
+
+  it('stops polling for a while, doubling, when polling makes the gaps longer (both ends on one core)', () => {
+    const { poller, run } = peer(90, 40);
+    expect(run(10).at(-1)).toBeGreaterThan(0); // opened by the short gaps
+    /** Exchanges until the poller rests (after a failed trial), then how long it opens no window, not even a probe. */
+    const restLength = () => {
+      let before = 0;
+      while (!poller.resting && before++ < 1000) run(1);
+      expect(poller.resting).toBe(true);
+      expect(poller.window).toBe(0);
+      let rest = 0;
+      while (run(1)[0] === 0 && rest < 10_000) rest++;
+      return { before, rest };
+    };
+    const first = restLength();
+    expect(first.before).toBeLessThan(64 + 8); // the first trial comes after 64 polled exchanges
+    expect(first.rest).toBeGreaterThanOrEqual(100);
+    expect(first.rest).toBeLessThan(100 + 8);
+    const second = restLength();
+    expect(second.rest).toBeGreaterThanOrEqual(200);
+    expect(second.rest).toBeLessThan(200 + 8);
+  });
+
   it('refuses impossible settings and parses the CLI value', () => {
-    expect(() => new BusyPoller(0, undefined, { maxUs: 10, startUs: 20, probeEvery: 4 })).toThrow(RangeError);
-    expect(() => new BusyPoller(0, undefined, { maxUs: 100, startUs: 20, probeEvery: 0 })).toThrow(RangeError);
+    for (const bad of [{ maxUs: 10, startUs: 20 }, { probeEvery: 0 }, { trialEvery: 8, trialLength: 16 }, { backoff: 1.5 }, { keepBelow: 0 }]) {
+      expect(() => new BusyPoller(0, undefined, { ...ADAPTIVE_DEFAULTS, ...bad })).toThrow(RangeError);
+    }
     expect(BusyPoller.create(0)).toBeNull();
     expect(BusyPoller.create('auto')!.window).toBe(0);
     expect(BusyPoller.create(75)!.window).toBe(75);
