@@ -9,6 +9,7 @@ import pino from 'pino';
 
 import { GymwireClient } from '../../client/ts/client.ts';
 import { GymwireMcp } from '../../server/mcp/index.ts';
+import { stderrLogger } from './logger.ts';
 
 export interface McpCommandOptions {
   url: string;
@@ -49,7 +50,7 @@ export function registerMcp(program: Command): void {
     .option('--token <token>', 'auth token of the gymwire server (also GYMWIRE_TOKEN)')
     .option('--log-level <level>', 'pino log level (logs go to stderr)', 'warn')
     .action(async (opts: McpCommandOptions) => {
-      const logger = pino({ level: opts.logLevel }, pino.destination(2));
+      const logger = stderrLogger(opts.logLevel);
       try {
         await runMcpBridge({ url: opts.url, token: opts.token ?? process.env.GYMWIRE_TOKEN, logger });
       } catch (err) {

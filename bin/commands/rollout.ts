@@ -11,7 +11,6 @@ import { join } from 'node:path';
 
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
-import pino from 'pino';
 
 import { connect } from '../../client/ts/client.ts';
 import type { GymwireClient } from '../../client/ts/client.ts';
@@ -27,6 +26,7 @@ import { makeAgent, AGENTS as B2D_AGENTS } from '../../envs/bench2drive/agents.t
 import type { Agent } from '../../envs/bench2drive/agents.ts';
 import { constantVelocityFromObs } from '../../envs/navsim/agents.ts';
 import { Tensor } from '../../protocol/tensor.ts';
+import { stderrLogger } from './logger.ts';
 
 export interface RolloutCliOptions {
   url: string[];
@@ -83,7 +83,7 @@ export const BASELINES: Record<string, { describe: string; make(): { policy: Pol
 async function buildPolicy(spec: string, opts: RolloutCliOptions): Promise<{ policy: Policy; kwargs?: Record<string, unknown> }> {
   if (spec === 'random') return { policy: new RandomPolicy({ seed: Number(opts.seed) }) };
   if (spec.endsWith('.onnx')) {
-    const logger = pino({ level: 'warn' }, pino.destination(2));
+    const logger = stderrLogger('warn');
     return { policy: await OnnxPolicy.load(spec, { device: opts.device, greedy: opts.greedy ?? false, seed: Number(opts.seed), logger }) };
   }
   const baseline = BASELINES[spec];

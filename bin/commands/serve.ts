@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
-import pino from 'pino';
 
 import { parseBusyPoll } from '../../protocol/busy-poll.ts';
 import { startServer } from '../../server/index.ts';
 import { mountMcp } from '../../server/mcp/index.ts';
 import { mountViewer } from '../../server/viewer/index.ts';
 import type { TransportName } from '../../server/index.ts';
+import { stderrLogger } from './logger.ts';
 
 export interface ServeOptions {
   host: string;
@@ -46,7 +46,7 @@ export function registerServe(program: Command): void {
         if (!/^\d+$/.test(value)) throw new Error(`${flag} must be a non-negative integer, got ${JSON.stringify(value)}`);
       }
       const busyPollUs = parseBusyPoll(opts.busyPollUs);
-      const logger = pino({ level: opts.logLevel }, pino.destination(2));
+      const logger = stderrLogger(opts.logLevel);
       const server = await startServer({
         host: opts.host,
         port: Number(opts.port),
