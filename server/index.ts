@@ -36,7 +36,7 @@ export interface ServerOptions {
   mountRoutes?: (routes: HttpRoutes, core: ServerCore) => void;
   reapIntervalMs?: number;
   /**
-   * Polling the sockets after each answer instead of sleeping (server/busy-poll.ts): 'auto'
+   * Polling the sockets after each answer instead of sleeping (protocol/busy-poll.ts): 'auto'
    * (default: an adaptive window, off for clients whose next request comes late), 0 (off) or a
    * fixed window in µs. The memory transport's default is 0 (client and server share the thread).
    */
