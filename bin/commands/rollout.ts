@@ -25,6 +25,7 @@ import { findImage, spaceHasImage, writeAnimatedWebp } from '../../client/ts/rol
 import { makeAgent, AGENTS as B2D_AGENTS } from '../../envs/bench2drive/agents.ts';
 import type { Agent } from '../../envs/bench2drive/agents.ts';
 import { constantVelocityFromObs } from '../../envs/navsim/agents.ts';
+import { parseBusyPoll } from '../../protocol/busy-poll.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { stderrLogger } from './logger.ts';
 
@@ -48,6 +49,8 @@ export interface RolloutCliOptions {
   preview?: string | boolean;
   previewEpisodes: string;
   progress: boolean;
+  /** 'auto' (default), 0 or µs: how the clients wait for answers (ClientOptions.busyPoll). */
+  busyPollUs?: string;
 }
 
 /** Baselines the CLI knows, by name: each builds a policy and may add make kwargs. */
@@ -140,6 +143,7 @@ export function registerRollout(program: Command): void {
     .option('--preview [file]', 'write an animated WebP of the first episodes (default DIR/preview.webp)')
     .option('--preview-episodes <n>', 'episodes in the preview', '3')
     .option('--no-progress', 'no progress bar')
+    .option('--busy-poll-us <us>', "how the clients wait for answers: 'auto' polls the socket for a window adapted to how soon answers come (saves waking an idle core; stays off against a remote or slow server), N polls N µs after every request, 0 never polls", 'auto')
     .action(async (opts: RolloutCliOptions) => {
       const summary = await runRolloutCommand(opts);
       process.exitCode = summary.episodes + summary.incomplete > 0 ? 0 : 1;
@@ -150,6 +154,7 @@ export function registerRollout(program: Command): void {
 export async function runRolloutCommand(opts: RolloutCliOptions, out: NodeJS.WritableStream = process.stdout): Promise<RolloutSummary> {
   if (!['raw', 'png', 'jpeg'].includes(opts.images)) throw new Error(`--images must be raw, png or jpeg, got ${opts.images}`);
   if (!['keep', 'discard', 'finish'].includes(opts.onStop)) throw new Error(`--on-stop must be keep, discard or finish, got ${opts.onStop}`);
+  const busyPoll = parseBusyPoll(opts.busyPollUs ?? 'auto');
   const { policy, kwargs: policyKwargs } = await buildPolicy(opts.policy, opts);
   const wantPreview = opts.preview !== undefined && opts.preview !== false;
   let userKwargs: Record<string, unknown>;
@@ -163,7 +168,7 @@ export async function runRolloutCommand(opts: RolloutCliOptions, out: NodeJS.Wri
   const token = opts.token ?? process.env.GYMWIRE_TOKEN;
   const clients: GymwireClient[] = [];
   try {
-    for (const url of opts.url) clients.push(await connect(url, token ? { token } : {}));
+    for (const url of opts.url) clients.push(await connect(url, { busyPoll, ...(token ? { token } : {}) }));
     const total = Number(opts.sessions);
     const targets = clients.map((client, i) => ({ client, url: opts.url[i]!, sessions: Math.floor(total / clients.length) + (i < total % clients.length ? 1 : 0) }));
     const probe = await clients[0]!.make(opts.env, kwargs);

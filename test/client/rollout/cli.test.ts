@@ -29,7 +29,7 @@ describe('gymwire rollout', () => {
     const program = new Command();
     registerRollout(program);
     const cmd = program.commands.find((c) => c.name() === 'rollout')!;
-    for (const flag of ['--url', '--env', '--policy', '--sessions', '--episodes', '--out', '--preview', '--images', '--groups']) {
+    for (const flag of ['--url', '--env', '--policy', '--sessions', '--episodes', '--out', '--preview', '--images', '--groups', '--busy-poll-us']) {
       expect(cmd.options.some((o) => o.long === flag)).toBe(true);
     }
   });
@@ -75,6 +75,8 @@ describe('gymwire rollout', () => {
       expect((await runRolloutCommand({ ...opts, preview: undefined, episodes: '3', overwrite: true }, out.stream)).episodes).toBe(3);
       expect((await readDataset(dir)).manifest.counts.episodes).toBe(3);
       await expect(runRolloutCommand({ ...opts, out: undefined, preview: undefined, kwargs: '{oops' }, out.stream)).rejects.toThrow(/--kwargs must be a JSON object/);
+      await expect(runRolloutCommand({ ...opts, out: undefined, preview: undefined, busyPollUs: 'soon' }, out.stream)).rejects.toThrow(/--busy-poll-us must be 'auto' or a number/);
+      expect((await runRolloutCommand({ ...opts, out: undefined, preview: undefined, episodes: '2', busyPollUs: '0' }, out.stream)).episodes).toBe(2);
       // A NAVSIM baseline handed in by the CLI as a policy: one-step episodes scored by the env.
       const nav = await runRolloutCommand({ ...opts, env: 'gymwire/NavsimEnv-v1', policy: 'navsim:constant-velocity', sessions: '2', episodes: '4', out: join(tmp.dir, 'nav'), preview: undefined }, out.stream);
       expect(nav).toMatchObject({ episodes: 4, steps: 4, incomplete: 0 });
