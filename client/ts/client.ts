@@ -78,6 +78,8 @@ export class GymwireClient {
   private sweeper: NodeJS.Timeout | null = null;
   /** How this client waits for answers (see ClientOptions.busyPoll); null when busyPoll is 0. */
   readonly poller: BusyPoller | null;
+  /** The poller, unless the transport in use hands frames over in-process (nothing to poll). */
+  private polling: BusyPoller | null = null;
 
   private constructor(
     private readonly connector: Connector,
@@ -160,7 +162,7 @@ export class GymwireClient {
       // While reconnecting the request waits in `pending`; it goes out after the resume.
       if (this.state === 'open') {
         this.transport!.send(frame);
-        this.poller?.touch();
+        this.polling?.touch();
       }
     });
   }
@@ -219,6 +221,7 @@ export class GymwireClient {
 
   private attach(transport: ClientTransport): void {
     this.transport = transport;
+    this.polling = transport.inProcess ? null : this.poller;
     transport.onmessage = (frame) => this.onFrame(frame);
     transport.onclose = (code, reason) => {
       if (this.transport !== transport) return;
@@ -264,7 +267,7 @@ export class GymwireClient {
   }
 
   private onFrame(frame: Uint8Array): void {
-    this.poller?.arrived();
+    this.polling?.arrived();
     let msg: ServerMessage;
     try {
       const raw = decode(frame) as { type?: unknown; id?: unknown; result?: unknown };

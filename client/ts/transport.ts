@@ -11,6 +11,8 @@ export interface ClientTransport {
   close(): void;
   onmessage?: (frame: Uint8Array) => void;
   onclose?: (code: number, reason: string) => void;
+  /** Frames are handed over inside this process (no socket, no core to wake): the client does not busy-poll. */
+  readonly inProcess?: boolean;
 }
 
 /** Opens a fresh connection; called again on every reconnect. */

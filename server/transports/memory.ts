@@ -11,6 +11,8 @@ export interface MemoryClientEnd {
   close(): void;
   onmessage?: (frame: Uint8Array) => void;
   onclose?: (code: number, reason: string) => void;
+  /** Frames go through this process's microtask queue: nothing for a client to poll. */
+  readonly inProcess: true;
 }
 
 export class MemoryTransport implements ServerTransport {
@@ -38,6 +40,7 @@ export class MemoryTransport implements ServerTransport {
         queueMicrotask(() => !gone && conn.onFrame(copy));
       },
       close: () => shut(1000, 'client closed'),
+      inProcess: true,
     };
     const shut = (code: number, reason: string) => {
       if (closed) return;

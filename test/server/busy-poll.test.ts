@@ -82,11 +82,15 @@ describe('polling settings', () => {
     expect(client.poller!.active).toBe(false);
   });
 
-  it('the memory transport does not poll by default; a client can turn polling off', async () => {
+  it('the memory transport does not poll by default, at either end; a client can turn polling off', async () => {
     const mem = await startTestServer('memory');
     const ws = await startTestServer('ws');
     try {
       expect(mem.server.core.poller).toBeNull();
+      const local = await connect(mem.connector, { busyPoll: 2_000_000 });
+      await local.ping();
+      expect(local.poller!.active).toBe(false); // frames handed over in-process: nothing to poll
+      await local.close();
       const client = await connect(ws.connector, { busyPoll: 0 });
       expect(client.poller).toBeNull();
       const env = await client.make('gymwire/CartPole-v1');
