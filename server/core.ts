@@ -247,6 +247,7 @@ export class ServerCore {
     this.tokenDigest = opts.token === undefined || opts.token === null ? null : tokenDigest(opts.token);
     this.checkEnvs = opts.checkEnvs ?? false;
     this.poller = BusyPoller.create(opts.busyPollUs ?? 0);
+    if (this.poller) this.metrics.watchPoller(this.poller);
     this.handlers = {
       hello: () => {
         throw new ProtocolError('ENV_ERR_INVALID_MESSAGE', 'hello was already received on this connection');

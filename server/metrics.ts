@@ -8,6 +8,8 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { MetricObjectWithValues, MetricValueWithName } from 'prom-client';
 
+import type { BusyPoller } from '../protocol/busy-poll.ts';
+
 /** Counts kept per label value and added to a prom-client counter at scrape time. */
 class LocalCounts {
   private readonly counts = new Map<string, { n: number }>();
@@ -119,6 +121,21 @@ export class ServerMetrics {
 
   constructor() {
     this.registry.registerMetric(this.stepLatency as never);
+  }
+
+  /** Exports how the server polls its sockets (protocol/busy-poll.ts), read at scrape time. */
+  watchPoller(poller: BusyPoller): void {
+    new Gauge({ name: 'gymwire_busy_poll_window_microseconds', help: 'Socket polling window opened after each answer (adaptive: where it stands; 0: closed)', registers: [this.registry], collect() {
+      this.set(poller.window);
+    } });
+    new Gauge({ name: 'gymwire_busy_poll_resting', help: '1 while adaptive polling rests because a trial found it did not shorten the gaps between answers and requests', registers: [this.registry], collect() {
+      this.set(poller.resting ? 1 : 0);
+    } });
+    let counted = 0;
+    new Counter({ name: 'gymwire_busy_poll_turns_total', help: 'Event-loop turns spent polling the sockets instead of sleeping', registers: [this.registry], collect() {
+      this.inc(poller.turns - counted);
+      counted = poller.turns;
+    } });
   }
 
   /** The cells one env's sessions count into (shared by every session of that env). */

@@ -51,6 +51,12 @@ describe.each(['ws', 'uws'] as const)('default polling (%s)', (transport) => {
         widest = Math.max(widest, serverPoller.window);
       }
       expect(widest).toBeGreaterThan(0);
+      if (transport === 'ws') {
+        const metrics = await (await fetch(`${srv.server.url.replace('ws://', 'http://')}/metrics`)).text();
+        expect(metrics).toMatch(/gymwire_busy_poll_window_microseconds \d+/);
+        expect(metrics).toMatch(/gymwire_busy_poll_resting 0/);
+        expect(Number(/gymwire_busy_poll_turns_total (\d+)/.exec(metrics)?.[1])).toBeGreaterThan(0);
+      }
       // A client that waits a long time between requests turns the server's polling off.
       for (let i = 0; i < 6; i++) {
         await sleep(2);
