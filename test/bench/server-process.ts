@@ -3,7 +3,7 @@
  * core. Prints one JSON line {url} on stdout when listening.
  *   tsx test/bench/server-process.ts gymwire ws|uws
  *   tsx test/bench/server-process.ts echo ws|uws
- * BENCH_BUSY_POLL_US=auto|0|50 sets the gymwire server's busy-polling (server/busy-poll.ts; default auto).
+ * BENCH_BUSY_POLL_US=auto|0|50 sets the gymwire server's busy-polling (protocol/busy-poll.ts; default auto).
  */
 import { WebSocketServer } from 'ws';
 
