@@ -22,10 +22,10 @@
  *   every `trialEvery` polled exchanges the next `trialLength` go unpolled, and unless the median
  *   gap polled is shorter than unpolled by `keepBelow`, polling stays off for the next
  *   `backoff` exchanges (doubling on each failed trial, up to 64x). Being pinned to one CPU is no
- *   reason to stay off (benchmarks and HPC deployments give each process a core of its own), but
- *   the trials only see the gaps between messages: a server confined to one CPU whose env runs
- *   model worker threads there too (the EVAC world model in a one-CPU container) should be started
- *   with `--busy-poll-us 0`, as polling takes time from its workers that no gap shows.
+ *   reason to stay off (benchmarks and HPC deployments give each process a core of its own). The
+ *   trials only see the gaps between messages, not time taken from a thread of this process, so
+ *   the server does not poll while env work runs asynchronously (a world model's batch in its
+ *   worker thread, which may share the core): see Connection.send in server/core.ts.
  *
  * How: while the window is open, a setImmediate keeps re-arming itself; with an immediate pending,
  * libuv polls with a zero timeout, so incoming frames are read on the next turn without sleeping.

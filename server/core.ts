@@ -202,7 +202,10 @@ export class Connection implements ConnectionHandler {
 
   send(bytes: Uint8Array): void {
     if (this.closed) return;
-    this.core.poller?.touch();
+    // Poll for the next request only when no env work is still running: with some in flight (a
+    // world model's batch in its worker thread) the loop wakes for its result anyway, and spinning
+    // would take time from a worker that shares this core.
+    if (!this.core.working) this.core.poller?.touch();
     const frames = this.core.frames;
     if (!frames.isPooled(bytes)) {
       this.transport.send(bytes);
@@ -237,6 +240,7 @@ export class ServerCore {
   private readonly connections = new Set<Connection>();
   private reaper: NodeJS.Timeout | null = null;
   private shuttingDown = false;
+  /** Requests whose handler is still running asynchronously (env work in flight). */
   private inFlight = 0;
   private readonly handlers: { [T in RequestType]: Handler<T> };
 
@@ -378,6 +382,11 @@ export class ServerCore {
         this.frames.release(b);
       });
     }
+  }
+
+  /** True while a request's env work runs asynchronously (the answers of others may be sent meanwhile). */
+  get working(): boolean {
+    return this.inFlight > 0;
   }
 
   /** Runs a request; synchronously when its handler is (a sync env's step costs no promise at all). */

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { connect } from '../../client/ts/client.ts';
+import { testRegistry } from '../helpers/envs.ts';
 import { startTestServer, TRANSPORTS } from '../helpers/servers.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -63,6 +64,29 @@ describe.each(['ws', 'uws'] as const)('default polling (%s)', (transport) => {
         await client.ping();
       }
       expect(serverPoller.window).toBe(0);
+    } finally {
+      await client.close();
+      await srv.close();
+    }
+  });
+});
+
+describe('polling and env work in flight', () => {
+  it('the server does not poll after an answer while another request\'s env work still runs (a model worker may need the core)', async () => {
+    const srv = await startTestServer('ws', { registry: testRegistry(), busyPollUs: 100_000 });
+    const client = await connect(srv.connector, { busyPoll: 0 });
+    try {
+      const poller = srv.server.core.poller!;
+      const slow = await client.make('test/Counter-v0', { delay_ms: 300 });
+      await slow.reset();
+      await sleep(150); // the window the answers so far opened has closed
+      expect(poller.active).toBe(false);
+      const stepping = slow.step(0);
+      await sleep(20);
+      await client.ping(); // answered while the slow step runs
+      expect(poller.active).toBe(false);
+      await stepping; // its answer leaves with nothing else running
+      expect(poller.active).toBe(true);
     } finally {
       await client.close();
       await srv.close();
