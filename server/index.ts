@@ -10,12 +10,12 @@ import type { Logger } from 'pino';
 
 import type { Registry } from '../envs/core/registry.ts';
 import { defaultRegistry } from '../envs/index.ts';
+import type { BusyPollSetting } from '../protocol/busy-poll.ts';
 import type { Limits } from '../protocol/messages.ts';
 import { ServerCore } from './core.ts';
 import type { HttpRoutes } from './http.ts';
 import { baseRoutes } from './http.ts';
 import type { ServerTransport } from './transport.ts';
-import type { BusyPollSetting } from '../protocol/busy-poll.ts';
 import { MemoryTransport } from './transports/memory.ts';
 import { UwsTransport } from './transports/uws.ts';
 import { WsTransport } from './transports/ws.ts';

@@ -73,13 +73,15 @@ describe.each(['ws', 'uws'] as const)('default polling (%s)', (transport) => {
 
 describe('polling and env work in flight', () => {
   it('the server does not poll after an answer while another request\'s env work still runs (a model worker may need the core)', async () => {
-    const srv = await startTestServer('ws', { registry: testRegistry(), busyPollUs: 100_000 });
+    // Margins for a loaded machine: the ping must be answered within ~1 s of the slow step's start,
+    // and the check after the step's answer must come within the 300 ms window it opens.
+    const srv = await startTestServer('ws', { registry: testRegistry(), busyPollUs: 300_000 });
     const client = await connect(srv.connector, { busyPoll: 0 });
     try {
       const poller = srv.server.core.poller!;
-      const slow = await client.make('test/Counter-v0', { delay_ms: 300 });
+      const slow = await client.make('test/Counter-v0', { delay_ms: 1000 });
       await slow.reset();
-      await sleep(150); // the window the answers so far opened has closed
+      await sleep(400); // the window the answers so far opened has closed
       expect(poller.active).toBe(false);
       const stepping = slow.step(0);
       await sleep(20);
