@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 
-import { runConformance, targetFromUrl } from '../../test/conformance/suite.ts';
+import { runConformance, targetFromUrl } from '../../conformance/suite.ts';
 
 export function registerCheck(program: Command): void {
   program

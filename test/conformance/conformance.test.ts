@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultRegistry } from '../../envs/index.ts';
 import { startTestServer, TRANSPORTS } from '../helpers/servers.ts';
 import type { TestServer } from '../helpers/servers.ts';
-import { CASES, runConformance } from './suite.ts';
+import { CASES, runConformance } from '../../conformance/suite.ts';
 
 const ENV_IDS = defaultRegistry().ids();
 

@@ -8,7 +8,7 @@ import { connect } from '../../client/ts/client.ts';
 import { decode, encode } from '../../protocol/codec.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { FramePool, POOLED_FRAME_MIN_BYTES } from '../../server/frame-pool.ts';
-import { RawConnection } from '../conformance/suite.ts';
+import { RawConnection } from '../../conformance/suite.ts';
 import { FramesEnv, testRegistry } from '../helpers/envs.ts';
 import { startTestServer, TRANSPORTS } from '../helpers/servers.ts';
 import type { TestServer } from '../helpers/servers.ts';

@@ -12,8 +12,8 @@ import { ERROR_CODES } from '../../protocol/errors.ts';
 import { PROTOCOL_VERSION } from '../../protocol/messages.ts';
 import { Random } from '../../protocol/random.ts';
 import { Tensor } from '../../protocol/tensor.ts';
-import { fuzzFrame } from '../conformance/fuzz.ts';
-import { RawConnection } from '../conformance/suite.ts';
+import { fuzzFrame } from '../../conformance/fuzz.ts';
+import { RawConnection } from '../../conformance/suite.ts';
 import { startTestServer, TRANSPORTS } from '../helpers/servers.ts';
 import type { TestServer } from '../helpers/servers.ts';
 

@@ -11,7 +11,7 @@ import type { ClientEvent, GymwireClient } from '../../client/ts/client.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
 import { StepBatchRequestSchema, StepRequestSchema } from '../../protocol/messages.ts';
 import { Tensor } from '../../protocol/tensor.ts';
-import { RawConnection, valuesEqual } from '../conformance/suite.ts';
+import { RawConnection, valuesEqual } from '../../conformance/suite.ts';
 import { testRegistry } from '../helpers/envs.ts';
 import { startTestServer, TRANSPORTS } from '../helpers/servers.ts';
 import type { TestServer } from '../helpers/servers.ts';

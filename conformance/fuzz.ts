@@ -4,10 +4,10 @@
  * sessions with one field replaced, and bit-flipped or truncated requests. Used by the conformance
  * suite (`gymwire check`) and test/server/fuzz.test.ts.
  */
-import { encode } from '../../protocol/codec.ts';
-import { REQUEST_TYPES } from '../../protocol/messages.ts';
-import type { Random } from '../../protocol/random.ts';
-import { Tensor } from '../../protocol/tensor.ts';
+import { encode } from '../protocol/codec.ts';
+import { REQUEST_TYPES } from '../protocol/messages.ts';
+import type { Random } from '../protocol/random.ts';
+import { Tensor } from '../protocol/tensor.ts';
 
 const FIELDS = ['id', 'type', 'session_id', 'session_ids', 'action', 'actions', 'seed', 'seeds', 'options', 'env_id', 'kwargs', 'autoreset_mode', 'tool', 'arguments', 'state', 'ack', 'token', 'protocol_version', 'payload', 'mode'];
 const ENV_IDS = ['gymwire/CartPole-v1', 'gymwire/Conformance-v0', 'nope/Nothing-v0'];

@@ -6,24 +6,24 @@
  * Each case passes, fails (throws) or is skipped with a reason (e.g. the env has no state
  * support, or the server's limits are too large to probe cheaply).
  */
-import { encode, decode } from '../../protocol/codec.ts';
-import { isErrorCode, ProtocolError } from '../../protocol/errors.ts';
-import type { ErrorCode } from '../../protocol/errors.ts';
-import { PROTOCOL_VERSION } from '../../protocol/messages.ts';
-import { Random } from '../../protocol/random.ts';
-import { contains, isPlainObject, sample } from '../../protocol/spaces.ts';
-import type { Space } from '../../protocol/spaces.ts';
-import { Tensor } from '../../protocol/tensor.ts';
-import { connect } from '../../client/ts/client.ts';
-import type { ClientOptions, GymwireClient } from '../../client/ts/client.ts';
-import type { RemoteEnv } from '../../client/ts/remote-env.ts';
+import { encode, decode } from '../protocol/codec.ts';
+import { isErrorCode, ProtocolError } from '../protocol/errors.ts';
+import type { ErrorCode } from '../protocol/errors.ts';
+import { PROTOCOL_VERSION } from '../protocol/messages.ts';
+import { Random } from '../protocol/random.ts';
+import { contains, isPlainObject, sample } from '../protocol/spaces.ts';
+import type { Space } from '../protocol/spaces.ts';
+import { Tensor } from '../protocol/tensor.ts';
+import { connect } from '../client/ts/client.ts';
+import type { ClientOptions, GymwireClient } from '../client/ts/client.ts';
+import type { RemoteEnv } from '../client/ts/remote-env.ts';
 import { fuzzFrame } from './fuzz.ts';
 
 /** The conformance fuzz case's frames and seed (test/server/fuzz.test.ts runs more, and other seeds). */
 const FUZZ_FRAMES = 300;
 const FUZZ_SEED = 7;
-import type { ClientTransport, Connector } from '../../client/ts/transport.ts';
-import { wsConnector } from '../../client/ts/transport.ts';
+import type { ClientTransport, Connector } from '../client/ts/transport.ts';
+import { wsConnector } from '../client/ts/transport.ts';
 
 export interface ConformanceTarget {
   /** Opens a fresh transport to the server (a new connection each call). */
