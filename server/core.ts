@@ -89,6 +89,8 @@ const REPLY_CACHE_BYTES = 16 * 1024 * 1024;
 const CACHED_OPS: ReadonlySet<RequestType> = new Set(['make', 'reset', 'step', 'reset_batch', 'step_batch', 'execute', 'set_state', 'close']);
 
 interface CachedReply {
+  /** The request's type: a later request that reuses the id for another type is refused, not answered from here. */
+  type: RequestType;
   bytes: Uint8Array | Promise<Uint8Array>;
   size: number;
 }
@@ -100,6 +102,8 @@ class ClientState {
   replyBytes = 0;
   /** The highest request id seen from this client; ids below it were all received (one ordered stream at a time). */
   highestId = -1;
+  /** The client's latest ack: it has every answer up to here, so ids at or below it are never retried. */
+  acked = -1;
   connection: Connection | null = null;
   detachedAt: number | null = null;
   /** Sessions being made right now: counted against the limits before they exist. */
@@ -114,8 +118,8 @@ class ClientState {
     private readonly frames: FramePool,
   ) {}
 
-  remember(id: number, bytes: Uint8Array | Promise<Uint8Array>): void {
-    const entry: CachedReply = { bytes, size: 0 };
+  remember(id: number, type: RequestType, bytes: Uint8Array | Promise<Uint8Array>): void {
+    const entry: CachedReply = { type, bytes, size: 0 };
     this.replies.set(id, entry);
     const account = (b: Uint8Array) => {
       if (this.replies.get(id) !== entry) return;
@@ -132,6 +136,7 @@ class ClientState {
 
   /** Drops answers the client confirmed it received (every id up to `ack`). */
   forgetUpTo(ack: number): void {
+    this.acked = Math.max(this.acked, ack);
     for (const [id, entry] of this.replies) {
       if (id > ack) break;
       this.drop(id, entry);
@@ -268,7 +273,8 @@ export class ServerCore {
       get_state: (_c, client, req) => this.getState(client, req),
       set_state: (_c, client, req) => this.setState(client, req),
       close: (_c, client, req) => this.closeRequest(client, req),
-      ping: (_c, _client, req) => ({ payload: req.payload, server_time_ms: Date.now() }),
+      // No payload, no payload field: an absent value has no msgpack encoding (msgpackr would send ext 0).
+      ping: (_c, _client, req) => (req.payload === undefined ? { server_time_ms: Date.now() } : { payload: req.payload, server_time_ms: Date.now() }),
     };
     const interval = opts.reapIntervalMs ?? Math.max(50, Math.min(5000, Math.floor(Math.min(this.limits.idle_timeout_ms || 5000, this.limits.resume_grace_ms || 5000) / 4)));
     this.reaper = setInterval(() => this.reap(), interval);
@@ -353,6 +359,9 @@ export class ServerCore {
     const cacheable = CACHED_OPS.has(req.type);
     if (cacheable) {
       const cached = client.replies.get(req.id);
+      if (cached && cached.type !== req.type) {
+        return this.fail(conn, req.id, new ProtocolError('ENV_ERR_INVALID_MESSAGE', `request id ${req.id} was already used by a ${cached.type} request; ids must be unique per client (a retry resends the same request)`, { id: req.id, used_by: cached.type }));
+      }
       if (cached) {
         // A retry after a reconnect: answer with what the first attempt produced, never act twice.
         if (cached.bytes instanceof Uint8Array) client.connection?.send(cached.bytes);
@@ -363,14 +372,17 @@ export class ServerCore {
         });
         return;
       }
+      if (req.id <= client.acked) {
+        return this.fail(conn, req.id, new ProtocolError('ENV_ERR_INVALID_MESSAGE', `request id ${req.id} is at or below your ack ${client.acked}: those ids are done; use a new id above every id you sent`, { id: req.id, ack: client.acked }));
+      }
       if (req.id <= client.highestId) {
-        return this.fail(conn, req.id, new ProtocolError('ENV_ERR_REPLY_EXPIRED', `request ${req.id} (${req.type}) already ran, but its answer is no longer held; it was not applied again`, { id: req.id, type: req.type }));
+        return this.fail(conn, req.id, new ProtocolError('ENV_ERR_REPLY_EXPIRED', `request id ${req.id} (${req.type}) is below the highest id ${client.highestId} this client sent and no answer is held for it: either it already ran and its answer was evicted (more than ${REPLY_CACHE_ENTRIES} answers or ${REPLY_CACHE_BYTES / 2 ** 20} MiB unacknowledged), or the id was never used (ids must increase); it was not run`, { id: req.id, type: req.type, highest_id: client.highestId }));
       }
     }
     client.highestId = Math.max(client.highestId, req.id);
     if (req.ack !== undefined) client.forgetUpTo(req.ack);
     const bytes = this.run(conn, client, req);
-    if (cacheable) client.remember(req.id, bytes);
+    if (cacheable) client.remember(req.id, req.type, bytes);
     // The client may have reconnected while this ran: answer on its current connection. Then let
     // go of this request's hold on the answer (the socket write and the reply cache hold their own).
     if (bytes instanceof Uint8Array) {

@@ -44,7 +44,7 @@ ERROR_CODES: Final[dict[str, tuple[str, str]]] = {
     "ENV_ERR_UNSUPPORTED": ("client", "The env does not support the operation (no render mode, no state, no such format)."),
     "ENV_ERR_TOO_MANY_SESSIONS": ("client", "A session limit (per connection or per server) is reached."),
     "ENV_ERR_TOO_MANY_PENDING": ("client", "Too many requests are waiting on one session."),
-    "ENV_ERR_REPLY_EXPIRED": ("server", "A request retried after a reconnect had already run, but its answer was evicted from the reply cache; it was not applied again."),
+    "ENV_ERR_REPLY_EXPIRED": ("client", "A request id below the highest this client sent has no held answer: it ran and its answer was evicted (too many unacknowledged answers), or the id was never used (ids must increase). It was not run."),
     "ENV_ERR_SHUTTING_DOWN": ("server", "The server is shutting down and accepts no new work."),
     "ENV_ERR_ENV_FAILURE": ("env", "The env raised an exception while handling the request, or returned a value msgpack cannot carry; other sessions are unaffected."),
     "ENV_ERR_INTERNAL": ("server", "An unexpected server fault; the message says what failed."),
