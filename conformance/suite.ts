@@ -7,7 +7,7 @@
  * support, or the server's limits are too large to probe cheaply).
  */
 import { encode, decode } from '../protocol/codec.ts';
-import { isErrorCode, ProtocolError } from '../protocol/errors.ts';
+import { isErrorCode, previewValue, ProtocolError } from '../protocol/errors.ts';
 import type { ErrorCode } from '../protocol/errors.ts';
 import { PROTOCOL_VERSION } from '../protocol/messages.ts';
 import { Random } from '../protocol/random.ts';
@@ -638,11 +638,11 @@ export const CASES: ConformanceCase[] = [
       const payload = { nested: [1, 'two', null, 2.5], bytes: new Uint8Array([1, 2, 3]) };
       raw.send({ id: 1, type: 'ping', payload });
       const echo = await raw.next();
-      check(echo.type === 'result' && echo.id === 1 && valuesEqual((echo.result as { payload: unknown }).payload, payload), `ping payload not echoed: ${JSON.stringify(echo).slice(0, 200)}`);
+      check(echo.type === 'result' && echo.id === 1 && valuesEqual((echo.result as { payload: unknown }).payload, payload), `ping payload not echoed: ${previewValue(echo, 200)}`);
       raw.send({ id: 2, type: 'ping' });
       const bare = await raw.next();
       const result = bare.result as Record<string, unknown>;
-      check(bare.type === 'result' && typeof result.server_time_ms === 'number', `ping without payload: ${JSON.stringify(bare).slice(0, 200)}`);
+      check(bare.type === 'result' && typeof result.server_time_ms === 'number', `ping without payload: ${previewValue(bare, 200)}`);
       // msgpackr reads an absent value (ext type 0, which the protocol does not define) back as undefined.
       check(!Object.hasOwn(result, 'payload') || result.payload !== undefined, 'ping without payload answered with a payload the protocol cannot name (msgpack ext type 0)');
     },
@@ -655,11 +655,11 @@ export const CASES: ConformanceCase[] = [
       await raw.hello(ctx.target.token);
       raw.send({ id: 1, type: 'make', env_id: ctx.envId });
       const made = await raw.next();
-      check(made.type === 'result', `make failed: ${JSON.stringify(made.error)}`);
+      check(made.type === 'result', `make failed: ${previewValue(made.error, 200)}`);
       const session_id = (made.result as { session_id: string }).session_id;
       raw.send({ id: 2, type: 'reset', session_id, seed: 1 });
       const reset = await raw.next();
-      check(reset.type === 'result', `reset failed: ${JSON.stringify(reset.error)}`);
+      check(reset.type === 'result', `reset failed: ${previewValue(reset.error, 200)}`);
       raw.send({ id: 10, type: 'reset', session_id, seed: 2 });
       const first = await raw.next();
       raw.send({ id: 10, type: 'reset', session_id, seed: 2 });
@@ -667,15 +667,15 @@ export const CASES: ConformanceCase[] = [
       check(valuesEqual(first, again), 'a resent request id was not answered with the remembered answer');
       raw.send({ id: 10, type: 'close', session_id });
       const reused = await raw.next();
-      check(errorCode(reused) === 'ENV_ERR_INVALID_MESSAGE' && reused.id === 10, `an id reused for another type: expected ENV_ERR_INVALID_MESSAGE, got ${JSON.stringify(reused).slice(0, 200)}`);
+      check(errorCode(reused) === 'ENV_ERR_INVALID_MESSAGE' && reused.id === 10, `an id reused for another type: expected ENV_ERR_INVALID_MESSAGE, got ${previewValue(reused, 200)}`);
       raw.send({ id: 5, type: 'reset', session_id, seed: 3 });
       const hole = await raw.next();
-      check(errorCode(hole) === 'ENV_ERR_REPLY_EXPIRED' && hole.id === 5, `a never-used id below the highest: expected ENV_ERR_REPLY_EXPIRED, got ${JSON.stringify(hole).slice(0, 200)}`);
+      check(errorCode(hole) === 'ENV_ERR_REPLY_EXPIRED' && hole.id === 5, `a never-used id below the highest: expected ENV_ERR_REPLY_EXPIRED, got ${previewValue(hole, 200)}`);
       raw.send({ id: 11, type: 'ping', ack: 10 });
       check((await raw.next()).type === 'result', 'ping with ack failed');
       raw.send({ id: 10, type: 'reset', session_id, seed: 2 });
       const acked = await raw.next();
-      check(errorCode(acked) === 'ENV_ERR_INVALID_MESSAGE' && acked.id === 10, `an id at or below the ack: expected ENV_ERR_INVALID_MESSAGE, got ${JSON.stringify(acked).slice(0, 200)}`);
+      check(errorCode(acked) === 'ENV_ERR_INVALID_MESSAGE' && acked.id === 10, `an id at or below the ack: expected ENV_ERR_INVALID_MESSAGE, got ${previewValue(acked, 200)}`);
     },
   },
   {
@@ -691,7 +691,7 @@ export const CASES: ConformanceCase[] = [
       const back = await ctx.raw();
       back.send({ id: 2, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: 'conformance', resume_token: welcome.resume_token, ...(ctx.target.token ? { token: ctx.target.token } : {}) });
       const resumed = (await back.next()).result as { resumed: boolean; sessions: string[]; resume_token: string };
-      check(resumed.resumed && resumed.sessions.includes(session_id), `resume within the grace period: ${JSON.stringify(resumed)}`);
+      check(resumed.resumed && resumed.sessions.includes(session_id), `resume within the grace period: ${previewValue(resumed, 200)}`);
       const grace = welcome.limits.resume_grace_ms;
       if (grace > 3000) return { status: 'skip', reason: `resume within the grace period passed; expiry not probed: resume_grace_ms is ${grace} ms (start the server with --resume-grace 1s to probe it)` };
       back.close();
@@ -700,7 +700,7 @@ export const CASES: ConformanceCase[] = [
       const late = await ctx.raw();
       late.send({ id: 3, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: 'conformance', resume_token: resumed.resume_token, ...(ctx.target.token ? { token: ctx.target.token } : {}) });
       const expired = (await late.next()).result as { resumed: boolean; sessions: string[] };
-      check(!expired.resumed && expired.sessions.length === 0, `resume after the grace period: expected resumed false and no sessions, got ${JSON.stringify(expired)}`);
+      check(!expired.resumed && expired.sessions.length === 0, `resume after the grace period: expected resumed false and no sessions, got ${previewValue(expired, 200)}`);
       return { status: 'pass' };
     },
   },
@@ -712,7 +712,7 @@ export const CASES: ConformanceCase[] = [
       const raw = await ctx.raw();
       raw.send({ id: 1, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: 'conformance', token: `${ctx.target.token}-wrong` });
       const msg = await raw.next();
-      check(errorCode(msg) === 'ENV_ERR_UNAUTHORIZED' && msg.id === 1, `wrong token: ${JSON.stringify(msg).slice(0, 200)}`);
+      check(errorCode(msg) === 'ENV_ERR_UNAUTHORIZED' && msg.id === 1, `wrong token: ${previewValue(msg, 200)}`);
       const code = await raw.closedWith();
       check(code === 1008, `after a wrong token the server closes with 1008, got ${code === null ? 'no close' : code}`);
       return { status: 'pass' };
