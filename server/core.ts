@@ -23,14 +23,19 @@ import type { Registry } from '../envs/core/registry.ts';
 import { after, EnvContractError, ResetNeededError, TimeLimit, unwrap, Wrapper } from '../envs/core/wrappers.ts';
 import { BusyPoller } from '../protocol/busy-poll.ts';
 import type { BusyPollSetting } from '../protocol/busy-poll.ts';
-import { decode, encode } from '../protocol/codec.ts';
+import { decodeUntrusted, encode } from '../protocol/codec.ts';
 import { previewValue, ProtocolError } from '../protocol/errors.ts';
+import { FrameScanError, frameRequestId } from '../protocol/frame-scan.ts';
 import type { ErrorCode } from '../protocol/errors.ts';
 import { AUTORESET_MODES, PROTOCOL_VERSION, REQUEST_SCHEMAS, SUPPORTED_PROTOCOL_VERSIONS } from '../protocol/messages.ts';
 import type { Limits, RequestOf, RequestType, ResultOf, ServerEvent } from '../protocol/messages.ts';
 import { contains, isPlainObject, stackTensors } from '../protocol/spaces.ts';
 import { Tensor, TensorFormatError } from '../protocol/tensor.ts';
+import { Admission, PRE_HELLO_MAX_FRAME_BYTES } from './admission.ts';
+import type { AdmissionLimits, AdmissionPass } from './admission.ts';
 import { FramePool } from './frame-pool.ts';
+import { OriginPolicy } from './origin.ts';
+import type { OriginPolicyOptions } from './origin.ts';
 import { ServerMetrics } from './metrics.ts';
 import { Session } from './session.ts';
 import { toolDescriptions } from './tools.ts';
@@ -75,6 +80,10 @@ export interface ServerCoreOptions {
   reapIntervalMs?: number;
   /** Keep polling the sockets after each answer instead of sleeping (see BusyPoller): 'auto', 0 (off, the default here) or µs. */
   busyPollUs?: BusyPollSetting;
+  /** Connection caps and the hello deadline (server/admission.ts). */
+  admission?: Partial<AdmissionLimits>;
+  /** Browser origins and Host names served (server/origin.ts); Host is checked by default only without a token. */
+  origins?: OriginPolicyOptions;
 }
 
 /**
@@ -166,20 +175,19 @@ class ClientState {
 
 const tokenDigest = (token: string): Buffer => createHash('sha256').update(token).digest();
 
-/** The request id a frame carries, when it decodes to a map with one (null otherwise); never throws. */
-function frameRequestId(frame: Uint8Array): number | null {
-  try {
-    const m = decode(frame) as { id?: unknown } | null;
-    return m && typeof m.id === 'number' && Number.isInteger(m.id) && m.id >= 0 ? m.id : null;
-  } catch {
-    return null;
-  }
+/** The wire error for a frame that cannot be decoded (or that decoding would make too costly). */
+function decodeError(err: unknown, size: number): ProtocolError {
+  if (err instanceof TensorFormatError) return new ProtocolError('ENV_ERR_BAD_TENSOR', `bad tensor: ${err.message}`);
+  if (err instanceof FrameScanError && err.problem === 'too_costly') return new ProtocolError('ENV_ERR_FRAME_TOO_LARGE', err.message, { size });
+  return new ProtocolError('ENV_ERR_BAD_FRAME', `frame is not a msgpack message: ${err instanceof Error ? err.message : String(err)}`);
 }
 
 /** One transport connection. */
 export class Connection implements ConnectionHandler {
   client: ClientState | null = null;
   closed = false;
+  /** Its place in the connection counts (null: not counted, as when it was refused). */
+  admission: AdmissionPass | null = null;
 
   constructor(
     readonly id: string,
@@ -234,6 +242,10 @@ export class ServerCore {
   readonly metrics = new ServerMetrics();
   /** Reused memory for large answers; see FramePool. */
   readonly frames = new FramePool();
+  /** Connection caps and hello deadlines; transports ask it before they accept an upgrade. */
+  readonly admission: Admission;
+  /** Which Origin and Host headers the WebSocket upgrade and every HTTP route serve. */
+  readonly origins: OriginPolicy;
   /** Null when busyPollUs is 0 (or unset). */
   readonly poller: BusyPoller | null;
   /** The server's token as a SHA-256 digest (null: no token), compared by authorizes(). */
@@ -255,6 +267,9 @@ export class ServerCore {
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
     this.tokenDigest = opts.token === undefined || opts.token === null ? null : tokenDigest(opts.token);
     this.checkEnvs = opts.checkEnvs ?? false;
+    this.admission = new Admission(opts.admission);
+    // With a token, every route that reveals or changes sessions asks for it: any Host may be served.
+    this.origins = new OriginPolicy({ checkHost: this.tokenDigest === null, ...opts.origins });
     this.poller = BusyPoller.create(opts.busyPollUs ?? 0);
     if (this.poller) this.metrics.watchPoller(this.poller);
     this.handlers = {
@@ -313,7 +328,22 @@ export class ServerCore {
     if (this.shuttingDown) {
       conn.sendError(null, new ProtocolError('ENV_ERR_SHUTTING_DOWN', 'the server is shutting down'));
       transport.close(1001, 'shutting down');
+      return conn;
     }
+    const pass = this.admission.enter(transport.remoteIp ?? transport.remoteAddress, () => {
+      if (conn.closed || conn.client) return;
+      const ms = this.admission.limits.helloTimeoutMs;
+      conn.log.info({ hello_timeout_ms: ms }, 'no hello in time; closing');
+      this.fail(conn, null, new ProtocolError('ENV_ERR_HANDSHAKE_REQUIRED', `no hello within ${ms} ms of connecting`));
+      transport.close(1008, 'no hello in time');
+    });
+    if ('refused' in pass) {
+      // Upgrades that raced past the transport's check: the WebSocket exists, so close it (1013: try again later).
+      conn.log.info({ reason: pass.reason }, 'connection refused');
+      transport.close(1013, pass.reason.slice(0, 120));
+      return conn;
+    }
+    conn.admission = pass;
     return conn;
   }
 
@@ -321,17 +351,22 @@ export class ServerCore {
   // Frames
 
   handleFrame(conn: Connection, frame: Uint8Array): void {
-    if (frame.byteLength > this.limits.max_frame_bytes) {
-      // The frame is already in memory (the transport caps it at twice the limit): read its id so the
-      // client can match the refusal to its request instead of waiting for a timeout.
-      return this.fail(conn, frameRequestId(frame), new ProtocolError('ENV_ERR_FRAME_TOO_LARGE', `frame of ${frame.byteLength} bytes exceeds max_frame_bytes ${this.limits.max_frame_bytes}`, { max_frame_bytes: this.limits.max_frame_bytes, size: frame.byteLength }));
+    // Nothing from a peer that has not said hello is decoded beyond the size a hello needs.
+    const greeted = conn.client !== null;
+    const maxBytes = greeted ? this.limits.max_frame_bytes : Math.min(PRE_HELLO_MAX_FRAME_BYTES, this.limits.max_frame_bytes);
+    if (frame.byteLength > maxBytes) {
+      // Refused without decoding; the id comes from a bounded scan so the client can match the
+      // refusal to its request instead of waiting for a timeout.
+      const limit = greeted ? `max_frame_bytes ${maxBytes}` : `the ${maxBytes} bytes allowed before hello`;
+      this.fail(conn, frameRequestId(frame), new ProtocolError('ENV_ERR_FRAME_TOO_LARGE', `frame of ${frame.byteLength} bytes exceeds ${limit}`, { max_frame_bytes: maxBytes, size: frame.byteLength }));
+      if (!greeted) conn.transport.close(1008, 'frame too large before hello');
+      return;
     }
     let msg: unknown;
     try {
-      msg = decode(frame);
+      msg = decodeUntrusted(frame);
     } catch (err) {
-      if (err instanceof TensorFormatError) return this.fail(conn, null, new ProtocolError('ENV_ERR_BAD_TENSOR', `bad tensor: ${err.message}`));
-      return this.fail(conn, null, new ProtocolError('ENV_ERR_BAD_FRAME', `frame is not a msgpack message: ${(err as Error).message}`));
+      return this.fail(conn, frameRequestId(frame), decodeError(err, frame.byteLength));
     }
     if (!isPlainObject(msg)) return this.fail(conn, null, new ProtocolError('ENV_ERR_INVALID_MESSAGE', 'a message must be a msgpack map with id and type'));
     const id = typeof msg.id === 'number' && Number.isInteger(msg.id) && msg.id >= 0 ? msg.id : null;
@@ -523,6 +558,7 @@ export class ServerCore {
     client.connection = conn;
     client.detachedAt = null;
     conn.client = client;
+    conn.admission?.greeted();
     const welcome: ResultOf<'hello'> = {
       protocol_version: PROTOCOL_VERSION,
       server_name: SERVER_NAME,
@@ -538,6 +574,7 @@ export class ServerCore {
 
   handleDisconnect(conn: Connection): void {
     this.connections.delete(conn);
+    conn.admission?.leave();
     this.metrics.connections.set(this.connections.size);
     const client = conn.client;
     conn.log.debug('connection closed');
