@@ -14,7 +14,7 @@ export type Fault = 'client' | 'server' | 'env';
 
 export const ERROR_CODES = {
   ENV_ERR_BAD_FRAME: { fault: 'client', summary: 'The frame is not a msgpack message.' },
-  ENV_ERR_FRAME_TOO_LARGE: { fault: 'client', summary: 'The frame is larger than the max_frame_bytes limit from the welcome (64 KiB before hello), or would decode to far more memory than its size.' },
+  ENV_ERR_FRAME_TOO_LARGE: { fault: 'client', summary: 'The frame is larger than the max_frame_bytes limit from the welcome.' },
   ENV_ERR_UNKNOWN_TYPE: { fault: 'client', summary: 'The message type is not one this protocol version defines.' },
   ENV_ERR_INVALID_MESSAGE: { fault: 'client', summary: 'The message does not match its schema; details.issues lists each violation with its path.' },
   ENV_ERR_BAD_TENSOR: { fault: 'client', summary: 'A tensor’s bytes do not match its dtype and shape, or its dtype code is unknown.' },
