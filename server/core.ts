@@ -336,6 +336,8 @@ export class ServerCore {
       conn.log.info({ hello_timeout_ms: ms }, 'no hello in time; closing');
       this.fail(conn, null, new ProtocolError('ENV_ERR_HANDSHAKE_REQUIRED', `no hello within ${ms} ms of connecting`));
       transport.close(1008, 'no hello in time');
+      // A peer that ignores the close handshake too loses the socket at once, not after the library's own timeout.
+      setTimeout(() => conn.closed || transport.terminate(), 1000).unref();
     });
     if ('refused' in pass) {
       // Upgrades that raced past the transport's check: the WebSocket exists, so close it (1013: try again later).

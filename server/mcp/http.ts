@@ -18,6 +18,7 @@ import type { Logger } from 'pino';
 import { ProtocolError } from '../../protocol/errors.ts';
 import type { ServerCore } from '../core.ts';
 import { bearerToken } from '../http.ts';
+import { originAllowed } from '../origin.ts';
 import type { HttpRoutes } from '../http.ts';
 import { coreLink } from './link.ts';
 import type { CoreLink } from './link.ts';
@@ -39,18 +40,8 @@ export interface McpHttpOptions {
   allowedOrigins?: readonly string[];
 }
 
-const LOOPBACK_HOSTNAMES: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]']);
-
-/** Whether a request's Origin may use the endpoint: absent, a loopback origin, or one allowed by name. */
-export function originAllowed(origin: string | undefined, allowed: readonly string[] = []): boolean {
-  if (origin === undefined) return true;
-  if (allowed.includes(origin)) return true;
-  try {
-    return LOOPBACK_HOSTNAMES.has(new URL(origin).hostname);
-  } catch {
-    return false;
-  }
-}
+// One origin rule for the whole server (server/origin.ts); re-exported for existing importers.
+export { originAllowed } from '../origin.ts';
 
 /** The mounted endpoint, for tests and the admin side. */
 export interface McpEndpoint {
@@ -182,7 +173,7 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
       if (counts) s.busy--;
       s.lastActive = Date.now();
     }
-  });
+  }, { checksOrigin: true });
 
   return {
     path,
