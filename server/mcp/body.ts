@@ -1,0 +1,54 @@
+/**
+ * Reading an MCP request body with a bound: a declared Content-Length past the bound is refused
+ * before a byte is read, and a body that grows past it while streaming stops being read (what
+ * arrived is dropped), so a refused body costs at most the bound in memory.
+ *
+ * @example
+ * const body = await readBoundedJson(req, 4 * 1024 * 1024);
+ * if (body.kind === 'too_large') return refuse(413);
+ */
+import type { IncomingMessage } from 'node:http';
+
+export type BoundedBody = { kind: 'json'; value: unknown } | { kind: 'too_large' } | { kind: 'not_json' };
+
+/** Reads the whole body as JSON unless it is larger than `maxBytes`. */
+export function readBoundedJson(req: IncomingMessage, maxBytes: number): Promise<BoundedBody> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) return Promise.resolve({ kind: 'too_large' });
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size > maxBytes) {
+        stop();
+        // Paused, not destroyed: the socket must stay open to carry the 413.
+        req.pause();
+        chunks.length = 0;
+        resolve({ kind: 'too_large' });
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      stop();
+      try {
+        resolve({ kind: 'json', value: JSON.parse(Buffer.concat(chunks, size).toString('utf8')) as unknown });
+      } catch {
+        resolve({ kind: 'not_json' });
+      }
+    };
+    const onError = (err: Error) => {
+      stop();
+      reject(err);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+  });
+}
