@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 
 import { parseBusyPoll } from '../../protocol/busy-poll.ts';
 import { startServer } from '../../server/index.ts';
-import { mountMcp } from '../../server/mcp/index.ts';
+import { MCP_DEFAULTS, mountMcp } from '../../server/mcp/index.ts';
 import { mountViewer } from '../../server/viewer/index.ts';
 import type { TransportName } from '../../server/index.ts';
 import { stderrLogger } from './logger.ts';
@@ -21,6 +21,9 @@ export interface ServeOptions {
   busyPollUs: string;
   check?: boolean;
   mcpAllowOrigin?: string[];
+  mcpMaxSessions: string;
+  mcpMaxSessionsPerCaller: string;
+  mcpMaxBodyBytes: string;
 }
 
 export function registerServe(program: Command): void {
@@ -40,9 +43,12 @@ export function registerServe(program: Command): void {
     .option('--busy-poll-us <us>', "poll the sockets after each answer instead of sleeping, saving a core wake-up for clients that send again soon (pipelined rollouts on the same host): 'auto' adapts the window to the gaps between answers and requests (off for clients that answer late), N polls N µs after every answer, 0 never polls", 'auto')
     .option('--check', 'check every observation against its space (slower; for env development)')
     .option('--mcp-allow-origin <origin...>', 'browser origins allowed to use /mcp besides loopback ones (others get 403)')
+    .option('--mcp-max-sessions <n>', 'MCP sessions open at once at most; when full, the least recently used idle session of the caller holding the most gives way', String(MCP_DEFAULTS.maxSessions))
+    .option('--mcp-max-sessions-per-caller <n>', "MCP sessions one remote address holds at most; its next one ends its own least recently used idle session", String(MCP_DEFAULTS.maxSessionsPerCaller))
+    .option('--mcp-max-body-bytes <n>', 'largest /mcp request body read (bytes); larger ones get 413 unread', String(MCP_DEFAULTS.maxBodyBytes))
     .action(async (opts: ServeOptions) => {
       if (opts.transport !== 'ws' && opts.transport !== 'uws') throw new Error(`--transport must be ws or uws, got ${opts.transport}`);
-      for (const [flag, value] of Object.entries({ '--port': opts.port, '--idle-timeout': opts.idleTimeout, '--max-sessions': opts.maxSessions, '--max-sessions-per-client': opts.maxSessionsPerClient, '--max-frame-bytes': opts.maxFrameBytes, '--resume-grace': opts.resumeGrace })) {
+      for (const [flag, value] of Object.entries({ '--port': opts.port, '--idle-timeout': opts.idleTimeout, '--max-sessions': opts.maxSessions, '--max-sessions-per-client': opts.maxSessionsPerClient, '--max-frame-bytes': opts.maxFrameBytes, '--resume-grace': opts.resumeGrace, '--mcp-max-sessions': opts.mcpMaxSessions, '--mcp-max-sessions-per-caller': opts.mcpMaxSessionsPerCaller, '--mcp-max-body-bytes': opts.mcpMaxBodyBytes })) {
         if (!/^\d+$/.test(value)) throw new Error(`${flag} must be a non-negative integer, got ${JSON.stringify(value)}`);
       }
       const busyPollUs = parseBusyPoll(opts.busyPollUs);
@@ -64,7 +70,13 @@ export function registerServe(program: Command): void {
         },
         // MCP (and the viewer) need HTTP routes, which the ws transport serves.
         mountRoutes: (routes, core) => {
-          void mountMcp(routes, core, { logger, allowedOrigins: opts.mcpAllowOrigin ?? [] });
+          void mountMcp(routes, core, {
+            logger,
+            allowedOrigins: opts.mcpAllowOrigin ?? [],
+            maxSessions: Number(opts.mcpMaxSessions),
+            maxSessionsPerCaller: Number(opts.mcpMaxSessionsPerCaller),
+            maxBodyBytes: Number(opts.mcpMaxBodyBytes),
+          });
           mountViewer(routes, core);
         },
       });

@@ -7,7 +7,7 @@
  * const body = await readBoundedJson(req, 4 * 1024 * 1024);
  * if (body.kind === 'too_large') return refuse(413);
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export type BoundedBody = { kind: 'json'; value: unknown } | { kind: 'too_large' } | { kind: 'not_json' };
 
@@ -50,5 +50,26 @@ export function readBoundedJson(req: IncomingMessage, maxBytes: number): Promise
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
+  });
+}
+
+/** How long a refused request's unread body is drained before its connection is closed. */
+export const DRAIN_MS = 2000;
+
+/**
+ * For an answer that leaves the body unread (401, 413): once the answer is written, what the
+ * client still sends is read and dropped (no memory) for up to `ms`, so the client reads the
+ * answer instead of a connection reset, and then the connection is closed unless the body ended.
+ * Call it before ending the response.
+ */
+export function drainThenClose(req: IncomingMessage, res: ServerResponse, ms = DRAIN_MS): void {
+  res.once('finish', () => {
+    if (req.complete) return;
+    const timer = setTimeout(() => req.socket.destroy(), ms);
+    timer.unref();
+    const done = () => clearTimeout(timer);
+    req.once('end', done);
+    req.once('close', done);
+    req.resume();
   });
 }

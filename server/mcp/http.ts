@@ -23,7 +23,7 @@ import { ProtocolError } from '../../protocol/errors.ts';
 import type { ServerCore } from '../core.ts';
 import { bearerToken } from '../http.ts';
 import type { HttpRoutes } from '../http.ts';
-import { readBoundedJson } from './body.ts';
+import { drainThenClose, readBoundedJson } from './body.ts';
 import { CallerCaps, callerOf } from './caller-caps.ts';
 import { coreLink } from './link.ts';
 import type { CoreLink } from './link.ts';
@@ -144,7 +144,8 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
     const body = await readBoundedJson(req, maxBodyBytes);
     if (body.kind === 'too_large') {
       log.warn({ caller: callerOf(req.socket.remoteAddress), max_body_bytes: maxBodyBytes }, 'MCP request body too large');
-      jsonRpcError(res, 413, -32000, `Payload Too Large: the request body must not exceed ${maxBodyBytes} bytes (gymwire serve --mcp-max-body-bytes)`, true);
+      drainThenClose(req, res);
+      jsonRpcError(res, 413, -32000, `Payload Too Large: the request body must not exceed ${maxBodyBytes} bytes (gymwire serve --mcp-max-body-bytes)`);
       return undefined;
     }
     if (body.kind === 'not_json') {
@@ -219,7 +220,8 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
     if (!core.authorizes(token)) {
       res.setHeader('WWW-Authenticate', 'Bearer realm="gymwire"');
       const why = token === undefined ? 'this server needs an auth token' : 'the auth token is wrong';
-      return jsonRpcError(res, 401, -32001, `Unauthorized: ${why}; send Authorization: Bearer <token>`, true);
+      drainThenClose(req, res);
+      return jsonRpcError(res, 401, -32001, `Unauthorized: ${why}; send Authorization: Bearer <token>`);
     }
     const sid = req.headers['mcp-session-id'];
     if (typeof sid !== 'string') {
@@ -258,8 +260,7 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
   };
 }
 
-/** `closeAfter`: the body was left unread, so the connection cannot carry another request. */
-function jsonRpcError(res: ServerResponse, status: number, code: number, message: string, closeAfter = false): void {
+function jsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {
   if (res.headersSent) return;
-  res.writeHead(status, { 'content-type': 'application/json', ...(closeAfter ? { connection: 'close' } : {}) }).end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
 }
