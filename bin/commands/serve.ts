@@ -24,6 +24,7 @@ export interface ServeOptions {
   mcpMaxSessions: string;
   mcpMaxSessionsPerCaller: string;
   mcpMaxBodyBytes: string;
+  dataRoot: string[];
 }
 
 export function registerServe(program: Command): void {
@@ -42,6 +43,7 @@ export function registerServe(program: Command): void {
     .option('--resume-grace <ms>', 'how long a disconnected client may resume its sessions', '60000')
     .option('--busy-poll-us <us>', "poll the sockets after each answer instead of sleeping, saving a core wake-up for clients that send again soon (pipelined rollouts on the same host): 'auto' adapts the window to the gaps between answers and requests (off for clients that answer late), N polls N µs after every answer, 0 never polls", 'auto')
     .option('--check', 'check every observation against its space (slower; for env development)')
+    .option('--data-root <dir>', 'a directory whose data clients may name in make kwargs (model_dir, dataset_dir, scene_dir); repeatable; without it only the bundled assets', (dir: string, dirs: string[]) => [...dirs, dir], [] as string[])
     .option('--mcp-allow-origin <origin...>', 'browser origins allowed to use /mcp besides loopback ones (others get 403)')
     .option('--mcp-max-sessions <n>', 'MCP sessions open at once at most; when full, the least recently used idle session of the caller holding the most gives way', String(MCP_DEFAULTS.maxSessions))
     .option('--mcp-max-sessions-per-caller <n>', "MCP sessions one remote address holds at most; its next one ends its own least recently used idle session", String(MCP_DEFAULTS.maxSessionsPerCaller))
@@ -60,6 +62,7 @@ export function registerServe(program: Command): void {
         token: opts.token ?? process.env.GYMWIRE_TOKEN ?? null,
         logger,
         checkEnvs: opts.check ?? false,
+        dataRoots: opts.dataRoot,
         busyPollUs,
         limits: {
           idle_timeout_ms: Number(opts.idleTimeout),
