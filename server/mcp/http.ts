@@ -160,17 +160,6 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
     if (!read) return;
     const body = read.value;
     if (!isInitializeRequest(body)) return jsonRpcError(res, 400, -32000, 'Bad Request: no valid Mcp-Session-Id header, and the request is not initialize');
-    const caller = callerOf(req.socket.remoteAddress);
-    const room = caps.makeRoom(caller);
-    if (room.kind === 'refused') {
-      log.warn({ caller, held: caps.held(caller), total: caps.size }, 'MCP initialize refused: sessions full');
-      return jsonRpcError(res, room.status, -32000, room.message);
-    }
-    for (const victim of room.evict) {
-      const reason = victim.caller === caller ? 'evicted: its caller opened another one past the per-caller cap' : 'evicted: the endpoint is full';
-      log.info({ mcp_session: victim.id, caller: victim.caller, reason }, 'MCP session evicted');
-      void end(victim, reason);
-    }
     let link: CoreLink;
     try {
       link = await coreLink(core, { token, clientName: 'gymwire-mcp-http', remoteAddress: req.socket.remoteAddress ?? 'mcp' });
@@ -181,6 +170,19 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
       }
       const message = err instanceof Error ? err.message : String(err);
       return jsonRpcError(res, 503, -32603, `gymwire refused the connection: ${message}`);
+    }
+    // From here to caps.add() nothing awaits: concurrent initializes cannot all pass one check.
+    const caller = callerOf(req.socket.remoteAddress);
+    const room = caps.makeRoom(caller);
+    if (room.kind === 'refused') {
+      link.close();
+      log.warn({ caller, held: caps.held(caller), total: caps.size }, 'MCP initialize refused: sessions full');
+      return jsonRpcError(res, room.status, -32000, room.message);
+    }
+    for (const victim of room.evict) {
+      const reason = victim.caller === caller ? 'evicted: its caller opened another one past the per-caller cap' : 'evicted: the endpoint is full';
+      log.info({ mcp_session: victim.id, caller: victim.caller, reason }, 'MCP session evicted');
+      void end(victim, reason);
     }
     const mcp = new GymwireMcp(link, { logger: log });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({

@@ -95,6 +95,15 @@ describe('MCP session caps', () => {
     expect(t.endpoint.sessionCount).toBe(4);
   });
 
+  it('holds the cap against concurrent initializes from one caller', async () => {
+    t = await startMcpServer({ mcp: { maxSessionsPerCaller: 3 } });
+    const answers = await Promise.all(Array.from({ length: 20 }, () => rawInitialize(t!.mcpUrl, { localAddress: OTHER_CALLER })));
+    for (const a of answers) expect([200, 429]).toContain(a.status);
+    expect(answers.filter((a) => a.status === 200).length).toBeGreaterThanOrEqual(3);
+    expect(t.endpoint.sessionCount).toBeLessThanOrEqual(3);
+    await expect.poll(() => t!.server.core.connectionCount).toBeLessThanOrEqual(3);
+  });
+
   it('keeps the global cap by taking an idle session from the caller holding the most', async () => {
     t = await startMcpServer({ mcp: { maxSessions: 4, maxSessionsPerCaller: 3 } });
     const heavy: string[] = [];
