@@ -84,10 +84,6 @@ export class Registry {
     this.context = { dataRoots: opts.dataRoots ?? new DataRoots(), log: opts.logger };
   }
 
-  get dataRoots(): DataRoots {
-    return this.context.dataRoots;
-  }
-
   /** Registers something to release when the registry's owner shuts down (model runtimes, worker pools). */
   onClose(hook: () => unknown): void {
     this.closeHooks.push(hook);

@@ -18,12 +18,12 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 
 import { Random } from '../../protocol/random.ts';
-import type { ConfinePath } from '../core/data-roots.ts';
 import type { Space } from '../../protocol/spaces.ts';
 import { box, dict } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import type { Env, EnvMetadata, EnvTool, Info, ResetOptions, ResetResult, StepResult } from '../core/env.ts';
 import { InvalidActionError, InvalidOptionsError, InvalidStateError, defineTool } from '../core/env.ts';
+import type { ConfinePath } from '../core/data-roots.ts';
 import { clientDataFailure, isFsError } from '../core/data-roots.ts';
 import { packState, unpackState } from '../core/state.ts';
 import { stateAt } from '../driving/agents.ts';
