@@ -22,6 +22,7 @@ export function readBoundedJson(req: IncomingMessage, maxBytes: number): Promise
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
+      req.off('close', onClose);
     };
     const onData = (chunk: Buffer) => {
       size += chunk.byteLength;
@@ -47,9 +48,12 @@ export function readBoundedJson(req: IncomingMessage, maxBytes: number): Promise
       stop();
       reject(err);
     };
+    // A client that goes away mid-body may close the request without an error.
+    const onClose = () => onError(new Error('the client closed the request before its body ended'));
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
+    req.on('close', onClose);
   });
 }
 

@@ -2,6 +2,8 @@
  * The /mcp front door under the probes of issue 23: bodies are read only after the token check and
  * never past the bound, and one caller filling its session cap locks out nobody else.
  */
+import { request } from 'node:http';
+
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterEach, describe, expect, it } from 'vitest';
 
@@ -64,6 +66,17 @@ describe('MCP request bodies', () => {
     // The session itself is unharmed, and bodies under the bound are served as before.
     expect((await callOk(c, 'list_envs')).envs).toBeInstanceOf(Array);
     expect(await rawPost(t.mcpUrl, { json: INITIALIZE }).then((a) => a.status)).toBe(200);
+  });
+
+  it('lets go of a request whose client leaves mid-body', async () => {
+    t = await startMcpServer();
+    const gone = request(t.mcpUrl, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' } });
+    gone.on('error', () => {});
+    gone.write('{"jsonrpc": "2.0", "id": 1, "method": "initia');
+    await new Promise((r) => setTimeout(r, 100));
+    gone.destroy();
+    expect(await rawPost(t.mcpUrl, { json: INITIALIZE }).then((a) => a.status)).toBe(200);
+    expect(t.endpoint.sessionCount).toBe(1);
   });
 
   it('answers a body that is not JSON with a JSON-RPC parse error', async () => {
