@@ -59,11 +59,23 @@ describe('huge /mcp bodies against a gymwire serve process', () => {
     };
     // One round first, so code paths loaded once (JIT, sockets) do not count as growth.
     await probe();
-    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    // Resets VmHWM to the current size; where /proc forbids it, samples of VmRSS stand in for the peak.
+    let peakReset = true;
+    try {
+      writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    } catch {
+      peakReset = false;
+    }
     const before = memory(pid);
-    for (let i = 0; i < 3; i++) await probe();
-    const after = memory(pid);
+    let sampled = before.rss;
+    const sampler = setInterval(() => (sampled = Math.max(sampled, memory(pid).rss)), 5);
+    try {
+      for (let i = 0; i < 3; i++) await probe();
+    } finally {
+      clearInterval(sampler);
+    }
+    const peak = peakReset ? memory(pid).peak : Math.max(sampled, memory(pid).rss);
     // Three rounds of 2 x 64 MiB: reading them would cost hundreds of MiB; the bound lets 4 MiB in per request.
-    expect(after.peak - before.rss).toBeLessThan(48 * MiB);
+    expect(peak - before.rss).toBeLessThan(48 * MiB);
   }, 60_000);
 });
