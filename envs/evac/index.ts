@@ -76,7 +76,7 @@ export function registerEvac(registry: Registry, opts: RegisterEvacOptions = {})
         : await runtime.load(tinyModelDir(kwargs.resolution ?? 64), { device: kwargs.device });
       const datasetKwarg = kwargs.dataset_dir ? 'dataset_dir' : kwargs.model_dir ? 'model_dir' : null;
       const dir = kwargs.dataset_dir ? roots.resolve('dataset_dir', kwargs.dataset_dir, 'dir') : model.dir.datasetDir;
-      if (!dir) throw new InvalidOptionsError(`model ${model.manifest.name} has no reset dataset; pass dataset_dir`);
+      if (!dir) throw new InvalidOptionsError('the model has no reset dataset (manifest.dataset); pass dataset_dir');
       const key = `${dir}|${model.manifest.height}x${model.manifest.width}`;
       let episodes = datasets.get(key);
       if (!episodes) {

@@ -47,6 +47,10 @@ const garbageOnnx = variant('garbage-onnx', (m, dir) => {
   files(m).world_model!.sha256 = sha256(bytes);
 });
 const datasetOutside = variant('dataset-outside', (m) => (m.dataset = '../../outside'));
+const noDataset = variant('no-dataset', (m) => {
+  delete m.dataset;
+  m.name = 'SECRET-NAME';
+});
 // Datasets on their own: a broken one and one whose image links outside.
 cpSync(join(tinyModelDir(64), 'dataset'), join(root, 'broken-dataset'), { recursive: true });
 writeFileSync(join(root, 'broken-dataset', 'episodes.json'), '{"format": "SECRET-CONTENT"}');
@@ -117,5 +121,8 @@ describe('EvacWorldModel-v0 model_dir and dataset_dir', () => {
     expect((await failure(registry, { dataset_dir: 'linked-dataset' })).message).toBe('dataset_dir: the data names a file outside the data roots this server allows');
     const env = await registry.make(EVAC_ENV_ID, { dataset_dir: join(root, 'tiny', 'dataset') });
     expect((await env.reset({ seed: 0 })).info).toMatchObject({ episode_index: expect.any(Number) });
+    // A model without a dataset of its own takes one from dataset_dir; the error quotes nothing of the manifest.
+    await expect(registry.make(EVAC_ENV_ID, { model_dir: noDataset })).rejects.toThrow(/^the model has no reset dataset \(manifest.dataset\); pass dataset_dir$/);
+    expect(await registry.make(EVAC_ENV_ID, { model_dir: noDataset, dataset_dir: 'tiny/dataset' })).toBeDefined();
   });
 });
