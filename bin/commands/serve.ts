@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { parseBusyPoll } from '../../protocol/busy-poll.ts';
 import { DEFAULT_ADMISSION_LIMITS } from '../../server/admission.ts';
 import { startServer } from '../../server/index.ts';
-import { mountMcp } from '../../server/mcp/index.ts';
+import { MCP_DEFAULTS, mountMcp } from '../../server/mcp/index.ts';
 import { mountViewer } from '../../server/viewer/index.ts';
 import type { TransportName } from '../../server/index.ts';
 import { stderrLogger } from './logger.ts';
@@ -30,6 +30,10 @@ export interface ServeOptions {
   maxConnections: string;
   maxPreauthPerIp: string;
   helloTimeout: string;
+  mcpMaxSessions: string;
+  mcpMaxSessionsPerCaller: string;
+  mcpMaxBodyBytes: string;
+  dataRoot: string[];
 }
 
 /** The server's token: --token, --token-file or GYMWIRE_TOKEN (at most one of the flags), or null. */
@@ -67,9 +71,13 @@ export function registerServe(program: Command): void {
     .option('--max-connections <n>', 'connections open at once, greeted or not (0: no cap)', String(DEFAULT_ADMISSION_LIMITS.maxConnections))
     .option('--max-preauth-per-ip <n>', 'connections from one IP address that have not said hello yet (0: no cap)', String(DEFAULT_ADMISSION_LIMITS.maxPreAuthPerIp))
     .option('--hello-timeout <ms>', 'close connections that send no valid hello within this long (0: never)', String(DEFAULT_ADMISSION_LIMITS.helloTimeoutMs))
+    .option('--data-root <dir>', 'a directory whose data clients may name in make kwargs (model_dir, dataset_dir, scene_dir); repeatable; without it only the bundled assets', (dir: string, dirs: string[]) => [...dirs, dir], [] as string[])
+    .option('--mcp-max-sessions <n>', 'MCP sessions open at once at most; when full, the least recently used idle session of the caller holding the most gives way', String(MCP_DEFAULTS.maxSessions))
+    .option('--mcp-max-sessions-per-caller <n>', "MCP sessions one remote address holds at most; its next one ends its own least recently used idle session", String(MCP_DEFAULTS.maxSessionsPerCaller))
+    .option('--mcp-max-body-bytes <n>', 'largest /mcp request body read (bytes); larger ones get 413 unread', String(MCP_DEFAULTS.maxBodyBytes))
     .action(async (opts: ServeOptions) => {
       if (opts.transport !== 'ws' && opts.transport !== 'uws') throw new Error(`--transport must be ws or uws, got ${opts.transport}`);
-      for (const [flag, value] of Object.entries({ '--port': opts.port, '--idle-timeout': opts.idleTimeout, '--max-sessions': opts.maxSessions, '--max-sessions-per-client': opts.maxSessionsPerClient, '--max-frame-bytes': opts.maxFrameBytes, '--resume-grace': opts.resumeGrace, '--max-connections': opts.maxConnections, '--max-preauth-per-ip': opts.maxPreauthPerIp, '--hello-timeout': opts.helloTimeout })) {
+      for (const [flag, value] of Object.entries({ '--port': opts.port, '--idle-timeout': opts.idleTimeout, '--max-sessions': opts.maxSessions, '--max-sessions-per-client': opts.maxSessionsPerClient, '--max-frame-bytes': opts.maxFrameBytes, '--resume-grace': opts.resumeGrace, '--max-connections': opts.maxConnections, '--max-preauth-per-ip': opts.maxPreauthPerIp, '--hello-timeout': opts.helloTimeout, '--mcp-max-sessions': opts.mcpMaxSessions, '--mcp-max-sessions-per-caller': opts.mcpMaxSessionsPerCaller, '--mcp-max-body-bytes': opts.mcpMaxBodyBytes })) {
         if (!/^\d+$/.test(value)) throw new Error(`${flag} must be a non-negative integer, got ${JSON.stringify(value)}`);
       }
       const busyPollUs = parseBusyPoll(opts.busyPollUs);
@@ -83,6 +91,7 @@ export function registerServe(program: Command): void {
         token,
         logger,
         checkEnvs: opts.check ?? false,
+        dataRoots: opts.dataRoot,
         busyPollUs,
         limits: {
           idle_timeout_ms: Number(opts.idleTimeout),
@@ -95,7 +104,13 @@ export function registerServe(program: Command): void {
         origins: { allowedOrigins, allowedHosts: opts.allowHost ?? [] },
         // MCP (and the viewer) need HTTP routes, which the ws transport serves.
         mountRoutes: (routes, core) => {
-          void mountMcp(routes, core, { logger, allowedOrigins });
+          void mountMcp(routes, core, {
+            logger,
+            allowedOrigins,
+            maxSessions: Number(opts.mcpMaxSessions),
+            maxSessionsPerCaller: Number(opts.mcpMaxSessionsPerCaller),
+            maxBodyBytes: Number(opts.mcpMaxBodyBytes),
+          });
           mountViewer(routes, core);
         },
       });
