@@ -39,6 +39,13 @@ export interface ClientOptions {
   /** First backoff delay; doubles up to 2 s. */
   reconnectDelayMs?: number;
   connectTimeoutMs?: number;
+  /**
+   * Keepalive for a silent link (no FIN or RST, e.g. a frozen NAT entry): after this long without a
+   * byte from the server the client sends a WebSocket ping (ms; default 15 s; 0 turns keepalive off).
+   */
+  keepaliveIntervalMs?: number;
+  /** A ping unanswered this long (ms; default 30 s) drops the connection, and the client reconnects and resumes. */
+  keepaliveTimeoutMs?: number;
   /** Called for server events (session closed by the reaper, shutdown) and reconnects. */
   onEvent?: (event: ClientEvent) => void;
   /**
@@ -75,6 +82,8 @@ export class GymwireClient {
   private resumeToken: string | undefined;
   private readonly envs = new Map<string, RemoteEnv>();
   private reconnecting: Promise<void> | null = null;
+  /** Set when the server ended the connection with its `shutdown` event: later requests fail with it. */
+  private closedBy: SdkError | null = null;
   private sweeper: NodeJS.Timeout | null = null;
   /** How this client waits for answers (see ClientOptions.busyPoll); null when busyPoll is 0. */
   readonly poller: BusyPoller | null;
@@ -90,7 +99,7 @@ export class GymwireClient {
 
   /** Connects and performs the hello/welcome handshake. */
   static async connect(target: string | Connector, opts: ClientOptions = {}): Promise<GymwireClient> {
-    const connector = typeof target === 'string' ? wsConnector(target, { connectTimeoutMs: opts.connectTimeoutMs }) : target;
+    const connector = typeof target === 'string' ? wsConnector(target, { connectTimeoutMs: opts.connectTimeoutMs, keepaliveIntervalMs: opts.keepaliveIntervalMs, keepaliveTimeoutMs: opts.keepaliveTimeoutMs }) : target;
     const client = new GymwireClient(connector, opts);
     await client.open();
     return client;
@@ -136,7 +145,7 @@ export class GymwireClient {
 
   /** Sends one request and resolves with its validated result. Requests may be pipelined. */
   request<T extends RequestType>(type: T, fields: RequestInput<T>): Promise<ResultOf<T>> {
-    if (this.state === 'closed') return Promise.reject(new SdkError('CLOSED', 'the client is closed'));
+    if (this.state === 'closed') return Promise.reject(this.closedBy ?? new SdkError('CLOSED', 'the client is closed'));
     const id = this.nextId++;
     // Everything below the oldest unanswered request has been received: the server may forget those
     // answers. Ids only grow, so the oldest is found by walking up from where it was last time.
@@ -183,13 +192,17 @@ export class GymwireClient {
 
   /** Closes the connection; the server reaps this client's sessions after its grace period (close envs first to free them now). */
   async close(): Promise<void> {
-    if (this.state === 'closed') return;
+    if (this.state !== 'closed') this.shut(new SdkError('CLOSED', 'the client was closed'));
+    this.transport?.close();
+    this.transport = null;
+  }
+
+  /** Ends the client: no more requests, no reconnects; whatever waits fails with `err`. */
+  private shut(err: SdkError): void {
     this.state = 'closed';
     this.poller?.stop();
     if (this.sweeper) clearInterval(this.sweeper);
-    this.failAll(new SdkError('CLOSED', 'the client was closed'));
-    this.transport?.close();
-    this.transport = null;
+    this.failAll(err);
   }
 
   /** Closes every session this client made, then the connection. */
@@ -279,6 +292,13 @@ export class GymwireClient {
     }
     if (msg.type === 'event') {
       if (msg.event === 'session_closed' && msg.session_id) this.envs.get(msg.session_id)?.markClosed(msg.reason);
+      if (msg.event === 'shutdown' && this.state !== 'closed') {
+        // The server answered everything in flight before saying this and closes next: waiting, or
+        // reconnecting to a server that is going away, could only end in a timeout.
+        this.closedBy = new SdkError('SERVER_SHUTDOWN', `the server shut down${msg.reason ? ` (${msg.reason})` : ''}; its sessions are gone`);
+        for (const env of this.envs.values()) env.markClosed('the server shut down');
+        this.shut(this.closedBy);
+      }
       this.opts.onEvent?.(msg);
       return;
     }

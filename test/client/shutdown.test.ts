@@ -1,0 +1,94 @@
+/**
+ * A server shutting down (SIGTERM, server.close()) answers what is in flight, lets a slow reader
+ * read every queued answer, then sends the `shutdown` event and a 1001 close; the client fails
+ * at once with SERVER_SHUTDOWN instead of reconnecting to a server that is going away.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+
+import { connect } from '../../client/ts/client.ts';
+import type { ClientEvent } from '../../client/ts/client.ts';
+import { SdkError } from '../../client/ts/errors.ts';
+import { decode, encode } from '../../protocol/codec.ts';
+import { PROTOCOL_VERSION } from '../../protocol/messages.ts';
+import type { TransportName } from '../../server/index.ts';
+import { testRegistry } from '../helpers/envs.ts';
+import { startTestServer } from '../helpers/servers.ts';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
+});
+
+describe.each(['ws', 'uws', 'memory'] as TransportName[])('shutdown over %s', (transport) => {
+  it('answers the step in flight, then fails the client at once with SERVER_SHUTDOWN (no reconnect)', async () => {
+    const srv = await startTestServer(transport, { registry: testRegistry() });
+    cleanups.push(() => srv.close());
+    const events: ClientEvent[] = [];
+    // Default reconnect settings: a client that reconnected would only fail after a minute.
+    const c = await connect(srv.connector, { onEvent: (e) => events.push(e) });
+    cleanups.push(() => c.close());
+    const env = await c.make('test/Counter-v0', { delay_ms: 200 });
+    await env.reset();
+    const inFlight = env.step(0);
+    await new Promise((r) => setTimeout(r, 20));
+    const closing = srv.server.close(5000);
+    expect((await inFlight).obs).toBe(1);
+    await closing;
+    await until(() => events.some((e) => e.type === 'event' && e.event === 'shutdown'));
+    const err = await c.ping().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SdkError);
+    expect((err as SdkError).code).toBe('SERVER_SHUTDOWN');
+    expect(c.isOpen).toBe(false);
+    expect(events.some((e) => e.type === 'reconnected')).toBe(false);
+  });
+});
+
+describe.each(['ws', 'uws'] as TransportName[])('shutdown with a slow reader over %s', (transport) => {
+  it('delivers every queued answer, then the shutdown event, then a 1001 close', async () => {
+    const srv = await startTestServer(transport, { registry: testRegistry() });
+    cleanups.push(() => srv.close());
+    const outcome = await slowReaderThroughShutdown(srv.server.url, () => void srv.server.close(20_000));
+    expect(outcome.answered).toEqual(outcome.sent);
+    expect(outcome.events).toEqual(['shutdown']);
+    expect(outcome.closeCode).toBe(1001);
+  }, 60_000);
+});
+
+/** Polls `done` until it holds (the test's own timeout bounds it). */
+async function until(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((r) => setTimeout(r, 10));
+}
+
+/**
+ * Speaks the protocol over a bare WebSocket: sends 12 pings with 2 MiB payloads, stops reading
+ * before their answers arrive, calls `shutDown`, and reads again a moment later. Returns the ids
+ * answered, the events seen and the close code.
+ */
+export async function slowReaderThroughShutdown(url: string, shutDown: () => void): Promise<{ sent: number[]; answered: number[]; events: string[]; closeCode: number }> {
+  const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 1 << 30 });
+  await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+  const answered: number[] = [];
+  const events: string[] = [];
+  let welcomed: () => void = () => {};
+  const welcome = new Promise<void>((r) => (welcomed = r));
+  ws.on('message', (data: Buffer) => {
+    const msg = decode(data) as { id: number | null; type: string; event?: string; result?: { payload?: Uint8Array } };
+    if (msg.type === 'event') events.push(msg.event!);
+    else if (msg.id === 1) welcomed();
+    else if (msg.type === 'result' && msg.result?.payload?.byteLength === 2 << 20) answered.push(msg.id!);
+  });
+  const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
+  ws.send(encode({ id: 1, type: 'hello', protocol_version: PROTOCOL_VERSION }));
+  await welcome;
+  const sent = Array.from({ length: 12 }, (_, i) => i + 2);
+  ws.pause();
+  for (const id of sent) ws.send(encode({ id, type: 'ping', payload: new Uint8Array(2 << 20).fill(id) }));
+  // The pings are answered as they arrive; their answers pile up behind the paused reader.
+  await new Promise((r) => setTimeout(r, 1500));
+  shutDown();
+  await new Promise((r) => setTimeout(r, 300));
+  ws.resume();
+  const closeCode = await closed;
+  return { sent, answered, events, closeCode };
+}
