@@ -82,8 +82,10 @@ export class GymwireClient {
   private resumeToken: string | undefined;
   private readonly envs = new Map<string, RemoteEnv>();
   private reconnecting: Promise<void> | null = null;
-  /** Set when the server ended the connection with its `shutdown` event: later requests fail with it. */
+  /** Why the client closed (closed by its user, reconnecting gave up): later requests fail with it. */
   private closedBy: SdkError | null = null;
+  /** Set from the server's `shutdown` event until a reconnect succeeds: requests for its (gone) sessions fail with it at once. */
+  private shutdownError: SdkError | null = null;
   private sweeper: NodeJS.Timeout | null = null;
   /** How this client waits for answers (see ClientOptions.busyPoll); null when busyPoll is 0. */
   readonly poller: BusyPoller | null;
@@ -146,6 +148,7 @@ export class GymwireClient {
   /** Sends one request and resolves with its validated result. Requests may be pipelined. */
   request<T extends RequestType>(type: T, fields: RequestInput<T>): Promise<ResultOf<T>> {
     if (this.state === 'closed') return Promise.reject(this.closedBy ?? new SdkError('CLOSED', 'the client is closed'));
+    if (this.shutdownError && ('session_id' in fields || 'session_ids' in fields)) return Promise.reject(this.shutdownError);
     const id = this.nextId++;
     // Everything below the oldest unanswered request has been received: the server may forget those
     // answers. Ids only grow, so the oldest is found by walking up from where it was last time.
@@ -197,8 +200,9 @@ export class GymwireClient {
     this.transport = null;
   }
 
-  /** Ends the client: no more requests, no reconnects; whatever waits fails with `err`. */
+  /** Ends the client: no more requests, no reconnects; whatever waits, and every later request, fails with `err`. */
   private shut(err: SdkError): void {
+    this.closedBy = err;
     this.state = 'closed';
     this.poller?.stop();
     if (this.sweeper) clearInterval(this.sweeper);
@@ -292,13 +296,7 @@ export class GymwireClient {
     }
     if (msg.type === 'event') {
       if (msg.event === 'session_closed' && msg.session_id) this.envs.get(msg.session_id)?.markClosed(msg.reason);
-      if (msg.event === 'shutdown' && this.state !== 'closed') {
-        // The server answered everything in flight before saying this and closes next: waiting, or
-        // reconnecting to a server that is going away, could only end in a timeout.
-        this.closedBy = new SdkError('SERVER_SHUTDOWN', `the server shut down${msg.reason ? ` (${msg.reason})` : ''}; its sessions are gone`);
-        for (const env of this.envs.values()) env.markClosed('the server shut down');
-        this.shut(this.closedBy);
-      }
+      if (msg.event === 'shutdown' && this.state !== 'closed') this.onServerShutdown(msg.reason);
       this.opts.onEvent?.(msg);
       return;
     }
@@ -327,13 +325,24 @@ export class GymwireClient {
     entry.resolve(parsed.data);
   }
 
+  /**
+   * The server answered everything in flight before its `shutdown` event and closes next, taking its
+   * sessions with it: what still waits, and any request for a session, fails now instead of after a
+   * timeout. The client still reconnects (a restarted server takes new sessions); requests that need
+   * no session wait for that, up to the reconnect timeout.
+   */
+  private onServerShutdown(reason: string | undefined): void {
+    this.shutdownError = new SdkError('SERVER_SHUTDOWN', `the server shut down${reason ? ` (${reason})` : ''}; its sessions are gone`);
+    for (const env of [...this.envs.values()]) env.markClosed('the server shut down');
+    this.failAll(this.shutdownError);
+  }
+
   private onDisconnect(code: number, reason: string): void {
     if (this.state === 'closed') return;
     this.opts.onEvent?.({ type: 'disconnected', code, reason });
     const fatal = code === 1008 || code === 1002; // unauthorized or version mismatch: retrying cannot help
     if (this.opts.reconnect === false || fatal || this.state === 'connecting') {
-      this.state = 'closed';
-      this.failAll(new SdkError('CONNECTION_LOST', `connection closed (${code}${reason ? `: ${reason}` : ''})`, { code }));
+      this.shut(this.shutdownError ?? new SdkError('CONNECTION_LOST', `connection closed (${code}${reason ? `: ${reason}` : ''})`, { code }));
       return;
     }
     this.state = 'reconnecting';
@@ -358,6 +367,7 @@ export class GymwireClient {
         this.welcomeInfo = welcome;
         this.resumeToken = welcome.resume_token;
         this.state = 'open';
+        this.shutdownError = null;
         if (!welcome.resumed) {
           // The server forgot us (restarted, or the grace period passed): sessions are gone.
           for (const env of this.envs.values()) env.markClosed('the server did not resume this client’s sessions');
@@ -373,10 +383,7 @@ export class GymwireClient {
         if (err instanceof ProtocolError) break; // refused (auth, version): retrying will not help
       }
     }
-    if (this.state === 'reconnecting') {
-      this.state = 'closed';
-      this.failAll(new SdkError('CONNECTION_LOST', `could not reconnect: ${(lastError as Error | null)?.message ?? 'timed out'}`));
-    }
+    if (this.state === 'reconnecting') this.shut(new SdkError('CONNECTION_LOST', `could not reconnect: ${(lastError as Error | null)?.message ?? 'timed out'}`));
   }
 
   private failAll(err: Error, which: (p: Pending) => boolean = () => true): void {

@@ -19,11 +19,11 @@ afterEach(async () => {
 });
 
 describe.each(['ws', 'uws', 'memory'] as TransportName[])('shutdown over %s', (transport) => {
-  it('answers the step in flight, then fails the client at once with SERVER_SHUTDOWN (no reconnect)', async () => {
+  it('answers the step in flight, then fails requests for its sessions at once with SERVER_SHUTDOWN', async () => {
     const srv = await startTestServer(transport, { registry: testRegistry() });
     cleanups.push(() => srv.close());
     const events: ClientEvent[] = [];
-    // Default reconnect settings: a client that reconnected would only fail after a minute.
+    // Default reconnect settings: a step that waited for a reconnect would fail only after a minute.
     const c = await connect(srv.connector, { onEvent: (e) => events.push(e) });
     cleanups.push(() => c.close());
     const env = await c.make('test/Counter-v0', { delay_ms: 200 });
@@ -34,11 +34,21 @@ describe.each(['ws', 'uws', 'memory'] as TransportName[])('shutdown over %s', (t
     expect((await inFlight).obs).toBe(1);
     await closing;
     await until(() => events.some((e) => e.type === 'event' && e.event === 'shutdown'));
-    const err = await c.ping().catch((e: unknown) => e);
+    expect(env.closed).toBe(true);
+    const err = await env.step(0).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SdkError);
     expect((err as SdkError).code).toBe('SERVER_SHUTDOWN');
-    expect(c.isOpen).toBe(false);
-    expect(events.some((e) => e.type === 'reconnected')).toBe(false);
+  });
+
+  it('without reconnects, closes the client with SERVER_SHUTDOWN', async () => {
+    const srv = await startTestServer(transport, { registry: testRegistry() });
+    cleanups.push(() => srv.close());
+    const c = await connect(srv.connector, { reconnect: false });
+    cleanups.push(() => c.close());
+    await srv.server.close(5000);
+    await until(() => !c.isOpen);
+    const err = await c.ping().catch((e: unknown) => e);
+    expect((err as SdkError).code).toBe('SERVER_SHUTDOWN');
   });
 });
 

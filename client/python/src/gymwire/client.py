@@ -98,7 +98,10 @@ class AsyncClient:
         self._envs: dict[str, Any] = {}
         self._reconnecting: asyncio.Task[None] | None = None
         self._readers: set[asyncio.Task[None]] = set()
-        #: Set when the server ended this client with its ``shutdown`` event; later requests raise it.
+        #: Set from the server's ``shutdown`` event until a reconnect succeeds: requests for its (gone)
+        #: sessions raise it at once.
+        self._shutdown_error: E.ServerShutdownError | None = None
+        #: Why the connection ended for good (lost, or the server shut down): later requests raise it.
         self._closed_by: E.SdkError | None = None
 
     @classmethod
@@ -153,6 +156,8 @@ class AsyncClient:
         """Sends one request and waits for its result (requests may be pipelined)."""
         if self._state == "closed":
             raise self._closed_by or E.ClientClosedError("the client is closed")
+        if self._shutdown_error is not None and ("session_id" in fields or "session_ids" in fields):
+            raise self._shutdown_error
         timeout = self.request_timeout if timeout is ... else timeout
         rid = self._next_id
         self._next_id += 1
@@ -340,15 +345,14 @@ class AsyncClient:
                 pass
 
     def _on_server_shutdown(self, reason: str) -> None:
-        # The server answered everything in flight before saying this and closes next: waiting, or
-        # reconnecting to a server that is going away, could only end in a timeout.
-        self._state = "closed"
-        self._closed_by = E.ServerShutdownError(f"the server shut down{f' ({reason})' if reason else ''}; its sessions are gone", {"reason": reason})
+        # The server answered everything in flight before its shutdown event and closes next, taking
+        # its sessions with it: what still waits, and any request for a session, fails now instead of
+        # after a timeout. The client still reconnects (a restarted server takes new sessions);
+        # requests that need no session wait for that, up to reconnect_timeout.
+        self._shutdown_error = E.ServerShutdownError(f"the server shut down{f' ({reason})' if reason else ''}; its sessions are gone", {"reason": reason})
         for env in list(self._envs.values()):
             env.mark_closed("the server shut down")
-        self._fail_all(self._closed_by)
-        if self._reconnecting is not None:
-            self._reconnecting.cancel()
+        self._fail_all(self._shutdown_error)
 
     def _on_disconnect(self, code: int, reason: str) -> None:
         if self._state == "closed":
@@ -356,7 +360,8 @@ class AsyncClient:
         self._emit({"type": "disconnected", "code": code, "reason": reason})
         if not self.reconnect or code in _FATAL_CLOSE_CODES or self._state == "connecting":
             self._state = "closed"
-            self._fail_all(E.ConnectionLostError(f"connection closed ({code}{': ' + reason if reason else ''})", {"code": code}))
+            self._closed_by = self._shutdown_error or E.ConnectionLostError(f"connection closed ({code}{': ' + reason if reason else ''})", {"code": code})
+            self._fail_all(self._closed_by)
             return
         self._state = "reconnecting"
         if self._reconnecting is None:
@@ -385,6 +390,7 @@ class AsyncClient:
                     continue
                 self._accept_welcome(welcome)
                 self._state = "open"
+                self._shutdown_error = None
                 if not welcome.get("resumed"):
                     # The server forgot us (restarted, or the grace period passed): sessions are gone.
                     for env in list(self._envs.values()):
@@ -402,7 +408,8 @@ class AsyncClient:
                 return
             if self._state == "reconnecting":
                 self._state = "closed"
-                self._fail_all(E.ConnectionLostError(f"could not reconnect to {self.url}: {last_error or 'timed out'}"))
+                self._closed_by = E.ConnectionLostError(f"could not reconnect to {self.url}: {last_error or 'timed out'}")
+                self._fail_all(self._closed_by)
         finally:
             self._reconnecting = None
 

@@ -37,7 +37,7 @@ class ConnectionLostError(SdkError):
 
 
 class ServerShutdownError(ConnectionLostError):
-    """The server said it is shutting down (its ``shutdown`` event): this client is closed, its sessions are gone."""
+    """The server said it is shutting down (its ``shutdown`` event): its sessions are gone."""
 
     code = "SERVER_SHUTDOWN"
 
