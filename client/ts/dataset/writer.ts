@@ -290,6 +290,12 @@ export class TrajectoryWriter {
     this.part = null;
     if (broken) {
       broken.out.destroy();
+      // Finishing the Arrow writer ends the pump's wait for its next chunk (the pump then stops at the failure).
+      try {
+        broken.writer.finish();
+      } catch {
+        // already finished
+      }
       await broken.pump.catch(() => {});
       await rm(join(this.dir, broken.name), { force: true }).catch(() => {});
       this.files.splice(this.files.indexOf(broken.name), 1);
