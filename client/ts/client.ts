@@ -82,7 +82,7 @@ export class GymwireClient {
   private resumeToken: string | undefined;
   private readonly envs = new Map<string, RemoteEnv>();
   private reconnecting: Promise<void> | null = null;
-  /** Why the client closed (closed by its user, reconnecting gave up): later requests fail with it. */
+  /** Set when the server's shutdown closed the client (no reconnects): later requests fail with it rather than CLOSED. */
   private closedBy: SdkError | null = null;
   /** Set from the server's `shutdown` event until a reconnect succeeds: requests for its (gone) sessions fail with it at once. */
   private shutdownError: SdkError | null = null;
@@ -200,9 +200,8 @@ export class GymwireClient {
     this.transport = null;
   }
 
-  /** Ends the client: no more requests, no reconnects; whatever waits, and every later request, fails with `err`. */
+  /** Ends the client: no more requests, no reconnects; whatever waits fails with `err`. */
   private shut(err: SdkError): void {
-    this.closedBy = err;
     this.state = 'closed';
     this.poller?.stop();
     if (this.sweeper) clearInterval(this.sweeper);
@@ -342,6 +341,7 @@ export class GymwireClient {
     this.opts.onEvent?.({ type: 'disconnected', code, reason });
     const fatal = code === 1008 || code === 1002; // unauthorized or version mismatch: retrying cannot help
     if (this.opts.reconnect === false || fatal || this.state === 'connecting') {
+      this.closedBy = this.shutdownError;
       this.shut(this.shutdownError ?? new SdkError('CONNECTION_LOST', `connection closed (${code}${reason ? `: ${reason}` : ''})`, { code }));
       return;
     }

@@ -101,7 +101,8 @@ class AsyncClient:
         #: Set from the server's ``shutdown`` event until a reconnect succeeds: requests for its (gone)
         #: sessions raise it at once.
         self._shutdown_error: E.ServerShutdownError | None = None
-        #: Why the connection ended for good (lost, or the server shut down): later requests raise it.
+        #: Set when the server's shutdown closed the client (no reconnects): later requests raise it
+        #: rather than ClientClosedError.
         self._closed_by: E.SdkError | None = None
 
     @classmethod
@@ -360,8 +361,8 @@ class AsyncClient:
         self._emit({"type": "disconnected", "code": code, "reason": reason})
         if not self.reconnect or code in _FATAL_CLOSE_CODES or self._state == "connecting":
             self._state = "closed"
-            self._closed_by = self._shutdown_error or E.ConnectionLostError(f"connection closed ({code}{': ' + reason if reason else ''})", {"code": code})
-            self._fail_all(self._closed_by)
+            self._closed_by = self._shutdown_error
+            self._fail_all(self._shutdown_error or E.ConnectionLostError(f"connection closed ({code}{': ' + reason if reason else ''})", {"code": code}))
             return
         self._state = "reconnecting"
         if self._reconnecting is None:
@@ -408,8 +409,7 @@ class AsyncClient:
                 return
             if self._state == "reconnecting":
                 self._state = "closed"
-                self._closed_by = E.ConnectionLostError(f"could not reconnect to {self.url}: {last_error or 'timed out'}")
-                self._fail_all(self._closed_by)
+                self._fail_all(E.ConnectionLostError(f"could not reconnect to {self.url}: {last_error or 'timed out'}"))
         finally:
             self._reconnecting = None
 
