@@ -919,9 +919,12 @@ export class ServerCore {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
     const deadline = Date.now() + timeoutMs;
+    const waitUntil = async (done: () => boolean) => {
+      while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    };
     this.poller?.stop();
     if (this.reaper) clearInterval(this.reaper);
-    await waitUntil(() => this.inFlight === 0, deadline);
+    await waitUntil(() => this.inFlight === 0);
     // Let the last answers reach the sockets before the event and the close frame queue behind them.
     await new Promise((r) => setImmediate(r));
     const event = encode({ type: 'event', event: 'shutdown', reason: 'the server is shutting down' } satisfies ServerEvent);
@@ -931,7 +934,7 @@ export class ServerCore {
     }
     // A slow reader still has answers queued ahead of the close frame: it answers the close once it
     // has read them all, which is when its connection ends.
-    await waitUntil(() => this.connections.size === 0, deadline);
+    await waitUntil(() => this.connections.size === 0);
     for (const conn of [...this.connections]) {
       conn.log.warn({ drain_ms: timeoutMs }, 'peer did not read its answers within the drain time; dropping the connection');
       conn.transport.terminate();
@@ -939,11 +942,6 @@ export class ServerCore {
     await Promise.all([...this.sessions.values()].map((s) => this.closeSession(s, 'server shutting down', false)));
     this.log.info('server shut down');
   }
-}
-
-/** Resolves once `done()` holds or at `deadline` (ms since the epoch), whichever comes first. */
-async function waitUntil(done: () => boolean, deadline: number): Promise<void> {
-  while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
 }
 
 function findTimeLimit(env: Env): number | null {
