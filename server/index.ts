@@ -62,7 +62,11 @@ export interface RunningServer {
   readonly port: number;
   /** ws://host:port (empty for the memory transport). */
   readonly url: string;
-  /** Graceful: answers in-flight requests, then closes sessions, connections and the socket. */
+  /**
+   * Graceful: stops accepting, answers in-flight requests and lets every client read its answers,
+   * the `shutdown` event and a 1001 close, all within `timeoutMs` (default 10 s; connections still
+   * open then are dropped); then closes sessions and the transport.
+   */
   close(timeoutMs?: number): Promise<void>;
 }
 
@@ -101,6 +105,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     url,
     close(timeoutMs?: number) {
       closing ??= (async () => {
+        transport.stopAccepting?.();
         await core.shutdown(timeoutMs);
         await transport.close();
         await ownRegistry?.close();

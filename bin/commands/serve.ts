@@ -22,6 +22,7 @@ export interface ServeOptions {
   maxFrameBytes: string;
   resumeGrace: string;
   busyPollUs: string;
+  drainTimeout: string;
   check?: boolean;
   mcpAllowOrigin?: string[];
   tokenFile?: string;
@@ -64,6 +65,7 @@ export function registerServe(program: Command): void {
     .option('--max-frame-bytes <n>', 'largest frame accepted (bytes)', String(64 * 1024 * 1024))
     .option('--resume-grace <ms>', 'how long a disconnected client may resume its sessions', '60000')
     .option('--busy-poll-us <us>', "poll the sockets after each answer instead of sleeping, saving a core wake-up for clients that send again soon (pipelined rollouts on the same host): 'auto' adapts the window to the gaps between answers and requests (off for clients that answer late), N polls N µs after every answer, 0 never polls", 'auto')
+    .option('--drain-timeout <ms>', 'on SIGTERM or Ctrl-C: time to answer in-flight requests and let clients read their answers before connections are dropped', '10000')
     .option('--check', 'check every observation against its space (slower; for env development)')
     .option('--allow-origin <origin...>', "browser origins (https://app.example:8443) allowed besides loopback ones on the WebSocket and every HTTP route; others get 403; '*' allows any")
     .option('--allow-host <name...>', "Host names served besides IP addresses, loopback names and this machine's hostname; checked only without a token; '*' allows any")
@@ -77,7 +79,7 @@ export function registerServe(program: Command): void {
     .option('--mcp-max-body-bytes <n>', 'largest /mcp request body read (bytes); larger ones get 413 unread', String(MCP_DEFAULTS.maxBodyBytes))
     .action(async (opts: ServeOptions) => {
       if (opts.transport !== 'ws' && opts.transport !== 'uws') throw new Error(`--transport must be ws or uws, got ${opts.transport}`);
-      for (const [flag, value] of Object.entries({ '--port': opts.port, '--idle-timeout': opts.idleTimeout, '--max-sessions': opts.maxSessions, '--max-sessions-per-client': opts.maxSessionsPerClient, '--max-frame-bytes': opts.maxFrameBytes, '--resume-grace': opts.resumeGrace, '--max-connections': opts.maxConnections, '--max-preauth-per-ip': opts.maxPreauthPerIp, '--hello-timeout': opts.helloTimeout, '--mcp-max-sessions': opts.mcpMaxSessions, '--mcp-max-sessions-per-caller': opts.mcpMaxSessionsPerCaller, '--mcp-max-body-bytes': opts.mcpMaxBodyBytes })) {
+      for (const [flag, value] of Object.entries({ '--port': opts.port, '--idle-timeout': opts.idleTimeout, '--max-sessions': opts.maxSessions, '--max-sessions-per-client': opts.maxSessionsPerClient, '--max-frame-bytes': opts.maxFrameBytes, '--resume-grace': opts.resumeGrace, '--max-connections': opts.maxConnections, '--max-preauth-per-ip': opts.maxPreauthPerIp, '--hello-timeout': opts.helloTimeout, '--mcp-max-sessions': opts.mcpMaxSessions, '--mcp-max-sessions-per-caller': opts.mcpMaxSessionsPerCaller, '--mcp-max-body-bytes': opts.mcpMaxBodyBytes, '--drain-timeout': opts.drainTimeout })) {
         if (!/^\d+$/.test(value)) throw new Error(`${flag} must be a non-negative integer, got ${JSON.stringify(value)}`);
       }
       const busyPollUs = parseBusyPoll(opts.busyPollUs);
@@ -120,7 +122,7 @@ export function registerServe(program: Command): void {
         if (stopping) process.exit(1);
         stopping = true;
         logger.info({ signal }, 'shutting down: answering in-flight requests');
-        void server.close(10_000).then(() => process.exit(0));
+        void server.close(Number(opts.drainTimeout)).then(() => process.exit(0));
       };
       process.on('SIGINT', () => stop('SIGINT'));
       process.on('SIGTERM', () => stop('SIGTERM'));

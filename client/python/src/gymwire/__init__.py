@@ -24,6 +24,7 @@ from .errors import (
     RequestTimeoutError,
     SdkError,
     ServerError,
+    ServerShutdownError,
     SessionLostError,
     VersionMismatchError,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "RequestTimeoutError",
     "SdkError",
     "ServerError",
+    "ServerShutdownError",
     "SessionLostError",
     "ToolEnvironment",
     "ToolSet",
