@@ -17,6 +17,7 @@ import type { HttpRoutes } from './http.ts';
 import { baseRoutes } from './http.ts';
 import type { ServerTransport } from './transport.ts';
 import { MemoryTransport } from './transports/memory.ts';
+import type { FramePoolOptions } from './frame-pool.ts';
 import { UwsTransport } from './transports/uws.ts';
 import { WsTransport } from './transports/ws.ts';
 
@@ -41,6 +42,10 @@ export interface ServerOptions {
    * fixed window in µs. The memory transport's default is 0 (client and server share the thread).
    */
   busyPollUs?: BusyPollSetting;
+  /** See ServerCoreOptions.maxDepartedReplyBytes. */
+  maxDepartedReplyBytes?: number;
+  /** See ServerCoreOptions.framePool. */
+  framePool?: FramePoolOptions;
 }
 
 export interface RunningServer {
@@ -66,6 +71,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     checkEnvs: opts.checkEnvs,
     reapIntervalMs: opts.reapIntervalMs,
     busyPollUs: opts.busyPollUs ?? (opts.transport === 'memory' ? 0 : 'auto'),
+    maxDepartedReplyBytes: opts.maxDepartedReplyBytes,
+    framePool: opts.framePool,
   });
   const name = opts.transport ?? 'ws';
   let transport: ServerTransport;

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 
 import { parseBusyPoll } from '../../protocol/busy-poll.ts';
+import { parseByteSize } from '../../server/budgets.ts';
 import { startServer } from '../../server/index.ts';
 import { mountMcp } from '../../server/mcp/index.ts';
 import { mountViewer } from '../../server/viewer/index.ts';
@@ -19,6 +20,9 @@ export interface ServeOptions {
   maxFrameBytes: string;
   resumeGrace: string;
   busyPollUs: string;
+  maxMemoryPerClient: string;
+  maxMemory: string;
+  maxDepartedReplyBytes: string;
   check?: boolean;
   mcpAllowOrigin?: string[];
 }
@@ -38,6 +42,9 @@ export function registerServe(program: Command): void {
     .option('--max-frame-bytes <n>', 'largest frame accepted (bytes)', String(64 * 1024 * 1024))
     .option('--resume-grace <ms>', 'how long a disconnected client may resume its sessions', '60000')
     .option('--busy-poll-us <us>', "poll the sockets after each answer instead of sleeping, saving a core wake-up for clients that send again soon (pipelined rollouts on the same host): 'auto' adapts the window to the gaps between answers and requests (off for clients that answer late), N polls N µs after every answer, 0 never polls", 'auto')
+    .option('--max-memory-per-client <size>', 'memory one client’s sessions may hold, as their envs estimate it at make (bytes, or 8g, 512m; 0: no budget)', '8g')
+    .option('--max-memory <size>', 'memory all sessions may hold together (bytes, or 16g; 0: no budget)', '16g')
+    .option('--max-departed-reply-bytes <size>', 'answers kept for disconnected clients to resume with, all together (bytes, or 256m); those that left first lose theirs', '256m')
     .option('--check', 'check every observation against its space (slower; for env development)')
     .option('--mcp-allow-origin <origin...>', 'browser origins allowed to use /mcp besides loopback ones (others get 403)')
     .action(async (opts: ServeOptions) => {
@@ -55,7 +62,10 @@ export function registerServe(program: Command): void {
         logger,
         checkEnvs: opts.check ?? false,
         busyPollUs,
+        maxDepartedReplyBytes: parseByteSize(opts.maxDepartedReplyBytes, '--max-departed-reply-bytes'),
         limits: {
+          max_memory_bytes_per_client: parseByteSize(opts.maxMemoryPerClient, '--max-memory-per-client'),
+          max_memory_bytes: parseByteSize(opts.maxMemory, '--max-memory'),
           idle_timeout_ms: Number(opts.idleTimeout),
           max_sessions: Number(opts.maxSessions),
           max_sessions_per_client: Number(opts.maxSessionsPerClient),

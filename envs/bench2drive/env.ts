@@ -23,7 +23,7 @@ import type { Env, EnvMetadata, EnvTool, Info, ResetOptions, ResetResult, StepRe
 import { InvalidActionError, InvalidOptionsError, defineTool } from '../core/env.ts';
 import { packState, unpackState } from '../core/state.ts';
 import type { CameraSpec, RenderBox } from '../driving/render/index.ts';
-import { CameraRig, SemanticGrid, castLidar } from '../driving/render/index.ts';
+import { CameraRig, SemanticGrid, cameraRigBytes, castLidar } from '../driving/render/index.ts';
 import { ROAD_OPTION_NAMES, RoutePlanner } from './commands.ts';
 import type { RoutePoint } from './commands.ts';
 import type { InfractionEntry } from './scoring.ts';
@@ -74,6 +74,21 @@ export const Bench2DriveKwargsSchema = z
 export type Bench2DriveKwargs = z.infer<typeof Bench2DriveKwargsSchema>;
 
 export const WAYPOINTS = 6;
+
+const MIB = 1024 * 1024;
+
+/**
+ * The memory one session holds, for the server's memory budgets: the world, plus about 1 MiB of
+ * cached map raster per route it may visit, plus its cameras (see cameraRigBytes) and a LiDAR sweep.
+ * Measured: 1.8 MiB for one route without sensors, 11 MiB after 12 routes, 106 MiB of camera
+ * memory at the default six 1600x900 cameras (before the answers that carry the images).
+ */
+export function estimateBench2DriveBytes(kwargs: Bench2DriveKwargs): number {
+  const routes = kwargs.route ? 1 : (kwargs.routes === 'dev' ? DEV_ROUTE_IDS : ROUTE_IDS).length;
+  const camNames = kwargs.cameras === true ? CAMERA_NAMES : kwargs.cameras ? kwargs.cameras : [];
+  const cameras = camNames.length ? cameraRigBytes(bench2driveCameras(kwargs.camera_width ?? 1600, kwargs.camera_height ?? 900, camNames)) : 0;
+  return 4 * MIB + routes * MIB + cameras + (kwargs.lidar ? 4 * MIB : 0);
+}
 
 /** Lat/lon from metres around (0, 0), as a GNSS sensor at the map origin would report. */
 function toGnss(x: number, y: number): [number, number, number] {

@@ -2,7 +2,7 @@
  * Registers `gymwire/NavsimEnv-v1` (PDMS) and `gymwire/NavsimEnv-v2` (EPDMS).
  */
 import type { Registry } from '../core/registry.ts';
-import { NavsimEnv, NavsimKwargsSchema } from './env.ts';
+import { estimateNavsimBytes, NavsimEnv, NavsimKwargsSchema } from './env.ts';
 
 export function registerNavsim(registry: Registry): void {
   for (const version of [1, 2] as const) {
@@ -11,6 +11,7 @@ export function registerNavsim(registry: Registry): void {
       description: `NAVSIM ${version === 1 ? 'v1: PDM Score' : 'v2: Extended PDM Score'} on seeded synthetic scenes (or a directory of scene files): one 4 s trajectory of 8 poses per scene, tracked by LQR + kinematic bicycle and scored.`,
       entryPoint: (kwargs) => new NavsimEnv(version, kwargs),
       kwargsSchema: NavsimKwargsSchema,
+      estimateBytes: estimateNavsimBytes,
       // Two steps when v2's two-stage mode is on; one-stage episodes terminate after the first.
       maxEpisodeSteps: 2,
       tags: ['driving', 'navsim'],
