@@ -14,7 +14,7 @@
 import { z } from 'zod';
 
 import type { Random } from './random.ts';
-import { DTYPES, isBigIntDType, isIntegerDType, shapeSize, Tensor } from './tensor.ts';
+import { DTYPES, isBigIntDType, isIntegerDType, itemSize, shapeSize, Tensor } from './tensor.ts';
 import type { DType } from './tensor.ts';
 
 export const TensorSchema = z
@@ -545,6 +545,35 @@ export function stackTensors(items: readonly Tensor[], dtype: DType, shape: read
 /** True when values of this space can be stacked into one tensor (Box, MultiDiscrete, MultiBinary, Discrete). */
 export function isStackable(space: Space): boolean {
   return space.type === 'box' || space.type === 'multi_discrete' || space.type === 'multi_binary' || space.type === 'discrete';
+}
+
+/**
+ * Roughly the bytes a value of this space takes on the wire: exact for tensors, a small allowance
+ * for scalars and strings, nothing for Sequence and Graph (their size is the env's choice). A
+ * server sizes the memory for a session's first large answer from it.
+ */
+export function spaceBytes(space: Space): number {
+  switch (space.type) {
+    case 'box':
+      return shapeSize(space.shape) * itemSize(space.dtype) + 16;
+    case 'multi_binary':
+      return shapeSize(space.n) + 16;
+    case 'multi_discrete':
+      return space.nvec.size * itemSize(space.dtype) + 16;
+    case 'discrete':
+      return 9;
+    case 'text':
+      return space.max_length * 4 + 5;
+    case 'dict':
+      return Object.entries(space.spaces).reduce((sum, [key, sub]) => sum + key.length + 2 + spaceBytes(sub), 5);
+    case 'tuple':
+      return space.spaces.reduce((sum, sub) => sum + spaceBytes(sub), 5);
+    case 'oneof':
+      return Math.max(0, ...space.spaces.map(spaceBytes)) + 10;
+    case 'sequence':
+    case 'graph':
+      return 0;
+  }
 }
 
 /** A short human description, e.g. `Box(-inf, inf, (4,), float32)`. */

@@ -28,7 +28,7 @@ import { previewValue, ProtocolError } from '../protocol/errors.ts';
 import type { ErrorCode } from '../protocol/errors.ts';
 import { AUTORESET_MODES, PROTOCOL_VERSION, REQUEST_SCHEMAS, SUPPORTED_PROTOCOL_VERSIONS } from '../protocol/messages.ts';
 import type { Limits, RequestOf, RequestType, ResultOf, ServerEvent } from '../protocol/messages.ts';
-import { contains, isPlainObject, stackTensors } from '../protocol/spaces.ts';
+import { contains, isPlainObject, spaceBytes, stackTensors } from '../protocol/spaces.ts';
 import { Tensor, TensorFormatError } from '../protocol/tensor.ts';
 import { boundDepartedReplies, MemoryBudget } from './budgets.ts';
 import { FramePool } from './frame-pool.ts';
@@ -609,6 +609,9 @@ export class ServerCore {
     }
     const maxSteps = findTimeLimit(env);
     const session = new Session(id, req.env_id, env, client.id, conn.log.child({ session: id, env: req.env_id }), maxSteps, this.metrics.forEnv(req.env_id));
+    // Sized from the space, a camera session's first reset is encoded into pooled memory too
+    // (msgpackr growing its own buffer through a 100 MB answer took the event loop ~0.7 s).
+    session.replyBytes = spaceBytes(env.observationSpace);
     this.sessions.set(id, session);
     client.sessions.add(id);
     this.metrics.openSessions.inc({ env_id: req.env_id });

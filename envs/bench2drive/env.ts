@@ -22,7 +22,7 @@ import { Tensor } from '../../protocol/tensor.ts';
 import type { Env, EnvMetadata, EnvTool, Info, ResetOptions, ResetResult, StepResult } from '../core/env.ts';
 import { InvalidActionError, InvalidOptionsError, defineTool } from '../core/env.ts';
 import { packState, unpackState } from '../core/state.ts';
-import type { CameraSpec, RenderBox } from '../driving/render/index.ts';
+import type { CameraSpec, RenderBox, RenderInput } from '../driving/render/index.ts';
 import { CameraRig, SemanticGrid, cameraRigBytes, castLidar } from '../driving/render/index.ts';
 import { ROAD_OPTION_NAMES, RoutePlanner } from './commands.ts';
 import type { RoutePoint } from './commands.ts';
@@ -114,14 +114,23 @@ export class Bench2DriveEnv implements Env {
   private prevR = 0;
   private finished = false;
   private finalStatus: string | null = null;
+  /** The cameras, whether this env renders them (rig) or leaves them to a render pool. */
+  readonly cameras: readonly CameraSpec[];
+  /** With external cameras: what the last observation's images must show (see lastCameraInput). */
+  private cameraInput: RenderInput | null = null;
 
-  constructor(kwargs: Bench2DriveKwargs = {}) {
+  /**
+   * `externalCameras`: leave the images out of observations (`rgb` holds null) for a wrapper that
+   * renders them elsewhere from lastCameraInput(), such as PooledCameras on a render thread.
+   */
+  constructor(kwargs: Bench2DriveKwargs = {}, opts: { externalCameras?: boolean } = {}) {
     this.kwargs = Bench2DriveKwargsSchema.parse(kwargs);
     this.renderMode = this.kwargs.render_mode ?? null;
     const camNames = this.kwargs.cameras === true ? CAMERA_NAMES : this.kwargs.cameras ? this.kwargs.cameras : [];
     const W = this.kwargs.camera_width ?? 1600;
     const H = this.kwargs.camera_height ?? 900;
-    this.rig = camNames.length ? new CameraRig(bench2driveCameras(W, H, camNames)) : null;
+    this.cameras = camNames.length ? bench2driveCameras(W, H, camNames) : [];
+    this.rig = this.cameras.length && !opts.externalCameras ? new CameraRig(this.cameras) : null;
     const f32 = (shape: number[], low = -Infinity, high = Infinity) => box({ low, high, shape, dtype: 'float32' });
     const spaces: Record<string, Space> = {
       speed: f32([1], 0),
@@ -133,7 +142,7 @@ export class Bench2DriveEnv implements Env {
       command: discrete(8, -1),
       command_far: discrete(8, -1),
     };
-    if (this.rig) spaces['rgb'] = dict(Object.fromEntries(camNames.map((n) => [n, box({ low: 0, high: 255, shape: [H, W, 3], dtype: 'uint8' })])));
+    if (this.cameras.length) spaces['rgb'] = dict(Object.fromEntries(camNames.map((n) => [n, box({ low: 0, high: 255, shape: [H, W, 3], dtype: 'uint8' })])));
     if (this.kwargs.lidar) spaces['lidar'] = sequence(f32([4]), true);
     this.observationSpace = dict(spaces);
     this.actionSpace =
@@ -276,11 +285,15 @@ export class Bench2DriveEnv implements Env {
       command: cmd.near,
       command_far: cmd.far,
     };
-    if (this.rig || this.kwargs.lidar) {
+    if (this.cameras.length || this.kwargs.lidar) {
       const input = this.renderInput();
       if (this.rig) {
         const imgs = this.rig.render(input);
         obs['rgb'] = Object.fromEntries(this.rig.cameras.map((c, i) => [c.name, new Tensor('uint8', [c.height, c.width, 3], imgs[i]!)]));
+      } else if (this.cameras.length) {
+        // Filled in by the wrapper that renders the cameras; the key keeps its place in the map.
+        obs['rgb'] = null;
+        this.cameraInput = { grid: input.grid, ego: input.ego, boxes: input.boxes };
       }
       if (this.kwargs.lidar) {
         const { data, n } = castLidar(input, { channels: 32, azimuthSteps: 360, x: -0.39, y: 0, z: 1.84, range: 85 });
@@ -378,6 +391,18 @@ export class Bench2DriveEnv implements Env {
         },
       }),
     ];
+  }
+
+  /** The scene the last observation's camera images show (external cameras only; null before reset). */
+  lastCameraInput(): RenderInput | null {
+    return this.cameraInput;
+  }
+
+  /** The scene as it is now, for render(): null before reset. */
+  currentCameraInput(): RenderInput | null {
+    if (!this.world) return null;
+    const input = this.renderInput();
+    return { grid: input.grid, ego: input.ego, boxes: input.boxes };
   }
 
   /** A top-down frame: the front camera when cameras are on, else a 256x256 BEV-like view. */
