@@ -5,24 +5,24 @@
  * target is 50 ms; the bound asserted here is looser so a loaded test machine cannot flip it, and
  * test/bench/event-loop.bench.ts reports the real figure (docs/benchmarks.md).
  */
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-
 import { afterEach, describe, expect, it } from 'vitest';
 
 import { connect } from '../../client/ts/client.ts';
-import type { GymwireClient } from '../../client/ts/client.ts';
 import { Registry } from '../../envs/core/registry.ts';
 import { registerBench2Drive, Bench2DriveEnv } from '../../envs/bench2drive/index.ts';
 import { registerClassic } from '../../envs/classic/index.ts';
 import { RenderPool } from '../../envs/driving/render/pool.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { startServer } from '../../server/index.ts';
+import { pingGapsDuringHeavyClient } from '../helpers/ping-gaps.ts';
 import type { RunningServer } from '../../server/index.ts';
 
 const LARGEST = { cameras: true, camera_width: 3200, camera_height: 1800, route: 'HighwayCutIn_0' };
-/** Generous against the 50 ms target: vitest runs other files on the same two cores meanwhile. */
-const MAX_PING_GAP_MS = 250;
+/**
+ * Generous against the 50 ms target: vitest runs other files on the same two cores meanwhile, and
+ * the floor (no cameras) alone reached 180 ms there. Rendering on the event loop cost seconds.
+ */
+const MAX_PING_GAP_MS = 500;
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -38,31 +38,6 @@ async function serve(pool: RenderPool): Promise<RunningServer> {
   return server;
 }
 
-/**
- * Runs test/helpers/heavy-client.ts against `url` in a child process and pings back to back
- * until it exits; returns the slowest round trip (ms), how many pings were sent and its lines.
- */
-export async function pingGapsDuringHeavyClient(client: GymwireClient, url: string, kwargs: Record<string, unknown>, steps: number): Promise<{ maxMs: number; pings: number; lines: string[] }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../helpers/heavy-client.ts', import.meta.url)), url, JSON.stringify(kwargs), String(steps)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  let exited = false;
-  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => {
-    exited = true;
-    resolve(code);
-  }));
-  let maxMs = 0;
-  let pings = 0;
-  while (!exited) {
-    const t0 = performance.now();
-    await client.ping();
-    maxMs = Math.max(maxMs, performance.now() - t0);
-    pings++;
-  }
-  expect(await exit).toBe(0);
-  return { maxMs, pings, lines: out.trim().split('\n') };
-}
-
 describe('heavy env work off the event loop', () => {
   it('answers another client’s ping promptly while a largest-size Bench2Drive camera session is made, reset and stepped', async () => {
     const pool = new RenderPool({ threads: 1 });
@@ -76,10 +51,14 @@ describe('heavy env work off the event loop', () => {
     await warm.reset({ seed: 0 });
     await warm.close();
 
+    // The floor: the same client and phases without cameras, so only the machine's load slows pings.
+    const floor = await pingGapsDuringHeavyClient(b, server.url, { route: 'HighwayCutIn_0' }, 1);
     const gaps = await pingGapsDuringHeavyClient(b, server.url, LARGEST, 1);
+    expect(floor.lines).toEqual(['made', 'reset null', 'step']);
     expect(gaps.lines).toEqual(['made', 'reset [1800,3200,3]', 'step']);
     expect(gaps.pings).toBeGreaterThan(10);
-    expect(gaps.maxMs).toBeLessThan(MAX_PING_GAP_MS);
+    // Rendering on the event loop stalled pings for seconds (5.3 s to make a default-size session).
+    expect(gaps.maxMs, JSON.stringify({ gaps: gaps.maxByPhase, floor: floor.maxByPhase })).toBeLessThan(Math.max(MAX_PING_GAP_MS, 2 * floor.maxMs));
   }, 240_000);
 
   it('renders the same images on the pool as the env draws itself (same seed, same episode)', async () => {
