@@ -32,6 +32,7 @@ export const ERROR_CODES = {
   ENV_ERR_INVALID_STATE: { fault: 'client', summary: 'set_state was given bytes that this env cannot restore.' },
   ENV_ERR_UNSUPPORTED: { fault: 'client', summary: 'The env does not support the operation (no render mode, no state, no such format).' },
   ENV_ERR_TOO_MANY_SESSIONS: { fault: 'client', summary: 'A session limit (per connection or per server) is reached.' },
+  ENV_ERR_MEMORY_BUDGET: { fault: 'client', summary: 'make would take a session past a memory budget (max_memory_bytes_per_client or max_memory_bytes from the welcome); details give the session’s estimated bytes, the limit and what is in use. Nothing was built.' },
   ENV_ERR_TOO_MANY_PENDING: { fault: 'client', summary: 'Too many requests are waiting on one session.' },
   ENV_ERR_REPLY_EXPIRED: { fault: 'client', summary: 'A request id below the highest this client sent has no held answer: it ran and its answer was evicted (too many unacknowledged answers), or the id was never used (ids must increase). It was not run.' },
   ENV_ERR_SHUTTING_DOWN: { fault: 'server', summary: 'The server is shutting down and accepts no new work.' },

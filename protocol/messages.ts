@@ -147,6 +147,8 @@ export const LimitsSchema = z.object({
   max_sessions_per_client: z.number().int(),
   max_sessions: z.number().int(),
   max_pending_per_session: z.number().int(),
+  max_memory_bytes_per_client: z.number().int().describe('memory one client’s sessions may hold together, as their envs estimate it at make; 0: no budget'),
+  max_memory_bytes: z.number().int().describe('memory every session on the server may hold together; 0: no budget'),
   idle_timeout_ms: z.number().int().describe('sessions idle this long are closed; 0 disables the reaper'),
   resume_grace_ms: z.number().int().describe('how long a disconnected client’s sessions wait for it to resume'),
   heartbeat_ms: z.number().int(),

@@ -14,7 +14,7 @@
 import { z } from 'zod';
 
 import type { Random } from './random.ts';
-import { DTYPES, isBigIntDType, isIntegerDType, shapeSize, Tensor } from './tensor.ts';
+import { DTYPES, isBigIntDType, isIntegerDType, itemSize, shapeSize, Tensor } from './tensor.ts';
 import type { DType } from './tensor.ts';
 
 export const TensorSchema = z
@@ -29,8 +29,8 @@ export const BoxSpaceSchema = z.object({
   type: z.literal('box'),
   dtype: DTypeSchema,
   shape: ShapeSchema,
-  low: TensorSchema.describe('lower bounds, dtype and shape of the box; -inf kept'),
-  high: TensorSchema.describe('upper bounds, dtype and shape of the box; +inf kept'),
+  low: TensorSchema.describe('lower bounds in the box’s dtype; shaped like the box or a suffix of its shape, broadcast ([] is one value for every element); -inf kept'),
+  high: TensorSchema.describe('upper bounds in the box’s dtype; shaped like the box or a suffix of its shape, broadcast ([] is one value for every element); +inf kept'),
 });
 export const DiscreteSpaceSchema = z.object({
   type: z.literal('discrete'),
@@ -115,26 +115,51 @@ export const SpaceSchema: z.ZodType<Space> = z.lazy(() =>
 
 type Bound = number | bigint | readonly number[] | Tensor;
 
+/**
+ * A box with more elements than this gets a scalar bound (shape `[]`) when its bound is given as
+ * one number: filling an image's bounds element by element cost seconds and hundreds of MB per
+ * session. Smaller boxes keep full-shape bounds, the form clients before broadcast bounds expect.
+ */
+export const BROADCAST_BOUND_MIN_ELEMENTS = 4096;
+
 function boundTensor(bound: Bound, dtype: DType, shape: readonly number[], fallback: number): Tensor {
   if (bound instanceof Tensor) {
-    if (bound.dtype !== dtype) return Tensor.from(dtype, shape, bound.toNumbers());
+    if (!broadcastsTo(bound.shape, shape)) throw new Error(`a bound of shape [${bound.shape.join(', ')}] does not broadcast to the box's shape [${shape.join(', ')}]`);
+    if (bound.dtype !== dtype) return Tensor.from(dtype, bound.shape, bound.toNumbers());
     return bound;
   }
   const n = shapeSize(shape);
-  const values =
-    typeof bound === 'number' || typeof bound === 'bigint' ? new Array<number | bigint>(n).fill(bound) : Array.from(bound as readonly number[]);
-  if (values.length !== n) throw new Error(`bound has ${values.length} values but the shape [${shape.join(', ')}] needs ${n}`);
+  const scalar = typeof bound === 'number' || typeof bound === 'bigint';
+  const boundShape = scalar && n > BROADCAST_BOUND_MIN_ELEMENTS ? [] : shape;
+  const values = scalar ? new Array<number | bigint>(shapeSize(boundShape)).fill(bound) : Array.from(bound as readonly number[]);
+  if (values.length !== shapeSize(boundShape)) throw new Error(`bound has ${values.length} values but the shape [${shape.join(', ')}] needs ${n}`);
   if (isIntegerDType(dtype)) {
     // Integer boxes cannot hold infinity: clamp to the dtype's range, as Gymnasium does.
     const [lo, hi] = intRange(dtype);
     return Tensor.from(
       dtype,
-      shape,
+      boundShape,
       values.map((v) => (typeof v === 'bigint' ? v : Number.isFinite(v) ? v : v > 0 ? hi : lo)) as number[],
     );
   }
-  if (dtype === 'bool') return Tensor.from(dtype, shape, values.map((v) => (Number.isFinite(Number(v)) ? Number(v) : fallback)) as number[]);
-  return Tensor.from(dtype, shape, values as number[]);
+  if (dtype === 'bool') return Tensor.from(dtype, boundShape, values.map((v) => (Number.isFinite(Number(v)) ? Number(v) : fallback)) as number[]);
+  return Tensor.from(dtype, boundShape, values as number[]);
+}
+
+/**
+ * Whether a bound of shape `bound` applies to a box of shape `shape`: the same shape, or a suffix
+ * of it (NumPy broadcasting with the leading dimensions dropped; `[]` is one value for every
+ * element). Element i of the box then uses element `i % bound.size` of the bound.
+ */
+export function broadcastsTo(bound: readonly number[], shape: readonly number[]): boolean {
+  if (bound.length > shape.length) return false;
+  const offset = shape.length - bound.length;
+  return bound.every((d, k) => d === shape[offset + k]);
+}
+
+/** A box's bound for element i of a value (bounds may be broadcast: see broadcastsTo). */
+export function boundAt(bound: Tensor, i: number): number {
+  return bound.at(i % bound.size);
 }
 
 export function intRange(dtype: DType): [number, number] {
@@ -264,7 +289,14 @@ function boxHolds(space: BoxSpace, value: Tensor): boolean {
   }
   const low = space.low.data as ArrayLike<number>;
   const high = space.high.data as ArrayLike<number>;
-  for (let i = 0; i < n; i++) if (!(x[i]! >= low[i]! && x[i]! <= high[i]!)) return false;
+  if (low.length === n && high.length === n) {
+    for (let i = 0; i < n; i++) if (!(x[i]! >= low[i]! && x[i]! <= high[i]!)) return false;
+    return true;
+  }
+  // Broadcast bounds (a suffix of the shape, e.g. one range per colour channel).
+  const nl = low.length;
+  const nh = high.length;
+  for (let i = 0; i < n; i++) if (!(x[i]! >= low[i % nl]! && x[i]! <= high[i % nh]!)) return false;
   return true;
 }
 
@@ -280,12 +312,12 @@ export function contains(space: Space, value: unknown, path = ''): string | null
       // Something is out: the element-wise walk below names the first offender.
       for (let i = 0; i < value.size; i++) {
         const x = value.at(i);
-        const lo = space.low.at(i);
-        const hi = space.high.at(i);
+        const lo = boundAt(space.low, i);
+        const hi = boundAt(space.high, i);
         if (Number.isNaN(x)) return `element ${i} is NaN${at}; the box does not allow NaN`;
         if (isBigIntDType(space.dtype)) {
           const bx = value.data[i] as bigint;
-          if (bx < (space.low.data[i] as bigint) || bx > (space.high.data[i] as bigint)) return `element ${i} = ${bx} is outside [${lo}, ${hi}]${at}`;
+          if (bx < (space.low.data[i % space.low.size] as bigint) || bx > (space.high.data[i % space.high.size] as bigint)) return `element ${i} = ${bx} is outside [${lo}, ${hi}]${at}`;
           continue;
         }
         if (x < lo) return `element ${i} = ${x} is below low ${lo}${at}`;
@@ -433,8 +465,8 @@ export function sample(space: Space, rng: Random): unknown {
       const n = shapeSize(space.shape);
       const out = new Array<number>(n);
       for (let i = 0; i < n; i++) {
-        const lo = space.low.at(i);
-        const hi = space.high.at(i);
+        const lo = boundAt(space.low, i);
+        const hi = boundAt(space.high, i);
         let x: number;
         if (Number.isFinite(lo) && Number.isFinite(hi)) x = isIntegerDType(space.dtype) ? rng.integer(lo, hi + 1) : rng.uniform(lo, hi);
         else if (Number.isFinite(lo)) x = lo + -Math.log(1 - rng.random());
@@ -513,6 +545,35 @@ export function stackTensors(items: readonly Tensor[], dtype: DType, shape: read
 /** True when values of this space can be stacked into one tensor (Box, MultiDiscrete, MultiBinary, Discrete). */
 export function isStackable(space: Space): boolean {
   return space.type === 'box' || space.type === 'multi_discrete' || space.type === 'multi_binary' || space.type === 'discrete';
+}
+
+/**
+ * Roughly the bytes a value of this space takes on the wire: exact for tensors, a small allowance
+ * for scalars and strings, nothing for Sequence and Graph (their size is the env's choice). A
+ * server sizes the memory for a session's first large answer from it.
+ */
+export function spaceBytes(space: Space): number {
+  switch (space.type) {
+    case 'box':
+      return shapeSize(space.shape) * itemSize(space.dtype) + 16;
+    case 'multi_binary':
+      return shapeSize(space.n) + 16;
+    case 'multi_discrete':
+      return space.nvec.size * itemSize(space.dtype) + 16;
+    case 'discrete':
+      return 9;
+    case 'text':
+      return space.max_length * 4 + 5;
+    case 'dict':
+      return Object.entries(space.spaces).reduce((sum, [key, sub]) => sum + key.length + 2 + spaceBytes(sub), 5);
+    case 'tuple':
+      return space.spaces.reduce((sum, sub) => sum + spaceBytes(sub), 5);
+    case 'oneof':
+      return Math.max(0, ...space.spaces.map(spaceBytes)) + 10;
+    case 'sequence':
+    case 'graph':
+      return 0;
+  }
 }
 
 /** A short human description, e.g. `Box(-inf, inf, (4,), float32)`. */

@@ -29,11 +29,13 @@ import { FrameScanError, frameRequestId } from '../protocol/frame-scan.ts';
 import type { ErrorCode } from '../protocol/errors.ts';
 import { AUTORESET_MODES, PROTOCOL_VERSION, REQUEST_SCHEMAS, SUPPORTED_PROTOCOL_VERSIONS } from '../protocol/messages.ts';
 import type { Limits, RequestOf, RequestType, ResultOf, ServerEvent } from '../protocol/messages.ts';
-import { contains, isPlainObject, stackTensors } from '../protocol/spaces.ts';
+import { contains, isPlainObject, spaceBytes, stackTensors } from '../protocol/spaces.ts';
 import { Tensor, TensorFormatError } from '../protocol/tensor.ts';
 import { Admission, PRE_HELLO_MAX_FRAME_BYTES } from './admission.ts';
 import type { AdmissionLimits, AdmissionPass } from './admission.ts';
+import { boundDepartedReplies, MemoryBudget } from './budgets.ts';
 import { FramePool } from './frame-pool.ts';
+import type { FramePoolOptions } from './frame-pool.ts';
 import { OriginPolicy } from './origin.ts';
 import type { OriginPolicyOptions } from './origin.ts';
 import { ServerMetrics } from './metrics.ts';
@@ -63,6 +65,9 @@ export const DEFAULT_LIMITS: Limits = {
   max_sessions_per_client: 1024,
   max_sessions: 8192,
   max_pending_per_session: 256,
+  // Sane for a 24 GiB machine: room for ~70 default Bench2Drive camera sessions, and headroom for Node itself.
+  max_memory_bytes_per_client: 8 * 1024 ** 3,
+  max_memory_bytes: 16 * 1024 ** 3,
   idle_timeout_ms: 10 * 60 * 1000,
   resume_grace_ms: 60 * 1000,
   heartbeat_ms: 15 * 1000,
@@ -84,6 +89,10 @@ export interface ServerCoreOptions {
   admission?: Partial<AdmissionLimits>;
   /** Browser origins and Host names served (server/origin.ts); Host is checked by default only without a token. */
   origins?: OriginPolicyOptions;
+  /** Bytes the reply caches of disconnected clients may hold together (default 256 MiB); those that left first lose theirs. */
+  maxDepartedReplyBytes?: number;
+  /** Bounds on the frame pool's idle memory. */
+  framePool?: FramePoolOptions;
 }
 
 /**
@@ -241,11 +250,14 @@ export class ServerCore {
   readonly limits: Limits;
   readonly metrics = new ServerMetrics();
   /** Reused memory for large answers; see FramePool. */
-  readonly frames = new FramePool();
+  readonly frames: FramePool;
   /** Connection caps and hello deadlines; transports ask it before they accept an upgrade. */
   readonly admission: Admission;
   /** Which Origin and Host headers the WebSocket upgrade and every HTTP route serve. */
   readonly origins: OriginPolicy;
+  /** What sessions hold, as their envs estimate it, against the memory limits. */
+  readonly memory: MemoryBudget;
+  private readonly maxDepartedReplyBytes: number;
   /** Null when busyPollUs is 0 (or unset). */
   readonly poller: BusyPoller | null;
   /** The server's token as a SHA-256 digest (null: no token), compared by authorizes(). */
@@ -270,6 +282,9 @@ export class ServerCore {
     this.admission = new Admission(opts.admission);
     // With a token, every route that reveals or changes sessions asks for it: any Host may be served.
     this.origins = new OriginPolicy({ checkHost: this.tokenDigest === null, ...opts.origins });
+    this.frames = new FramePool(opts.framePool);
+    this.memory = new MemoryBudget({ perClient: this.limits.max_memory_bytes_per_client, total: this.limits.max_memory_bytes });
+    this.maxDepartedReplyBytes = opts.maxDepartedReplyBytes ?? 256 * 1024 * 1024;
     this.poller = BusyPoller.create(opts.busyPollUs ?? 0);
     if (this.poller) this.metrics.watchPoller(this.poller);
     this.handlers = {
@@ -584,6 +599,12 @@ export class ServerCore {
     client.connection = null;
     client.detachedAt = Date.now();
     if (this.limits.resume_grace_ms <= 0) this.dropClient(client, 'client disconnected');
+    else this.boundDepartedReplies();
+  }
+
+  private boundDepartedReplies(): void {
+    const emptied = boundDepartedReplies(this.clients.values(), this.maxDepartedReplyBytes);
+    if (emptied > 0) this.log.info({ clients: emptied, max_bytes: this.maxDepartedReplyBytes }, 'departed clients hold too many answers; emptied the reply caches of those that left first');
   }
 
   private dropClient(client: ClientState, reason: string): void {
@@ -609,6 +630,9 @@ export class ServerCore {
         this.dropClient(client, 'client disconnected and did not resume');
       }
     }
+    // Answers still running at a drop land in departed caches later.
+    this.boundDepartedReplies();
+    this.frames.trim(now);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -621,16 +645,24 @@ export class ServerCore {
     if (this.sessions.size + this.reservedTotal() >= this.limits.max_sessions) {
       throw new ProtocolError('ENV_ERR_TOO_MANY_SESSIONS', `the server has ${this.sessions.size} sessions open (max_sessions ${this.limits.max_sessions})`, { limit: 'max_sessions', max: this.limits.max_sessions });
     }
+    const id = `s_${randomBytes(9).toString('base64url')}`;
+    // Before anything is built: a session past a memory budget costs the server nothing.
+    this.memory.reserve(client.id, id, this.registry.estimateBytes(req.env_id, req.kwargs ?? {}), req.env_id);
     client.reserved++;
     let env: Env;
     try {
       env = await this.registry.make(req.env_id, req.kwargs ?? {}, { check: this.checkEnvs });
+    } catch (err) {
+      this.memory.release(id);
+      throw err;
     } finally {
       client.reserved--;
     }
-    const id = `s_${randomBytes(9).toString('base64url')}`;
     const maxSteps = findTimeLimit(env);
     const session = new Session(id, req.env_id, env, client.id, conn.log.child({ session: id, env: req.env_id }), maxSteps, this.metrics.forEnv(req.env_id));
+    // Sized from the space, a camera session's first reset is encoded into pooled memory too
+    // (msgpackr growing its own buffer through a 100 MB answer took the event loop ~0.7 s).
+    session.replyBytes = spaceBytes(env.observationSpace);
     this.sessions.set(id, session);
     client.sessions.add(id);
     this.metrics.openSessions.inc({ env_id: req.env_id });
@@ -902,6 +934,7 @@ export class ServerCore {
     if (s.closed) return;
     s.closed = true;
     this.sessions.delete(s.id);
+    this.memory.release(s.id);
     this.metrics.openSessions.dec({ env_id: s.envId });
     const client = this.clients.get(s.ownerId);
     client?.sessions.delete(s.id);

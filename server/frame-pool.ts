@@ -3,6 +3,9 @@
  * cost more than the copy itself: the kernel zeroes each new page on first touch, and V8 starts a
  * major GC for every few tens of MB of new external memory. A pooled frame goes back to the pool
  * once every holder (the request that produced it, socket writes, the reply cache) has released it.
+ * Free buffers are bounded in total bytes and handed back to the GC after sitting unused for a
+ * while (`trim`, which the server's reaper calls), so one burst of large answers does not pin its
+ * memory for the life of the process.
  */
 import { encode, encodeInto } from '../protocol/codec.ts';
 
@@ -19,16 +22,51 @@ const KEEP_FRACTION = 4;
  */
 const SMALLEST_POOLED_FRAME = (2 * POOLED_FRAME_MIN_BYTES) / KEEP_FRACTION;
 
+export interface FramePoolOptions {
+  /** Free buffers kept at most, in bytes, over every size class (default 256 MiB). */
+  maxFreeBytes?: number;
+  /** A free buffer unused this long is released by `trim` (default 30 s). */
+  idleMs?: number;
+}
+
+interface FreeBuffer {
+  buffer: Buffer;
+  /** When it went back to the pool (Date.now()). */
+  since: number;
+}
+
 interface Holders {
   refs: number;
   buffer: Buffer;
 }
 
 export class FramePool {
-  private readonly free = new Map<number, Buffer[]>();
+  private readonly free = new Map<number, FreeBuffer[]>();
   private readonly holders = new WeakMap<ArrayBufferLike, Holders>();
+  private readonly maxFreeBytes: number;
+  private readonly idleMs: number;
   /** Frames handed out and not yet back (for tests and /healthz-style introspection). */
   outstanding = 0;
+  /** Bytes held by free buffers waiting for reuse. */
+  freeBytes = 0;
+
+  constructor(opts: FramePoolOptions = {}) {
+    this.maxFreeBytes = opts.maxFreeBytes ?? 256 * 1024 * 1024;
+    this.idleMs = opts.idleMs ?? 30_000;
+  }
+
+  /** Releases free buffers unused for longer than idleMs (the pool grows back on demand). */
+  trim(now = Date.now()): void {
+    for (const [size, list] of this.free) {
+      // Each list is a stack: the oldest buffers sit at the bottom.
+      let stale = 0;
+      while (stale < list.length && now - list[stale]!.since > this.idleMs) stale++;
+      if (stale === 0) continue;
+      list.splice(0, stale);
+      this.freeBytes -= stale * size;
+      if (list.length === 0) this.free.delete(size);
+    }
+  }
 
   /**
    * Encodes `value`, into pooled memory when `expectedBytes` (the size of this stream's previous
@@ -80,12 +118,18 @@ export class FramePool {
   /** A buffer of at least `bytes` rounded up to a power of two, with headroom for the envelope. */
   private take(bytes: number): Buffer {
     const size = 2 ** Math.ceil(Math.log2(bytes + 1024));
-    return this.free.get(size)?.pop() ?? Buffer.allocUnsafeSlow(size);
+    const reused = this.free.get(size)?.pop();
+    if (!reused) return Buffer.allocUnsafeSlow(size);
+    this.freeBytes -= size;
+    return reused.buffer;
   }
 
   private putBack(buffer: Buffer): void {
+    if (this.freeBytes + buffer.byteLength > this.maxFreeBytes) return;
     let list = this.free.get(buffer.byteLength);
     if (!list) this.free.set(buffer.byteLength, (list = []));
-    if (list.length < FREE_PER_CLASS) list.push(buffer);
+    if (list.length >= FREE_PER_CLASS) return;
+    list.push({ buffer, since: Date.now() });
+    this.freeBytes += buffer.byteLength;
   }
 }

@@ -20,6 +20,7 @@ import { baseRoutes } from './http.ts';
 import type { OriginPolicyOptions } from './origin.ts';
 import type { ServerTransport } from './transport.ts';
 import { MemoryTransport } from './transports/memory.ts';
+import type { FramePoolOptions } from './frame-pool.ts';
 import { UwsTransport } from './transports/uws.ts';
 import { WsTransport } from './transports/ws.ts';
 
@@ -53,6 +54,10 @@ export interface ServerOptions {
   admission?: Partial<AdmissionLimits>;
   /** Browser origins and Host names served besides loopback ones (server/origin.ts; docs/security.md). */
   origins?: OriginPolicyOptions;
+  /** See ServerCoreOptions.maxDepartedReplyBytes. */
+  maxDepartedReplyBytes?: number;
+  /** See ServerCoreOptions.framePool. */
+  framePool?: FramePoolOptions;
 }
 
 export interface RunningServer {
@@ -84,6 +89,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     busyPollUs: opts.busyPollUs ?? (opts.transport === 'memory' ? 0 : 'auto'),
     admission: opts.admission,
     origins: opts.origins,
+    maxDepartedReplyBytes: opts.maxDepartedReplyBytes,
+    framePool: opts.framePool,
   });
   const name = opts.transport ?? 'ws';
   let transport: ServerTransport;

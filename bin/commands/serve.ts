@@ -9,6 +9,7 @@ import { MCP_DEFAULTS, mountMcp } from '../../server/mcp/index.ts';
 import { mountViewer } from '../../server/viewer/index.ts';
 import type { TransportName } from '../../server/index.ts';
 import { stderrLogger } from './logger.ts';
+import { parseBytes } from './units.ts';
 
 export interface ServeOptions {
   host: string;
@@ -23,6 +24,9 @@ export interface ServeOptions {
   resumeGrace: string;
   busyPollUs: string;
   drainTimeout: string;
+  maxMemoryPerClient: string;
+  maxMemory: string;
+  maxDepartedReplyBytes: string;
   check?: boolean;
   mcpAllowOrigin?: string[];
   tokenFile?: string;
@@ -66,6 +70,9 @@ export function registerServe(program: Command): void {
     .option('--resume-grace <ms>', 'how long a disconnected client may resume its sessions', '60000')
     .option('--busy-poll-us <us>', "poll the sockets after each answer instead of sleeping, saving a core wake-up for clients that send again soon (pipelined rollouts on the same host): 'auto' adapts the window to the gaps between answers and requests (off for clients that answer late), N polls N µs after every answer, 0 never polls", 'auto')
     .option('--drain-timeout <ms>', 'on SIGTERM or Ctrl-C: time to answer in-flight requests and let clients read their answers before connections are dropped', '10000')
+    .option('--max-memory-per-client <size>', 'memory one client’s sessions may hold, as their envs estimate it at make (bytes, or 8g, 512m; 0: no budget)', '8g')
+    .option('--max-memory <size>', 'memory all sessions may hold together (bytes, or 16g; 0: no budget)', '16g')
+    .option('--max-departed-reply-bytes <size>', 'answers kept for disconnected clients to resume with, all together (bytes, or 256m); those that left first lose theirs', '256m')
     .option('--check', 'check every observation against its space (slower; for env development)')
     .option('--allow-origin <origin...>', "browser origins (https://app.example:8443) allowed besides loopback ones on the WebSocket and every HTTP route; others get 403; '*' allows any")
     .option('--allow-host <name...>', "Host names served besides IP addresses, loopback names and this machine's hostname; checked only without a token; '*' allows any")
@@ -95,7 +102,10 @@ export function registerServe(program: Command): void {
         checkEnvs: opts.check ?? false,
         dataRoots: opts.dataRoot,
         busyPollUs,
+        maxDepartedReplyBytes: parseBytes('--max-departed-reply-bytes', opts.maxDepartedReplyBytes),
         limits: {
+          max_memory_bytes_per_client: parseBytes('--max-memory-per-client', opts.maxMemoryPerClient),
+          max_memory_bytes: parseBytes('--max-memory', opts.maxMemory),
           idle_timeout_ms: Number(opts.idleTimeout),
           max_sessions: Number(opts.maxSessions),
           max_sessions_per_client: Number(opts.maxSessionsPerClient),

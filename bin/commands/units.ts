@@ -9,7 +9,8 @@
  */
 
 const DURATION_UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-const BYTE_UNITS: Record<string, number> = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
+// k, m, g and t alone are binary, as in -Xmx and docker --memory; kB, MB and GB are decimal.
+const BYTE_UNITS: Record<string, number> = { b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3, tib: 1024 ** 4, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12 };
 
 function parseWithUnit(flag: string, value: string, units: Record<string, number>, bareUnit: string, example: string): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(value);
@@ -28,7 +29,7 @@ export function parseDuration(flag: string, value: string): number {
   return parseWithUnit(flag, value, DURATION_UNITS_MS, 'ms', '60s or 10m');
 }
 
-/** Bytes from `512KiB`, `64MiB`, `1GiB` (or kB, MB, GB) or a bare number of bytes. */
+/** Bytes from `512k`, `64MiB`, `16g`, `1GiB` (k, m, g binary; kB, MB, GB decimal) or a bare number of bytes. */
 export function parseBytes(flag: string, value: string): number {
   return parseWithUnit(flag, value, BYTE_UNITS, 'b', '64MiB');
 }

@@ -22,8 +22,8 @@ import { Tensor } from '../../protocol/tensor.ts';
 import type { Env, EnvMetadata, EnvTool, Info, ResetOptions, ResetResult, StepResult } from '../core/env.ts';
 import { InvalidActionError, InvalidOptionsError, defineTool } from '../core/env.ts';
 import { packState, unpackState } from '../core/state.ts';
-import type { CameraSpec, RenderBox } from '../driving/render/index.ts';
-import { CameraRig, SemanticGrid, castLidar } from '../driving/render/index.ts';
+import type { CameraSpec, RenderBox, RenderInput } from '../driving/render/index.ts';
+import { CameraRig, SemanticGrid, cameraRigBytes, castLidar } from '../driving/render/index.ts';
 import { ROAD_OPTION_NAMES, RoutePlanner } from './commands.ts';
 import type { RoutePoint } from './commands.ts';
 import type { InfractionEntry } from './scoring.ts';
@@ -75,6 +75,21 @@ export type Bench2DriveKwargs = z.infer<typeof Bench2DriveKwargsSchema>;
 
 export const WAYPOINTS = 6;
 
+const MIB = 1024 * 1024;
+
+/**
+ * The memory one session holds, for the server's memory budgets: the world, plus about 1 MiB of
+ * cached map raster per route it may visit, plus its cameras (see cameraRigBytes) and a LiDAR sweep.
+ * Measured: 1.8 MiB for one route without sensors, 11 MiB after 12 routes, 106 MiB of camera
+ * memory at the default six 1600x900 cameras (before the answers that carry the images).
+ */
+export function estimateBench2DriveBytes(kwargs: Bench2DriveKwargs): number {
+  const routes = kwargs.route ? 1 : (kwargs.routes === 'dev' ? DEV_ROUTE_IDS : ROUTE_IDS).length;
+  const camNames = kwargs.cameras === true ? CAMERA_NAMES : kwargs.cameras ? kwargs.cameras : [];
+  const cameras = camNames.length ? cameraRigBytes(bench2driveCameras(kwargs.camera_width ?? 1600, kwargs.camera_height ?? 900, camNames)) : 0;
+  return 4 * MIB + routes * MIB + cameras + (kwargs.lidar ? 4 * MIB : 0);
+}
+
 /** Lat/lon from metres around (0, 0), as a GNSS sensor at the map origin would report. */
 function toGnss(x: number, y: number): [number, number, number] {
   const R = 6378137;
@@ -99,14 +114,23 @@ export class Bench2DriveEnv implements Env {
   private prevR = 0;
   private finished = false;
   private finalStatus: string | null = null;
+  /** The cameras, whether this env renders them (rig) or leaves them to a render pool. */
+  readonly cameras: readonly CameraSpec[];
+  /** With external cameras: what the last observation's images must show (see lastCameraInput). */
+  private cameraInput: RenderInput | null = null;
 
-  constructor(kwargs: Bench2DriveKwargs = {}) {
+  /**
+   * `externalCameras`: leave the images out of observations (`rgb` holds null) for a wrapper that
+   * renders them elsewhere from lastCameraInput(), such as PooledCameras on a render thread.
+   */
+  constructor(kwargs: Bench2DriveKwargs = {}, opts: { externalCameras?: boolean } = {}) {
     this.kwargs = Bench2DriveKwargsSchema.parse(kwargs);
     this.renderMode = this.kwargs.render_mode ?? null;
     const camNames = this.kwargs.cameras === true ? CAMERA_NAMES : this.kwargs.cameras ? this.kwargs.cameras : [];
     const W = this.kwargs.camera_width ?? 1600;
     const H = this.kwargs.camera_height ?? 900;
-    this.rig = camNames.length ? new CameraRig(bench2driveCameras(W, H, camNames)) : null;
+    this.cameras = camNames.length ? bench2driveCameras(W, H, camNames) : [];
+    this.rig = this.cameras.length && !opts.externalCameras ? new CameraRig(this.cameras) : null;
     const f32 = (shape: number[], low = -Infinity, high = Infinity) => box({ low, high, shape, dtype: 'float32' });
     const spaces: Record<string, Space> = {
       speed: f32([1], 0),
@@ -118,7 +142,7 @@ export class Bench2DriveEnv implements Env {
       command: discrete(8, -1),
       command_far: discrete(8, -1),
     };
-    if (this.rig) spaces['rgb'] = dict(Object.fromEntries(camNames.map((n) => [n, box({ low: 0, high: 255, shape: [H, W, 3], dtype: 'uint8' })])));
+    if (this.cameras.length) spaces['rgb'] = dict(Object.fromEntries(camNames.map((n) => [n, box({ low: 0, high: 255, shape: [H, W, 3], dtype: 'uint8' })])));
     if (this.kwargs.lidar) spaces['lidar'] = sequence(f32([4]), true);
     this.observationSpace = dict(spaces);
     this.actionSpace =
@@ -261,11 +285,15 @@ export class Bench2DriveEnv implements Env {
       command: cmd.near,
       command_far: cmd.far,
     };
-    if (this.rig || this.kwargs.lidar) {
+    if (this.cameras.length || this.kwargs.lidar) {
       const input = this.renderInput();
       if (this.rig) {
         const imgs = this.rig.render(input);
         obs['rgb'] = Object.fromEntries(this.rig.cameras.map((c, i) => [c.name, new Tensor('uint8', [c.height, c.width, 3], imgs[i]!)]));
+      } else if (this.cameras.length) {
+        // Filled in by the wrapper that renders the cameras; the key keeps its place in the map.
+        obs['rgb'] = null;
+        this.cameraInput = { grid: input.grid, ego: input.ego, boxes: input.boxes };
       }
       if (this.kwargs.lidar) {
         const { data, n } = castLidar(input, { channels: 32, azimuthSteps: 360, x: -0.39, y: 0, z: 1.84, range: 85 });
@@ -363,6 +391,18 @@ export class Bench2DriveEnv implements Env {
         },
       }),
     ];
+  }
+
+  /** The scene the last observation's camera images show (external cameras only; null before reset). */
+  lastCameraInput(): RenderInput | null {
+    return this.cameraInput;
+  }
+
+  /** The scene as it is now, for render(): null before reset. */
+  currentCameraInput(): RenderInput | null {
+    if (!this.world) return null;
+    const input = this.renderInput();
+    return { grid: input.grid, ego: input.ego, boxes: input.boxes };
   }
 
   /** A top-down frame: the front camera when cameras are on, else a 256x256 BEV-like view. */

@@ -32,7 +32,16 @@ export interface EnvSpec<K = Record<string, unknown>> {
   maxEpisodeSteps?: number;
   /** Free-form tags for listings (e.g. ['driving', 'benchmark']). */
   tags?: string[];
+  /**
+   * The memory one session holds, in bytes, for these (validated) kwargs: cameras, buffers, tables.
+   * The server checks it against its memory budgets before building the env, so it must be cheap
+   * and computed from the kwargs alone. Absent: DEFAULT_SESSION_BYTES.
+   */
+  estimateBytes?(kwargs: K): number;
 }
+
+/** What a session of an env that declares no estimate is assumed to hold. */
+export const DEFAULT_SESSION_BYTES = 1024 * 1024;
 
 export interface EnvListing {
   id: string;
@@ -135,9 +144,27 @@ export class Registry {
     });
   }
 
+  /** Validates kwargs and returns the memory a session made with them would hold (see EnvSpec.estimateBytes). */
+  estimateBytes(id: string, kwargs: Record<string, unknown> = {}): number {
+    const spec = this.spec(id);
+    if (!spec.estimateBytes) return DEFAULT_SESSION_BYTES;
+    const bytes = spec.estimateBytes(this.parseKwargs(spec, kwargs));
+    return Number.isFinite(bytes) && bytes > 0 ? Math.ceil(bytes) : DEFAULT_SESSION_BYTES;
+  }
+
   /** Validates kwargs and builds the env with the standard wrappers. */
   async make(id: string, kwargs: Record<string, unknown> = {}, opts: MakeOptions = {}): Promise<Env> {
     const spec = this.spec(id);
+    let env: Env = await spec.entryPoint(this.parseKwargs(spec, kwargs), this.context);
+    if (opts.check) env = new PassiveEnvChecker(env);
+    const limit = opts.maxEpisodeSteps === undefined ? spec.maxEpisodeSteps : opts.maxEpisodeSteps;
+    if (limit != null) env = new TimeLimit(env, limit);
+    // Outermost, so it sees TimeLimit's truncation and refuses steps past the end of an episode.
+    return new OrderEnforcing(env);
+  }
+
+  private parseKwargs(spec: EnvSpec<Record<string, unknown>>, kwargs: Record<string, unknown>): Record<string, unknown> {
+    const id = spec.id;
     let parsed: Record<string, unknown> = kwargs;
     if (spec.kwargsSchema) {
       const result = spec.kwargsSchema.safeParse(kwargs);
@@ -154,11 +181,6 @@ export class Registry {
         { path: Object.keys(kwargs)[0]!, message: 'unexpected kwarg' },
       ]);
     }
-    let env: Env = await spec.entryPoint(parsed, this.context);
-    if (opts.check) env = new PassiveEnvChecker(env);
-    const limit = opts.maxEpisodeSteps === undefined ? spec.maxEpisodeSteps : opts.maxEpisodeSteps;
-    if (limit != null) env = new TimeLimit(env, limit);
-    // Outermost, so it sees TimeLimit's truncation and refuses steps past the end of an episode.
-    return new OrderEnforcing(env);
+    return parsed;
   }
 }

@@ -52,6 +52,23 @@ export const EvacKwargsSchema = z
   .strict();
 export type EvacKwargs = z.infer<typeof EvacKwargsSchema>;
 
+const MIB = 1024 * 1024;
+
+/**
+ * The memory one session holds, for the server's memory budgets: its context and chunk frames and
+ * the answer that carries them (three copies of each frame sent; a chunk's worth more with
+ * return_all_frames). The loaded model is shared by every session of the runtime and not counted.
+ * A model directory's resolution is unknown before it is read: 512x512 is assumed.
+ */
+export function estimateEvacBytes(kwargs: EvacKwargs): number {
+  const side = kwargs.model_dir ? 512 : (kwargs.resolution ?? 64);
+  const frame = side * side * 3;
+  const context = 4;
+  const chunk = 8;
+  const sent = kwargs.return_all_frames ? chunk + 1 : 1;
+  return 4 * MIB + frame * (context + chunk + 3 * sent);
+}
+
 export interface RegisterEvacOptions extends RuntimeOptions {
   /** Share an existing runtime instead of creating one. */
   runtime?: WorldModelRuntime;
@@ -65,6 +82,7 @@ export function registerEvac(registry: Registry, opts: RegisterEvacOptions = {})
     description: "RLinf's EVAC world-model simulator: an ONNX world model generates each action chunk's frames and a classifier scores them (bundled: a tiny tabletop pick-and-lift).",
     kwargsSchema: EvacKwargsSchema,
     tags: ['world-model', 'vla', 'evac'],
+    estimateBytes: estimateEvacBytes,
     entryPoint: async (kwargs, ctx) => {
       if (kwargs.model_dir && kwargs.resolution) throw new InvalidOptionsError('give model_dir or resolution, not both (resolution picks a bundled tiny model)');
       const roots = ctx.dataRoots.with([EVAC_ASSETS_DIR]);

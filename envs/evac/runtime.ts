@@ -17,15 +17,14 @@
  * const { frames, probs } = await model.step({ context, actions, pose, noise });
  * await runtime.close();
  */
-import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { pino } from 'pino';
 
 import type { ConfinePath } from '../core/data-roots.ts';
 import type { Manifest, ModelDir, WorldModelInputs } from './contract.ts';
+import { startModuleWorker } from '../core/threads.ts';
 import { ModelContractError, checkSessions, readModelDir } from './contract.ts';
 import type { WorkerRequest, WorkerResponse } from './protocol.ts';
 
@@ -367,12 +366,7 @@ export class WorldModelRuntime {
   private ensureWorker(): Worker {
     if (this.closed) throw new Error('the world-model runtime is closed');
     if (this.worker) return this.worker;
-    const url = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url);
-    // From TypeScript sources the worker is loaded through tsx (Node 20 workers do not inherit
-    // the main thread's loader hooks, and `--import tsx` registers them too late for the entry).
-    const worker = url.pathname.endsWith('.ts')
-      ? new Worker(`import(${JSON.stringify(tsxApi())}).then((m) => m.tsImport(${JSON.stringify(url.href)}, ${JSON.stringify(url.href)}))`, { eval: true })
-      : new Worker(fileURLToPath(url));
+    const worker = startModuleWorker(new URL('./worker.ts', import.meta.url), import.meta.url);
     worker.on('message', (res: WorkerResponse) => {
       const w = this.waiting.get(res.id);
       this.waiting.delete(res.id);
@@ -407,9 +401,4 @@ export class WorldModelRuntime {
     this.worker = null;
     this.models.clear();
   }
-}
-
-function tsxApi(): string {
-  if (typeof import.meta.resolve === 'function') return import.meta.resolve('tsx/esm/api');
-  return pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href;
 }

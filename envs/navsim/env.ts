@@ -29,7 +29,7 @@ import { packState, unpackState } from '../core/state.ts';
 import { stateAt } from '../driving/agents.ts';
 import { relativePose } from '../driving/geometry.ts';
 import type { RenderBox } from '../driving/render/index.ts';
-import { BEV_CHANNELS, CameraRig, SemanticGrid, castLidar, extrinsics, intrinsics, navsimCameras, renderBev } from '../driving/render/index.ts';
+import { BEV_CHANNELS, CameraRig, SemanticGrid, cameraRigBytes, castLidar, extrinsics, intrinsics, navsimCameras, renderBev } from '../driving/render/index.ts';
 import type { SceneResult } from './evaluate.ts';
 import { SceneScorer } from './evaluate.ts';
 import type { SplitName } from './generator.ts';
@@ -59,6 +59,29 @@ export const NavsimKwargsSchema = z
   })
   .strict();
 export type NavsimKwargs = z.input<typeof NavsimKwargsSchema>;
+
+const MIB = 1024 * 1024;
+/** Frames of history per camera in an observation. */
+const CAMERA_HISTORY = 4;
+/** Bytes of a uint8 or float32 observation element while its answer is encoded and held (obs, frame, reply cache). */
+const ANSWER_COPIES = 3;
+
+/**
+ * The memory one session holds, for the server's memory budgets: scenes and map rasters (measured
+ * ~19 MiB after 20 synthetic scenes; a scene directory is assumed larger), camera rigs with four
+ * frames of history per camera, the BEV raster and the LiDAR sweeps.
+ */
+export function estimateNavsimBytes(kwargs: NavsimKwargs): number {
+  const o = NavsimKwargsSchema.parse(kwargs);
+  let bytes = (o.scene_dir ? 64 : 24) * MIB;
+  if (o.cameras) {
+    const cams = navsimCameras(o.camera_width, o.camera_height);
+    bytes += cameraRigBytes(cams) + cams.length * o.camera_width * o.camera_height * 3 * (CAMERA_HISTORY - 1) * ANSWER_COPIES;
+  }
+  if (o.bev) bytes += o.bev_size * o.bev_size * BEV_CHANNELS.length * ANSWER_COPIES;
+  if (o.lidar) bytes += 6 * o.lidar_channels * o.lidar_azimuth_steps * 4 * ANSWER_COPIES;
+  return bytes;
+}
 
 const MAX_POSE_M = 200;
 const HISTORY_T = [-1.5, -1.0, -0.5, 0];

@@ -2,7 +2,7 @@
  * Registers `gymwire/NavsimEnv-v1` (PDMS) and `gymwire/NavsimEnv-v2` (EPDMS).
  */
 import type { Registry } from '../core/registry.ts';
-import { NavsimEnv, NavsimKwargsSchema } from './env.ts';
+import { estimateNavsimBytes, NavsimEnv, NavsimKwargsSchema } from './env.ts';
 
 export function registerNavsim(registry: Registry): void {
   for (const version of [1, 2] as const) {
@@ -16,6 +16,7 @@ export function registerNavsim(registry: Registry): void {
         return new NavsimEnv(version, kwargs, { dir, confine: (path) => dataRoots.confine('scene_dir', path), log });
       },
       kwargsSchema: NavsimKwargsSchema,
+      estimateBytes: estimateNavsimBytes,
       // Two steps when v2's two-stage mode is on; one-stage episodes terminate after the first.
       maxEpisodeSteps: 2,
       tags: ['driving', 'navsim'],

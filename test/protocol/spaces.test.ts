@@ -20,6 +20,8 @@ const ALL: Space[] = [
   graph(box({ low: -1, high: 1, shape: [2], dtype: 'float32' }), discrete(3)),
   graph(discrete(4), null),
   oneOf([discrete(2), box({ low: -1, high: 1, shape: [1], dtype: 'float32' })]),
+  box({ low: 0, high: 255, shape: [48, 64, 3], dtype: 'uint8' }),
+  box({ low: Tensor.from('float32', [3], [-1, 0, 2]), high: Tensor.from('float32', [3], [1, 0.5, 3]), shape: [40, 40, 3], dtype: 'float32' }),
 ];
 
 describe('spaces', () => {
@@ -57,6 +59,44 @@ describe('spaces', () => {
 
   it('sorts dict keys like Gymnasium', () => {
     expect(Object.keys(dict({ z: discrete(1), a: discrete(1) }).spaces)).toEqual(['a', 'z']);
+  });
+});
+
+describe('broadcast box bounds', () => {
+  it('keeps a large box’s scalar bounds as one value instead of expanding them per element', () => {
+    const space = box({ low: 0, high: 255, shape: [1800, 3200, 3], dtype: 'uint8' });
+    expect(space.low.shape).toEqual([]);
+    expect(space.high.shape).toEqual([]);
+    const back = decode(encode(space)) as Extract<Space, { type: 'box' }>;
+    expect(back.low.shape).toEqual([]);
+    expect(back.high.at(0)).toBe(255);
+    expect(encode(space).byteLength).toBeLessThan(200);
+  });
+
+  it('keeps full-shape bounds for small boxes (the form older clients read)', () => {
+    const space = box({ low: -1, high: 1, shape: [4, 4], dtype: 'float32' });
+    expect(space.low.shape).toEqual([4, 4]);
+  });
+
+  it('checks values against scalar and per-channel bounds and names the offending element', () => {
+    const scalar = box({ low: 10, high: 20, shape: [100, 100], dtype: 'int16' });
+    const inside = Tensor.from('int16', [100, 100], new Array(10_000).fill(15));
+    expect(contains(scalar, inside)).toBeNull();
+    const out = Tensor.from('int16', [100, 100], new Array(10_000).fill(15).map((v, i) => (i === 123 ? 21 : v)));
+    expect(contains(scalar, out)).toBe('element 123 = 21 is above high 20');
+    const perChannel = box({ low: Tensor.from('float32', [3], [-1, 0, 2]), high: Tensor.from('float32', [3], [1, 0.5, 3]), shape: [2, 3] });
+    expect(contains(perChannel, Tensor.from('float32', [2, 3], [0, 0.5, 2.5, -1, 0, 3]))).toBeNull();
+    expect(contains(perChannel, Tensor.from('float32', [2, 3], [0, 0.5, 2.5, -1, 0.75, 3]))).toBe('element 4 = 0.75 is above high 0.5');
+  });
+
+  it('clamps infinite scalar bounds of integer boxes to the dtype’s range', () => {
+    const space = box({ low: -Infinity, high: Infinity, shape: [64, 64, 2], dtype: 'int8' });
+    expect([space.low.shape, space.low.at(0), space.high.at(0)]).toEqual([[], -128, 127]);
+    expect(contains(space, Tensor.zeros('int8', [64, 64, 2]))).toBeNull();
+  });
+
+  it('refuses a bound whose shape does not broadcast to the box', () => {
+    expect(() => box({ low: Tensor.from('float32', [2], [0, 0]), high: 1, shape: [3, 3] })).toThrow(/does not broadcast/);
   });
 });
 

@@ -10,6 +10,8 @@ import { Tensor } from '../../protocol/tensor.ts';
 import { FramePool, POOLED_FRAME_MIN_BYTES } from '../../server/frame-pool.ts';
 import { RawConnection } from '../../conformance/suite.ts';
 import { FramesEnv, testRegistry } from '../helpers/envs.ts';
+import { startServer } from '../../server/index.ts';
+import type { MemoryTransport } from '../../server/transports/memory.ts';
 import { startTestServer, TRANSPORTS } from '../helpers/servers.ts';
 import type { TestServer } from '../helpers/servers.ts';
 
@@ -64,6 +66,45 @@ describe('FramePool', () => {
     expect(after.byteOffset).toBeGreaterThanOrEqual(before.byteOffset + before.byteLength);
     expect(decode(before)).toEqual({ before: 1 });
     expect(decode(after)).toEqual({ hello: 'world' });
+  });
+
+  it('shrinks: free buffers unused for idleMs are released by trim, and no more than maxFreeBytes wait', () => {
+    const size = POOLED_FRAME_MIN_BYTES * 2;
+    const pool = new FramePool({ idleMs: 1000, maxFreeBytes: 3 * 2 ** Math.ceil(Math.log2(size + 1024)) });
+    const frames = Array.from({ length: 5 }, (_, i) => pool.encode(big(i), size));
+    const perBuffer = frames[0]!.buffer.byteLength;
+    for (const f of frames) pool.release(f);
+    expect(pool.outstanding).toBe(0);
+    // Five came back, three fit under the cap; the rest went to the GC.
+    expect(pool.freeBytes).toBe(3 * perBuffer);
+    pool.trim(Date.now() + 500);
+    expect(pool.freeBytes).toBe(3 * perBuffer);
+    pool.trim(Date.now() + 1500);
+    expect(pool.freeBytes).toBe(0);
+    // It grows back on demand.
+    const again = pool.encode(big(9), size);
+    expect(pool.isPooled(again)).toBe(true);
+    pool.release(again);
+    expect(pool.freeBytes).toBe(perBuffer);
+  });
+});
+
+describe('frame pool in a server', () => {
+  it('releases a burst’s buffers once they sit idle past the pool’s idle time (the reaper trims it)', async () => {
+    const server = await startServer({ port: 0, transport: 'memory', registry: testRegistry(), reapIntervalMs: 50, framePool: { idleMs: 1000 } });
+    cleanups.push(() => server.close(2000));
+    const c = await connect(async () => (server.transport as MemoryTransport).connect());
+    cleanups.push(() => c.close());
+    const envs = await Promise.all(Array.from({ length: 4 }, () => c.make('test/Frames-v0')));
+    for (const env of envs) await env.reset();
+    // Pipelined steps of four sessions: several pooled frames in flight at once.
+    await Promise.all(envs.flatMap((env) => [env.step(0), env.step(1), env.step(0)]));
+    // Later requests acknowledge those answers, so the reply cache lets go of their frames.
+    for (const env of envs) await env.step(0);
+    await envs[0]!.step(0);
+    expect(server.core.frames.freeBytes).toBeGreaterThan(0);
+    for (let i = 0; i < 300 && server.core.frames.freeBytes > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(server.core.frames.freeBytes).toBe(0);
   });
 });
 

@@ -125,6 +125,18 @@ interface PreparedCamera {
   rotation: number[];
 }
 
+/**
+ * What one camera pixel costs a session, for memory budgets: the precomputed ground ray (3 x
+ * float32) plus the rendered image, its encoded answer and the copy the reply cache or a socket
+ * write keeps (3 bytes each), with headroom for an answer in flight.
+ */
+export const CAMERA_BYTES_PER_PIXEL = 24;
+
+/** The memory a rig of these cameras holds while rendering (see CAMERA_BYTES_PER_PIXEL). */
+export function cameraRigBytes(cameras: readonly Pick<CameraSpec, 'width' | 'height'>[]): number {
+  return cameras.reduce((sum, c) => sum + c.width * c.height * CAMERA_BYTES_PER_PIXEL, 0);
+}
+
 /** A camera rig with precomputed ground rays. Reuse it across frames. */
 export class CameraRig {
   readonly cameras: readonly CameraSpec[];

@@ -4,7 +4,7 @@
  */
 export { SemanticGrid, SEM } from './grid.ts';
 export type { CameraSpec, RenderBox, RenderInput } from './camera.ts';
-export { CameraRig, navsimCameras, intrinsics, extrinsics, fillConvex } from './camera.ts';
+export { CameraRig, cameraRigBytes, CAMERA_BYTES_PER_PIXEL, navsimCameras, intrinsics, extrinsics, fillConvex } from './camera.ts';
 export { renderBev, BEV_CHANNELS } from './bev.ts';
 export type { BevOptions } from './bev.ts';
 export { castLidar } from './lidar.ts';

@@ -43,6 +43,7 @@ ERROR_CODES: Final[dict[str, tuple[str, str]]] = {
     "ENV_ERR_INVALID_STATE": ("client", "set_state was given bytes that this env cannot restore."),
     "ENV_ERR_UNSUPPORTED": ("client", "The env does not support the operation (no render mode, no state, no such format)."),
     "ENV_ERR_TOO_MANY_SESSIONS": ("client", "A session limit (per connection or per server) is reached."),
+    "ENV_ERR_MEMORY_BUDGET": ("client", "make would take a session past a memory budget (max_memory_bytes_per_client or max_memory_bytes from the welcome); details give the session’s estimated bytes, the limit and what is in use. Nothing was built."),
     "ENV_ERR_TOO_MANY_PENDING": ("client", "Too many requests are waiting on one session."),
     "ENV_ERR_REPLY_EXPIRED": ("client", "A request id below the highest this client sent has no held answer: it ran and its answer was evicted (too many unacknowledged answers), or the id was never used (ids must increase). It was not run."),
     "ENV_ERR_SHUTTING_DOWN": ("server", "The server is shutting down and accepts no new work."),

@@ -172,6 +172,10 @@ class TooManyPendingError(ServerError):
     code = "ENV_ERR_TOO_MANY_PENDING"
 
 
+class MemoryBudgetError(ServerError):
+    code = "ENV_ERR_MEMORY_BUDGET"
+
+
 class ShuttingDownError(ServerError):
     code = "ENV_ERR_SHUTTING_DOWN"
 

@@ -29,9 +29,7 @@ def space_from_wire(desc: dict[str, Any]) -> gs.Space[Any]:
     if kind == "box":
         dtype = np.dtype(desc["dtype"])
         shape = tuple(int(d) for d in desc["shape"])
-        low = np.asarray(desc["low"], dtype=dtype).reshape(shape)
-        high = np.asarray(desc["high"], dtype=dtype).reshape(shape)
-        return gs.Box(low=low, high=high, shape=shape, dtype=dtype)
+        return gs.Box(low=_box_bound(desc["low"], dtype, shape), high=_box_bound(desc["high"], dtype, shape), shape=shape, dtype=dtype)
     if kind == "discrete":
         return gs.Discrete(int(desc["n"]), start=int(desc["start"]), dtype=np.dtype(desc["dtype"]).type)
     if kind == "multi_discrete":
@@ -54,6 +52,16 @@ def space_from_wire(desc: dict[str, Any]) -> gs.Space[Any]:
     if kind == "oneof":
         return gs.OneOf([space_from_wire(sub) for sub in desc["spaces"]])
     raise ValueError(f"unknown space type {kind!r} in {desc!r}")
+
+
+def _box_bound(bound: Any, dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    """A Box bound at the box's shape: the wire may send a suffix of it (``[]`` for one value), which broadcasts."""
+    arr = np.asarray(bound, dtype=dtype)
+    if arr.size == int(np.prod(shape)):
+        return arr.reshape(shape)
+    if arr.ndim > len(shape) or tuple(shape[len(shape) - arr.ndim :]) != arr.shape:
+        raise ValueError(f"a Box bound of shape {arr.shape} does not broadcast to the box's shape {shape}")
+    return np.array(np.broadcast_to(arr, shape))
 
 
 def space_to_wire(space: gs.Space[Any]) -> dict[str, Any]:
