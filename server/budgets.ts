@@ -98,5 +98,3 @@ export function boundDepartedReplies(clients: Iterable<ReplyHolder>, maxBytes: n
   return emptied;
 }
 
-const SIZE_UNITS: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
-
