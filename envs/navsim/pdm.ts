@@ -185,27 +185,15 @@ export function egoCenter(ego: { x: number; y: number; heading: number }, v: Veh
   return { x: ego.x + toCenter * Math.cos(ego.heading), y: ego.y + toCenter * Math.sin(ego.heading) };
 }
 
-function pointPolygonDistance(px: number, py: number, poly: Coords): number {
-  if (pointInPolygon(px, py, poly)) return 0;
-  let best = Infinity;
-  const n = poly.length / 2;
-  for (let i = 0, j = n - 1; i < n; j = i++) {
-    const ax = poly[2 * j] as number, ay = poly[2 * j + 1] as number, bx = poly[2 * i] as number, by = poly[2 * i + 1] as number;
-    const dx = bx - ax, dy = by - ay;
-    const l2 = dx * dx + dy * dy;
-    const t = l2 > 0 ? Math.max(0, Math.min(1, ((px - ax) * dx + (py - ay) * dy) / l2)) : 0;
-    best = Math.min(best, Math.hypot(ax + t * dx - px, ay + t * dy - py));
-  }
-  return best;
-}
-
 /**
- * `PDMDrivableMap.from_simulation`: roadblocks and roadblock connectors within `radius` of `center`
- * with all their lanes, and the intersections and carparks within it; the drivable-area layer is
- * left out, as NAVSIM leaves it out.
+ * `PDMDrivableMap.from_simulation`: roadblocks and roadblock connectors touching the square of
+ * half-side `radius` around `center` (nuPlan's `get_proximal_map_objects` queries a box, not a
+ * circle) with all their lanes, and the intersections and carparks touching it; the drivable-area
+ * layer is left out, as NAVSIM leaves it out.
  */
 export function proximalAreaMap(map: DrivingMap, center: { x: number; y: number }, radius = MAP_RADIUS): DrivingMap {
-  const near = (p: Coords): boolean => pointPolygonDistance(center.x, center.y, p) <= radius;
+  const patch = Float64Array.of(center.x - radius, center.y - radius, center.x + radius, center.y - radius, center.x + radius, center.y + radius, center.x - radius, center.y + radius);
+  const near = (p: Coords): boolean => polygonsIntersect(patch, p);
   const data = map.data;
   const blocks = data.roadblocks.filter((r) => near(map.roadblocks.get(r.id)?.polygon as Coords));
   const blockIds = new Set(blocks.map((b) => b.id));
