@@ -15,7 +15,7 @@
  * const { states, poses } = pdmClosed(scene, world, 1);
  */
 import { S, STATE_SIZE } from '../driving/bicycle.ts';
-import { bounds, boxCorners, normalizeAngle, relativePose } from '../driving/geometry.ts';
+import { boxCorners, normalizeAngle, relativePose } from '../driving/geometry.ts';
 import { simulate } from '../driving/lqr.ts';
 import type { FrameObject, ScoringWorld, Version } from './pdm.ts';
 import { aggregate, buildWorld, proposalMetrics } from './pdm.ts';
