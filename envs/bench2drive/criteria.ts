@@ -427,28 +427,47 @@ export class BlockedCriterion {
   }
 }
 
+/** Python's `round(x, 2)`: nearest, ties to even. */
+function roundHalfEven2(x: number): number {
+  const y = x * 100;
+  const f = Math.floor(y);
+  const d = y - f;
+  const n = d > 0.5 ? f + 1 : d < 0.5 ? f : f % 2 === 0 ? f : f + 1;
+  return n / 100;
+}
+
 /**
- * `MinSpeedRouteTest` with 20 checkpoints: between checkpoints it averages the ego's speed and the
- * mean speed of the background vehicles over the frames that had any; at each checkpoint (and the
- * partial one at the end) it records ego / background × 100. Bench2Drive does not penalise these;
- * they feed the Efficiency metric.
+ * `MinimumSpeedRouteTest` (Bench2Drive v0.0.4 @7ec25d1, the leaderboard's 20 checkpoints): a
+ * checkpoint is recorded on the first tick whose route distance exceeds the last checkpoint's by
+ * more than 1/20 of the route, before that tick's speeds are added. Between checkpoints it sums the
+ * ego's speed and the mean speed of the background vehicles over the ticks that had any; each
+ * checkpoint records round(ego / background × 100, 2), or 100 when no background speed was
+ * measured. At the end, the partial checkpoint is recorded only past 95 % of the route.
+ * Bench2Drive does not penalise these; they feed the Efficiency metric.
  */
 export class MinSpeedCriterion {
   static readonly CHECKPOINTS = 20;
   static readonly WINDOWS_SIZE = 2;
   readonly events: TrafficEvent[] = [];
   private index = 0;
-  private checkpoint = 1;
+  private currentDist = 0;
   private egoSum = 0;
   private bgSum = 0;
   private points = 0;
-  constructor(private readonly route: RouteTrack) {}
+  private readonly checkpointDist: number;
+  constructor(private readonly route: RouteTrack) {
+    this.checkpointDist = (route.accum[route.n - 1] as number) / MinSpeedCriterion.CHECKPOINTS;
+  }
 
   update(ego: EgoSample, backgroundSpeeds: ArrayLike<number>): void {
     const r = this.route;
     const end = Math.min(this.index + MinSpeedCriterion.WINDOWS_SIZE + 1, r.n);
     for (let i = this.index; i < end; i++) {
       if ((ego.x - r.xs[i]!) * r.fx[i]! + (ego.y - r.ys[i]!) * r.fy[i]! > 0) this.index = i;
+    }
+    if (r.accum[this.index]! - this.currentDist > this.checkpointDist) {
+      this.record(ego);
+      this.currentDist = r.accum[this.index]!;
     }
     if (backgroundSpeeds.length > 0) {
       let m = 0;
@@ -457,26 +476,19 @@ export class MinSpeedCriterion {
       this.egoSum += ego.speed;
       this.points += 1;
     }
-    const frac = r.accum[this.index]! / r.length;
-    while (this.checkpoint <= MinSpeedCriterion.CHECKPOINTS && frac >= this.checkpoint / MinSpeedCriterion.CHECKPOINTS) {
-      this.flush(ego);
-      this.checkpoint += 1;
-    }
   }
 
-  private flush(ego: EgoSample): void {
-    if (this.points > 0 && this.bgSum > 0) {
-      const pct = (this.egoSum / this.bgSum) * 100;
-      this.events.push({ type: TrafficEventType.MIN_SPEED_INFRACTION, time: ego.time, frame: ego.frame, x: ego.x, y: ego.y, percentage: pct, message: `Average speed is ${pct}% of the surrounding traffic's one` });
-    }
+  private record(ego: EgoSample): void {
+    const pct = this.points > 0 && this.bgSum !== 0 ? roundHalfEven2((this.egoSum / this.points / (this.bgSum / this.points)) * 100) : 100;
+    this.events.push({ type: TrafficEventType.MIN_SPEED_INFRACTION, time: ego.time, frame: ego.frame, x: ego.x, y: ego.y, percentage: pct, message: `Average speed is ${pct}% of the surrounding traffic's one` });
     this.egoSum = 0;
     this.bgSum = 0;
     this.points = 0;
   }
 
   terminate(ego: EgoSample): void {
-    if (this.checkpoint <= MinSpeedCriterion.CHECKPOINTS) this.flush(ego);
-    this.checkpoint = MinSpeedCriterion.CHECKPOINTS + 1;
+    const r = this.route;
+    if (r.accum[this.index]! / r.accum[r.n - 1]! > 0.95) this.record(ego);
   }
 }
 

@@ -8,8 +8,9 @@
  *   phase-unwraps those deg/s values with 2π.
  * - Its "yaw acceleration" is the Savitzky–Golay-smoothed yaw rate itself, not a derivative.
  * - It differentiates with dt = 0.1 s although agents log `metric_info` every 0.05 s tick.
- * - Traffic_Signs routes are counted twice in the ability table: once by route success, once by
- *   the junction rule (got past the first junction + 8 m with no red-light or stop infraction).
+ * - The ability table follows v0.0.4's `ability_benchmark.py`: a failed Traffic_Signs route is
+ *   still credited a success when it got past the first junction + 8 m with no red-light or stop
+ *   infraction (the route counts once).
  *
  * @example
  * drivingScore(records, 70); successRate(records, 70); comfortness(perRouteMetricInfo);
@@ -151,21 +152,21 @@ export function successRate(records: readonly Pick<RouteRecord, 'status' | 'infr
 
 // ---- Multi-ability ----
 
-/** `ability_benchmark.py`'s table, names spelled as Bench2Drive spells them. */
+/** `ability_benchmark.py`'s table (v0.0.4 @7ec25d1), names spelled as Bench2Drive spells them. */
 export const ABILITIES: Readonly<Record<string, readonly string[]>> = {
-  Overtaking: ['Accident', 'AccidentTwoWays', 'ConstructionObstacle', 'ConstructionObstacleTwoWays', 'HazardAtSideLaneTwoWays', 'HazardAtSideLane', 'ParkedObstacleTwoWays', 'ParkedObstacle', 'VehicleOpenDoorTwoWays'],
+  Overtaking: ['Accident', 'AccidentTwoWays', 'ConstructionObstacle', 'ConstructionObstacleTwoWays', 'HazardAtSideLaneTwoWays', 'HazardAtSideLane', 'ParkedObstacleTwoWays', 'ParkedObstacle', 'VehicleOpensDoorTwoWays'],
   Merging: [
-    'CrossingBicycleFlow', 'EnterActorFlow', 'HighwayExit', 'InterurbanActorFlow', 'HighwayCutIn', 'InterurbanAdvancedActorFlow', 'MergerIntoSlowTrafficV2', 'MergeIntoSlowTraffic',
+    'CrossingBicycleFlow', 'EnterActorFlow', 'HighwayExit', 'InterurbanActorFlow', 'HighwayCutIn', 'InterurbanAdvancedActorFlow', 'MergerIntoSlowTrafficV2', 'MergerIntoSlowTraffic',
     'NonSignalizedJunctionLeftTurn', 'NonSignalizedJunctionRightTurn', 'NonSignalizedJunctionLeftTurnEnterFlow', 'ParkingExit', 'SequentialLaneChange', 'SignalizedJunctionLeftTurn',
     'SignalizedJunctionRightTurn', 'SignalizedJunctionLeftTurnEnterFlow',
   ],
-  Emergency_Brake: ['BlockedIntersection', 'DynamicObjectCrossing', 'HardBreakRoute', 'OppositeVehicleTakingPriority', 'OppositeVehicleRunningRedLight', 'ParkingCutIn', 'PedestrianCrossing', 'ParkingCrossingPedestrain', 'StaticCutIn', 'VehicleTurningRoute', 'VehicleTurningRoutePedestrian', 'ControlLoss'],
+  Emergency_Brake: ['BlockedIntersection', 'DynamicObjectCrossing', 'HardBreakRoute', 'OppositeVehicleTakingPriority', 'OppositeVehicleRunningRedLight', 'ParkingCutIn', 'PedestrianCrossing', 'ParkingCrossingPedestrian', 'StaticCutIn', 'VehicleTurningRoute', 'VehicleTurningRoutePedestrian', 'ControlLoss'],
   Give_Way: ['InvadingTurn', 'YieldToEmergencyVehicle'],
   Traffic_Signs: [
     'BlockedIntersection', 'OppositeVehicleTakingPriority', 'OppositeVehicleRunningRedLight', 'PedestrianCrossing', 'VehicleTurningRoute', 'VehicleTurningRoutePedestrian', 'EnterActorFlow',
     'CrossingBicycleFlow', 'NonSignalizedJunctionLeftTurn', 'NonSignalizedJunctionRightTurn', 'NonSignalizedJunctionLeftTurnEnterFlow', 'SignalizedJunctionLeftTurn', 'SignalizedJunctionRightTurn',
     'SignalizedJunctionLeftTurnEnterFlow', 'T_Junction', 'VanillaNonSignalizedTurn', 'VanillaSignalizedTurnEncounterGreenLight', 'VanillaSignalizedTurnEncounterRedLight',
-    'VanillaNonSignalizedTurnEncouterStopsign',
+    'VanillaNonSignalizedTurnEncounterStopsign',
   ],
 };
 export const ABILITY_NAMES = ['Overtaking', 'Merging', 'Emergency_Brake', 'Give_Way', 'Traffic_Signs'] as const;
@@ -179,9 +180,10 @@ export interface AbilityTable {
 }
 
 /**
- * The multi-ability table. Each route counts toward every ability listing its scenario (success as
- * for SR). A Traffic_Signs route is then counted a second time: credited when its route completion
- * exceeds the fraction at the first junction + 8 m and it has no red-light or stop infraction.
+ * The multi-ability table (v0.0.4's `ability_benchmark.py`). Each route counts once toward every
+ * ability listing its scenario (success as for SR). A Traffic_Signs route that failed is still
+ * credited a Traffic_Signs success when its route completion exceeds the fraction at the first
+ * junction + 8 m and it has no red-light or stop infraction.
  */
 export function abilityTable(records: readonly Pick<RouteRecord, 'scenario_name' | 'status' | 'infractions' | 'scores' | 'junction_completion'>[]): AbilityTable {
   const counts: Record<string, [number, number]> = {};
@@ -193,10 +195,9 @@ export function abilityTable(records: readonly Pick<RouteRecord, 'scenario_name'
       counts[a]![1] += 1;
       if (ok) counts[a]![0] += 1;
     }
-    if (ABILITIES['Traffic_Signs']!.includes(r.scenario_name)) {
+    if (!ok && ABILITIES['Traffic_Signs']!.includes(r.scenario_name)) {
       const jc = r.junction_completion ?? 0;
       const credited = r.scores.score_route / 100 > jc && (r.infractions['stop_infraction'] ?? []).length === 0 && (r.infractions['red_light'] ?? []).length === 0;
-      counts['Traffic_Signs']![1] += 1;
       if (credited) counts['Traffic_Signs']![0] += 1;
     }
   }

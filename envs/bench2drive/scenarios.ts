@@ -28,7 +28,7 @@ export const SCENARIO_TYPES = [
   'MergerIntoSlowTrafficV2',
   'YieldToEmergencyVehicle',
   'VanillaSignalizedTurnEncounterRedLight',
-  'VanillaNonSignalizedTurnEncouterStopsign',
+  'VanillaNonSignalizedTurnEncounterStopsign',
 ] as const;
 export type ScenarioType = (typeof SCENARIO_TYPES)[number];
 export const ROUTES_PER_SCENARIO = 5;
@@ -244,7 +244,7 @@ export function buildScenario(type: ScenarioType, index: number): Scenario {
       return scenario(type, index, b, { actors, triggers, lightPhase, backgroundVehicles: 10 }, seed);
     }
     case 'NonSignalizedJunctionRightTurn':
-    case 'VanillaNonSignalizedTurnEncouterStopsign': {
+    case 'VanillaNonSignalizedTurnEncounterStopsign': {
       const turn = type === 'NonSignalizedJunctionRightTurn' ? 'R' : index % 2 === 0 ? 'L' : 'R';
       const b = junctionBase(rng, { signalized: false, turn });
       const actors: ActorSpec[] = [];

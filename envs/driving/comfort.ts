@@ -3,13 +3,17 @@
  * and lateral acceleration, jerk magnitude, longitudinal jerk, yaw rate and yaw acceleration, each
  * checked against strict bounds at every state. `savgol` reproduces scipy's `savgol_filter` in its
  * default `mode='interp'` (including even windows, which scipy centres half a sample late). The
- * window choices are NAVSIM's code as it runs: acceleration over the whole horizon, jerk = the
- * derivative (whole horizon) of acceleration smoothed with window 8, yaw terms with window 5.
+ * window choices are NAVSIM's code as it runs, per version:
+ * - v1 (v1.1 @3e8291b): acceleration over the whole horizon; jerk = the derivative (whole horizon)
+ *   of acceleration smoothed with window 8; yaw terms with window 5.
+ * - v2 (main @0a380a9): longitudinal and lateral acceleration moved from the rear axle to the box
+ *   centre (`state_array_to_center_state_array`), smoothed with window 8; jerk = the derivative
+ *   with window 15 of acceleration smoothed with window 8; yaw terms with window 5.
  *
  * @example
  * comfortChecks(states, 41).all; // true when all six bounds hold
  */
-import { S, STATE_SIZE } from './bicycle.ts';
+import { PACIFICA, S, STATE_SIZE } from './bicycle.ts';
 
 export const COMFORT_BOUNDS = {
   maxAbsMagJerk: 8.37,
@@ -153,18 +157,48 @@ function unwrap(h: Float64Array): Float64Array {
   return out;
 }
 
+/** Which NAVSIM's comfort code to follow (see the module comment). */
+export type ComfortVersion = 1 | 2;
+
+/** nuPlan's Pacifica: rear axle to box centre, for v2's centre accelerations. */
+const REAR_AXLE_TO_CENTER = (PACIFICA.front + PACIFICA.rear) / 2 - PACIFICA.rear;
+
+/**
+ * v2's `get_acceleration_shifted` with displacement (d, 0): NAVSIM adds d·ω² and d·α to the
+ * longitudinal component only (the lateral one is left as is).
+ */
+function centerLonAccel(states: Float64Array, n: number): Float64Array {
+  const out = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const o = i * STATE_SIZE;
+    const w = states[o + S.ANGULAR_VELOCITY] as number, a = states[o + S.ANGULAR_ACCELERATION] as number;
+    out[i] = (states[o + S.AX] as number) + REAR_AXLE_TO_CENTER * w * w + REAR_AXLE_TO_CENTER * a;
+  }
+  return out;
+}
+
 /** The six filtered comfort signals for `n` states at `dt` spacing. */
-export function comfortSignals(states: Float64Array, n: number, dt = 0.1): { lonAccel: Float64Array; latAccel: Float64Array; jerk: Float64Array; lonJerk: Float64Array; yawRate: Float64Array; yawAccel: Float64Array } {
+export function comfortSignals(states: Float64Array, n: number, dt = 0.1, version: ComfortVersion = 1): { lonAccel: Float64Array; latAccel: Float64Array; jerk: Float64Array; lonJerk: Float64Array; yawRate: Float64Array; yawAccel: Float64Array } {
   const ax = column(states, n, S.AX), ay = column(states, n, S.AY);
   const mag = ax.map((v, i) => Math.hypot(v, ay[i] as number));
   const heading = unwrap(column(states, n, S.HEADING));
+  const yaw = { yawRate: round8(savgol(heading, 5, 2, 1, dt)), yawAccel: round8(savgol(heading, 5, 3, 2, dt)) };
+  if (version === 1) {
+    return {
+      lonAccel: round8(savgol(ax, n, 2)),
+      latAccel: round8(savgol(ay, n, 2)),
+      jerk: round8(savgol(round8(savgol(mag, 8, 2)), n, 2, 1, dt)),
+      lonJerk: round8(savgol(round8(savgol(ax, 8, 2)), n, 2, 1, dt)),
+      ...yaw,
+    };
+  }
+  const lon = round8(savgol(centerLonAccel(states, n), 8, 2));
   return {
-    lonAccel: round8(savgol(ax, n, 2)),
-    latAccel: round8(savgol(ay, n, 2)),
-    jerk: round8(savgol(round8(savgol(mag, 8, 2)), n, 2, 1, dt)),
-    lonJerk: round8(savgol(round8(savgol(ax, 8, 2)), n, 2, 1, dt)),
-    yawRate: round8(savgol(heading, 5, 2, 1, dt)),
-    yawAccel: round8(savgol(heading, 5, 3, 2, dt)),
+    lonAccel: lon,
+    latAccel: round8(savgol(ay, 8, 2)),
+    jerk: round8(savgol(round8(savgol(mag, 8, 2)), 15, 2, 1, dt)),
+    lonJerk: round8(savgol(lon, 15, 2, 1, dt)),
+    ...yaw,
   };
 }
 
@@ -174,8 +208,8 @@ function within(a: Float64Array, lo: number, hi: number): boolean {
 }
 
 /** Each comfort check and their conjunction (`ego_is_comfortable`). */
-export function comfortChecks(states: Float64Array, n: number, dt = 0.1): { lonAccel: boolean; latAccel: boolean; jerk: boolean; lonJerk: boolean; yawAccel: boolean; yawRate: boolean; all: boolean } {
-  const s = comfortSignals(states, n, dt);
+export function comfortChecks(states: Float64Array, n: number, dt = 0.1, version: ComfortVersion = 1): { lonAccel: boolean; latAccel: boolean; jerk: boolean; lonJerk: boolean; yawAccel: boolean; yawRate: boolean; all: boolean } {
+  const s = comfortSignals(states, n, dt, version);
   const B = COMFORT_BOUNDS;
   const r = {
     lonAccel: within(s.lonAccel, B.minLonAccel, B.maxLonAccel),
@@ -192,21 +226,24 @@ export function comfortChecks(states: Float64Array, n: number, dt = 0.1): { lonA
 export const EC_THRESHOLDS = { accel: 0.7, jerk: 0.5, yawRate: 0.1, yawAccel: 0.1 } as const;
 
 /**
- * Two-frame extended comfort: `prev` are the simulated states planned 0.5 s earlier, `cur` the
- * current ones (both `n` states); the overlapping part (prev shifted by `shift` samples) is compared
- * by RMS difference of acceleration magnitude, jerk, yaw rate and yaw acceleration.
+ * Two-frame extended comfort (v2, `scene_aggregator._compute_two_frame_comfort`): `prev` are the
+ * simulated states planned `shift` samples earlier, `cur` the current ones (both `n` states). The
+ * overlap (`cur[:-shift]`, `prev[shift:]`) is cut first and each slice filtered on its own
+ * (`extract_features`: acceleration magnitude window 8, jerk window 15, yaw rate window 5, yaw
+ * acceleration window 5 with polynomial order 2); EC = 1 iff the RMS differences are within bounds.
  */
 export function extendedComfort(prev: Float64Array, cur: Float64Array, n: number, shift = 5, dt = 0.1): { ec: number; rms: { accel: number; jerk: number; yawRate: number; yawAccel: number } } {
-  const sig = (st: Float64Array) => {
-    const s = comfortSignals(st, n, dt);
-    const ax = column(st, n, S.AX), ay = column(st, n, S.AY);
-    return { accel: round8(savgol(ax.map((v, i) => Math.hypot(v, ay[i] as number)), Math.min(8, n), 2)), jerk: s.jerk, yawRate: s.yawRate, yawAccel: s.yawAccel };
+  const m = n - shift;
+  const features = (st: Float64Array) => {
+    const ax = column(st, m, S.AX), ay = column(st, m, S.AY);
+    const accel = round8(savgol(ax.map((v, i) => Math.hypot(v, ay[i] as number)), 8, 2));
+    const heading = unwrap(column(st, m, S.HEADING));
+    return { accel, jerk: round8(savgol(accel, 15, 2, 1, dt)), yawRate: round8(savgol(heading, 5, 2, 1, dt)), yawAccel: round8(savgol(heading, 5, 2, 2, dt)) };
   };
-  const a = sig(prev), b = sig(cur);
+  const a = features(cur.subarray(0, m * STATE_SIZE)), b = features(prev.subarray(shift * STATE_SIZE, n * STATE_SIZE));
   const rms = (x: Float64Array, y: Float64Array) => {
     let s = 0;
-    const m = n - shift;
-    for (let i = 0; i < m; i++) s += ((x[i + shift] as number) - (y[i] as number)) ** 2;
+    for (let i = 0; i < m; i++) s += ((x[i] as number) - (y[i] as number)) ** 2;
     return Math.sqrt(s / m);
   };
   const r = { accel: rms(a.accel, b.accel), jerk: rms(a.jerk, b.jerk), yawRate: rms(a.yawRate, b.yawRate), yawAccel: rms(a.yawAccel, b.yawAccel) };

@@ -193,6 +193,26 @@ export function signedArea(p: Coords): number {
   return s / 2;
 }
 
+/** Area centroid of a simple polygon (shapely's `centroid`); the vertex mean when the area vanishes. */
+export function polygonCentroid(p: Coords): { x: number; y: number } {
+  const n = vertexCount(p);
+  let a = 0, cx = 0, cy = 0;
+  const x0 = p[0] as number, y0 = p[1] as number;
+  for (let i = 0, j = n - 1; i < n; j = i++) {
+    const xj = (p[2 * j] as number) - x0, yj = (p[2 * j + 1] as number) - y0, xi = (p[2 * i] as number) - x0, yi = (p[2 * i + 1] as number) - y0;
+    const cross = xj * yi - xi * yj;
+    a += cross;
+    cx += (xj + xi) * cross;
+    cy += (yj + yi) * cross;
+  }
+  if (Math.abs(a) < 1e-12) {
+    let sx = 0, sy = 0;
+    for (let i = 0; i < n; i++) { sx += p[2 * i] as number; sy += p[2 * i + 1] as number; }
+    return { x: sx / n, y: sy / n };
+  }
+  return { x: x0 + cx / (3 * a), y: y0 + cy / (3 * a) };
+}
+
 /** Area of the intersection of two convex polygons (Sutherland-Hodgman clipping). */
 export function convexIntersectionArea(subject: Coords, clip: Coords): number {
   let out: number[] = Array.from(subject.subarray(0, vertexCount(subject) * 2));

@@ -5,8 +5,9 @@
  * connectors that traffic lights control. `MapData` is plain JSON (the scene-file form, snake_case
  * as in docs/navsim-scenes.md); `DrivingMap` indexes it for queries.
  *
- * Drivable area is the union of roadblocks, roadblock connectors, intersections, carparks and
- * `drivable_areas`, as NAVSIM builds its drivable-area map. Points on a boundary count as inside.
+ * `onDrivableArea` is the union of roadblocks, roadblock connectors, intersections, carparks and
+ * `drivable_areas` (what is drawn as road). NAVSIM's scoring uses its own, narrower layers
+ * (`proximalAreaMap` in envs/navsim/pdm.ts). Points on a boundary count as inside.
  *
  * @example
  * const map = new DrivingMap(data);

@@ -77,7 +77,11 @@ export class SceneScorer {
     return r;
   }
 
-  /** Human past states at 0.1 s from the first history frame up to (excluding) t = 0. */
+  /**
+   * v2 history comfort's past states: the logged ego from the first history frame to t = 0,
+   * interpolated at 0.1 s from the first frame up to (excluding) t = 0, less the last sample
+   * (NAVSIM's `history_time_us[:-1]`): 14 states, -1.5 s to -0.2 s, for 1.5 s of history.
+   */
   historyStates(): Float64Array | null {
     if (this.history !== undefined) return this.history;
     const h = this.scene.ego_history;
@@ -87,7 +91,7 @@ export class SceneScorer {
     const times = [...sorted.map((e) => t0 + Math.round(e.t * 1e6)), t0];
     const knots = [...sorted.map((e) => egoStateArray(e)), egoStateArray(this.scene.ego)];
     const start = times[0] as number;
-    const count = Math.floor((t0 - start) / 100000);
+    const count = Math.max(0, Math.ceil((t0 - start) / 100000) - 1);
     const out = new Float64Array(count * STATE_SIZE);
     for (let i = 0; i < count; i++) {
       const s = sampleStates(times, knots, start + i * 100000, 1, 0.1);
@@ -114,7 +118,8 @@ export class SceneScorer {
     let human: ScoredProposal | null = null;
     if (version === 2 && this.scene.scene_type === 'original' && this.scene.human_trajectory) {
       const hs = this.simulatePoses(this.scene.human_trajectory.poses, this.scene.human_trajectory.interval_length).states;
-      human = (aggregate([proposalMetrics(closed.states, world, so), proposalMetrics(hs, world, so)], version)[1]) as ScoredProposal;
+      // NAVSIM scores the logged human alone (its progress normalised by itself) and without history.
+      human = aggregate([proposalMetrics(hs, world, { version, historyStates: null })], version)[0] as ScoredProposal;
       const filtered = humanFilter(agent, human);
       final = { ...filtered, multiplicative: filtered.nc * filtered.dac * filtered.ddc * filtered.tlc, pdms: pdmsV2(filtered) };
     }

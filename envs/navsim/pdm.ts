@@ -18,9 +18,10 @@ import type { VehicleParameters } from '../driving/bicycle.ts';
 import { PACIFICA, S, STATE_SIZE } from '../driving/bicycle.ts';
 import { comfortChecks } from '../driving/comfort.ts';
 import type { Coords } from '../driving/geometry.ts';
-import { GridIndex, Polyline, PreparedPolygon, bounds, boxCorners, convexIntersects, pointInPolygon, polygonsIntersect, segmentIntersectsPolygon } from '../driving/geometry.ts';
+import { GridIndex, Polyline, PreparedPolygon, bounds, boxCorners, convexIntersects, normalizeAngle, pointInPolygon, polygonCentroid, polygonsIntersect, segmentIntersectsPolygon } from '../driving/geometry.ts';
 import type { Lane } from '../driving/map.ts';
 import { DrivingMap } from '../driving/map.ts';
+import { baselineHeadings, polygonDistance } from './pdm-path.ts';
 import type { Scene } from './scene.ts';
 
 export type Version = 1 | 2;
@@ -67,14 +68,24 @@ export interface ScoringWorld {
   map: DrivingMap;
   routeLaneIds: Set<string>;
   centerline: Polyline;
+  /** The route lanes PDM-Closed's centreline runs along, from its starting lane. */
+  centerlineLanes: Lane[];
   /** Observation frames at 0.1 s, index = time index. */
   frames: FrameObject[][];
   unique: Map<string, UniqueObject>;
   vehicle: VehicleParameters;
-  /** Polygons whose union is drivable for DAC (roadblocks, intersections, drivable areas, carparks). */
+  /**
+   * NAVSIM's `PDMDrivableMap`: the roadblocks and roadblock connectors within 100 m of the ego
+   * centre with their lanes and lane connectors, and the intersections and carparks there (never
+   * the drivable-area layer). Multiple-lane, oncoming and intersection tests read it.
+   */
+  areaMap: DrivingMap;
+  /** Polygons whose union is drivable for DAC: the area map's roadblocks, intersections and carparks. */
   dacPolygons: PreparedPolygon[];
   dacIndex: GridIndex;
   tracks: AgentTrack[];
+  /** Tokens ignored from the start by NC and TTC (PDM-Closed's observation: what the ego overlaps at t = 0). */
+  ignoredTokens: ReadonlySet<string>;
 }
 
 /** Route lanes: the lanes of the route roadblocks. */
@@ -83,21 +94,49 @@ export function routeLanes(map: DrivingMap, route: readonly string[]): Lane[] {
 }
 
 /**
- * PDM-Closed's centreline: from the lane the ego is on, follow successors inside the route to its end
- * (nuPlan's route-following Dijkstra reduces to this on a route without forks), concatenating centrelines.
+ * PDM-Closed's starting lane (`_get_starting_lane`): among the on-route lanes containing the rear
+ * axle, the one whose nearest baseline point points most like the ego; otherwise the first route
+ * lane containing the ego centre, else the route lane nearest the ego's footprint.
+ */
+export function startingLane(map: DrivingMap, route: readonly string[], ego: { x: number; y: number; heading: number }, v: VehicleParameters = PACIFICA): Lane | null {
+  const routeLaneList = routeLanes(map, [...new Set(route)]);
+  const onRoute = new Set(routeLaneList.map((l) => l.id));
+  let best: Lane | null = null, bestErr = Infinity;
+  for (const id of map.lanesAt(ego.x, ego.y)) {
+    if (!onRoute.has(id)) continue;
+    const lane = map.lane(id) as Lane;
+    const c = lane.centerline.coords;
+    const headings = baselineHeadings(c);
+    let k = 0, kd = Infinity;
+    for (let i = 0; i < headings.length; i++) {
+      const d = Math.sqrt(((c[2 * i] as number) - ego.x) ** 2 + ((c[2 * i + 1] as number) - ego.y) ** 2);
+      if (d < kd) { kd = d; k = i; }
+    }
+    const err = Math.abs(normalizeAngle((headings[k] as number) - ego.heading));
+    if (err < bestErr) { bestErr = err; best = lane; }
+  }
+  if (best) return best;
+  const center = egoCenter(ego, v);
+  const toCenter = (v.front + v.rear) / 2 - v.rear;
+  const footprint = boxCorners({ x: ego.x + toCenter * Math.cos(ego.heading), y: ego.y + toCenter * Math.sin(ego.heading), heading: ego.heading, length: v.front + v.rear, width: v.width });
+  let closest = Infinity;
+  for (const lane of routeLaneList) {
+    if (pointInPolygon(center.x, center.y, lane.polygon)) return lane;
+    const d = polygonDistance(lane.polygon, footprint);
+    if (d < closest) { closest = d; best = lane; }
+  }
+  return best;
+}
+
+/**
+ * PDM-Closed's centreline: from its starting lane, follow successors inside the route to its end
+ * (nuPlan's route-following Dijkstra reduces to this on a route without forks), concatenating
+ * centrelines. `line` merges the lane-join points (projection is the same either way); PDM-Closed's
+ * own paths keep both copies (see pdm-path.ts).
  */
 export function routeCenterline(map: DrivingMap, route: readonly string[], ego: { x: number; y: number; heading: number }): { line: Polyline; lanes: Lane[] } {
   const routeSet = new Set(route);
-  const candidates = routeLanes(map, route);
-  let start: Lane | null = null;
-  let best = Infinity;
-  for (const l of candidates) {
-    const p = l.centerline.project(ego.x, ego.y);
-    const h = l.centerline.segmentHeading(p.segment);
-    const inside = pointInPolygon(ego.x, ego.y, l.polygon);
-    const cost = Math.sqrt(p.dist2) + (inside ? 0 : 100) + (Math.cos(h - ego.heading) < 0 ? 1000 : 0);
-    if (cost < best) { best = cost; start = l; }
-  }
+  let start = startingLane(map, route, ego);
   if (!start) {
     const n = map.nearestLane(ego.x, ego.y, ego.heading, 1e6);
     if (!n) throw new Error('no lane near the ego');
@@ -137,9 +176,65 @@ export function redLightsAt(scene: Scene, t: number): string[] {
   return red;
 }
 
+/** NAVSIM's map radius around the ego centre for the drivable-area map and PDM-Closed's objects. */
+export const MAP_RADIUS = 100;
+
+/** The ego's box centre (rear axle moved forward by half the length minus the rear overhang). */
+export function egoCenter(ego: { x: number; y: number; heading: number }, v: VehicleParameters = PACIFICA): { x: number; y: number } {
+  const toCenter = (v.front + v.rear) / 2 - v.rear;
+  return { x: ego.x + toCenter * Math.cos(ego.heading), y: ego.y + toCenter * Math.sin(ego.heading) };
+}
+
 /**
- * Builds the scoring world for a scene: observation frames (v1: 51 frames to 5.0 s, v2: 41 to 4.0 s),
- * red-light polygons of on-route lane connectors (v2), route lanes, centreline and DAC polygons.
+ * `PDMDrivableMap.from_simulation`: roadblocks and roadblock connectors touching the square of
+ * half-side `radius` around `center` (nuPlan's `get_proximal_map_objects` queries a box, not a
+ * circle) with all their lanes, and the intersections and carparks touching it; the drivable-area
+ * layer is left out, as NAVSIM leaves it out.
+ */
+export function proximalAreaMap(map: DrivingMap, center: { x: number; y: number }, radius = MAP_RADIUS): DrivingMap {
+  const patch = Float64Array.of(center.x - radius, center.y - radius, center.x + radius, center.y - radius, center.x + radius, center.y + radius, center.x - radius, center.y + radius);
+  const near = (p: Coords): boolean => polygonsIntersect(patch, p);
+  const data = map.data;
+  const blocks = data.roadblocks.filter((r) => near(map.roadblocks.get(r.id)?.polygon as Coords));
+  const blockIds = new Set(blocks.map((b) => b.id));
+  return new DrivingMap({
+    name: data.name,
+    roadblocks: blocks,
+    lanes: data.lanes.filter((l) => blockIds.has(l.roadblock_id)),
+    intersections: data.intersections.filter((_a, i) => near((map.intersections[i] as { polygon: Coords }).polygon)),
+    carparks: data.carparks.filter((_a, i) => near((map.carparks[i] as { polygon: Coords }).polygon)),
+    drivable_areas: [],
+  });
+}
+
+/** DAC polygons of an area map: roadblocks (not their connectors), intersections, carparks. */
+function dacLayers(areaMap: DrivingMap): { dacPolygons: PreparedPolygon[]; dacIndex: GridIndex } {
+  const polys = [
+    ...[...areaMap.roadblocks.values()].filter((r) => r.kind === 'roadblock').map((r) => r.polygon),
+    ...areaMap.intersections.map((a) => a.polygon),
+    ...areaMap.carparks.map((a) => a.polygon),
+  ];
+  return { dacPolygons: polys.map((p) => new PreparedPolygon(p)), dacIndex: new GridIndex(polys.map((p) => bounds(p))) };
+}
+
+/** Red-light objects for the on-route lane connectors red at time `t`. */
+export function redLightObjects(scene: Scene, map: DrivingMap, routeIds: ReadonlySet<string>, t: number): FrameObject[] {
+  const out: FrameObject[] = [];
+  for (const id of redLightsAt(scene, t)) {
+    const lane = map.lane(id);
+    if (!lane || !routeIds.has(id)) continue;
+    const [minX, minY, maxX, maxY] = bounds(lane.polygon);
+    const c = polygonCentroid(lane.polygon);
+    out.push({ token: `red_light_${id}`, polygon: lane.polygon, cx: c.x, cy: c.y, redLight: true, minX, minY, maxX, maxY });
+  }
+  return out;
+}
+
+/**
+ * Builds the scoring world for a scene (NAVSIM's metric cache): observation frames from the logged
+ * future (v1: 51 frames to 5.0 s, v2: 41 to 4.0 s), for v2 the red on-route lane connectors of each
+ * frame (sampled at 2 Hz as `_interpolate_traffic_light_status` does), route lanes, PDM-Closed's
+ * centreline and the drivable-area map.
  */
 export function buildWorld(scene: Scene, version: Version, map: DrivingMap = new DrivingMap(scene.map)): ScoringWorld {
   const tracks = scene.agents.map((a) => makeTrack(a));
@@ -163,32 +258,23 @@ export function buildWorld(scene: Scene, version: Version, map: DrivingMap = new
         unique.set(tr.token, { type: tr.type, heading: h, speed: stat ? 0 : Math.hypot(tr.s[5 * k + 3] as number, tr.s[5 * k + 4] as number), isStatic: stat });
       }
     }
-    if (version === 2) {
-      for (const id of redLightsAt(scene, 0)) {
-        const lane = map.lane(id);
-        if (!lane || !routeIds.has(id)) continue;
-        const [minX, minY, maxX, maxY] = bounds(lane.polygon);
-        objs.push({ token: `red_light_${id}`, polygon: lane.polygon, cx: (minX + maxX) / 2, cy: (minY + maxY) / 2, redLight: true, minX, minY, maxX, maxY });
-      }
-    }
+    if (version === 2) objs.push(...redLightObjects(scene, map, routeIds, Math.floor(f / 5) * 0.5));
     frames.push(objs);
   }
-  const dacPolygons = [
-    ...[...map.roadblocks.values()].filter((r) => r.kind === 'roadblock').map((r) => r.polygon),
-    ...map.intersections.map((a) => a.polygon),
-    ...map.drivableAreas.map((a) => a.polygon),
-    ...map.carparks.map((a) => a.polygon),
-  ];
+  const centerline = routeCenterline(map, scene.route_roadblock_ids, scene.ego);
+  const areaMap = proximalAreaMap(map, egoCenter(scene.ego));
   return {
     map,
     routeLaneIds: routeIds,
-    centerline: routeCenterline(map, scene.route_roadblock_ids, scene.ego).line,
+    centerline: centerline.line,
+    centerlineLanes: centerline.lanes,
     frames,
     unique,
     vehicle: PACIFICA,
-    dacPolygons: dacPolygons.map((p) => new PreparedPolygon(p)),
-    dacIndex: new GridIndex(dacPolygons.map((p) => bounds(p))),
+    areaMap,
+    ...dacLayers(areaMap),
     tracks,
+    ignoredTokens: new Set(),
   };
 }
 
@@ -256,7 +342,7 @@ function hits(poly: Coords, o: FrameObject, b: [number, number, number, number])
 /** Scores one proposal's simulated states (41 x 11, flat) against the world. */
 export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts: ScoreOptions): ProposalMetrics {
   const n = states.length / STATE_SIZE;
-  const { map } = world;
+  const map = world.areaMap;
   const { corners, cx, cy } = egoGeometry(states, world.vehicle);
   const multiple = new Uint8Array(n), nonDrivable = new Uint8Array(n), oncoming = new Uint8Array(n);
   const scratch: number[] = [];
@@ -283,7 +369,7 @@ export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts:
   // NC
   let nc = 1;
   let collisionStep: number | null = null;
-  const ignored = new Set<string>();
+  const ignored = new Set<string>(world.ignoredTokens);
   for (let i = 0; i < n; i++) {
     const poly = corners[i] as Float64Array;
     const b = bounds(poly);
@@ -342,7 +428,7 @@ export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts:
   // TTC
   let ttc = 1;
   let ttcStep: number | null = null;
-  const ttcIgnored = new Set<string>();
+  const ttcIgnored = new Set<string>(world.ignoredTokens);
   const lastStep = opts.version === 1 ? n - 1 : PDM.numPoses - Math.max(...PDM.ttcFutureIdcs);
   const shifted = new Float64Array(8);
   for (let i = 0; i <= lastStep && i < n; i++) {
@@ -373,13 +459,13 @@ export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts:
   }
 
   // Comfort (v1) on the simulated states; history comfort (v2) with the human's past prepended.
-  const comfort = comfortChecks(states, n).all ? 1 : 0;
+  const comfort = comfortChecks(states, n, PDM.dt, opts.version).all ? 1 : 0;
   let hc = 1;
   if (opts.version === 2 && opts.historyStates && opts.historyStates.length > 0) {
     const padded = new Float64Array(opts.historyStates.length + states.length);
     padded.set(opts.historyStates, 0);
     padded.set(states, opts.historyStates.length);
-    hc = comfortChecks(padded, padded.length / STATE_SIZE).all ? 1 : 0;
+    hc = comfortChecks(padded, padded.length / STATE_SIZE, PDM.dt, 2).all ? 1 : 0;
   }
 
   // LK (v2): > 0.5 m from the centreline for 20 consecutive non-intersection steps.

@@ -150,13 +150,21 @@ describe('BlockedCriterion', () => {
 });
 
 describe('MinSpeedCriterion', () => {
-  it('records 20 checkpoints of ego / background mean speed', () => {
+  it('records checkpoints by distance since the last one, before adding the tick, rounded to 2 decimals', () => {
     const c = new MinSpeedCriterion(straight(100));
-    for (let x = 0; x <= 100; x += 0.25) c.update(ego(x, x + 0.01, 0, 5), [10, 10]);
+    for (let x = 0; x <= 100; x += 0.25) c.update(ego(x, x + 0.01, 0, 5), [15, 15]);
     c.terminate(ego(101, 100));
-    expect(c.events.length).toBe(20);
-    expect(c.events[0]!.percentage).toBeCloseTo(50, 6);
-    expect(c.events[0]!.message).toMatch(/Average speed is 50% of/);
+    // Route points every 2 m: a checkpoint needs more than 5 m since the last, i.e. every 6 m (16),
+    // plus the partial one at the end (past 95 %).
+    expect(c.events.length).toBe(17);
+    expect(c.events[0]!.percentage).toBe(33.33);
+    expect(c.events[0]!.message).toMatch(/Average speed is 33.33% of/);
+  });
+  it('records 100 when no background vehicle was measured, and no partial checkpoint before 95 %', () => {
+    const c = new MinSpeedCriterion(straight(100));
+    for (let x = 0; x <= 90; x += 0.25) c.update(ego(x, x + 0.01, 0, 5), []);
+    c.terminate(ego(91, 90));
+    expect(c.events.map((e) => e.percentage)).toEqual(Array(15).fill(100));
   });
 });
 

@@ -77,18 +77,21 @@ describe('DS, SR, Efficiency', () => {
 });
 
 describe('ability table', () => {
-  it('maps scenarios to abilities and counts Traffic_Signs routes twice with the junction credit', () => {
+  it('maps scenarios to abilities; a failed Traffic_Signs route past the junction is credited (v0.0.4)', () => {
     const ok = rec({ scenario_name: 'ParkedObstacle' });
     const ev = rec({ scenario_name: 'YieldToEmergencyVehicle', status: 'Failed', scores: { score_route: 50, score_penalty: 1, score_composed: 50 } });
-    // A signalised left turn that failed after the junction without a light infraction: credited once.
+    // A signalised left turn that failed after the junction without a light infraction: a Traffic_Signs success.
     const ts = rec({ scenario_name: 'SignalizedJunctionLeftTurn', status: 'Failed - Agent got blocked', scores: { score_route: 60, score_penalty: 1, score_composed: 60 }, junction_completion: 0.5 });
     const ts2 = rec({ scenario_name: 'VanillaSignalizedTurnEncounterRedLight', junction_completion: 0.5 });
     const t = abilityTable([ok, ev, ts, ts2]);
     expect(t.abilities['Overtaking']).toBe(1);
     expect(t.abilities['Give_Way']).toBe(0);
     expect(t.abilities['Merging']).toBe(0); // SignalizedJunctionLeftTurn is also Merging
-    expect(t.counts['Traffic_Signs']).toEqual([3, 4]);
+    expect(t.counts['Traffic_Signs']).toEqual([2, 2]);
     expect(t.abilities['Emergency_Brake']).toBeNull();
-    expect(t.mean).toBeCloseTo((1 + 0 + 0 + 0 + 0.75) / 5, 12);
+    expect(t.mean).toBeCloseTo((1 + 0 + 0 + 0 + 1) / 5, 12);
+    // Bench2Drive's spellings put the stop-sign turn in Traffic_Signs.
+    const stop = rec({ scenario_name: 'VanillaNonSignalizedTurnEncounterStopsign', status: 'Failed', scores: { score_route: 30, score_penalty: 1, score_composed: 30 }, junction_completion: 0.5 });
+    expect(abilityTable([stop]).counts['Traffic_Signs']).toEqual([0, 1]);
   });
 });

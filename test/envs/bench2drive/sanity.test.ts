@@ -25,7 +25,7 @@ describe('baselines on the whole route set', () => {
     expect(parked.infractions['collisions_vehicle']!.length).toBeGreaterThan(0);
     expect(parked.infractions['collisions_vehicle']![0]!.time).toBeGreaterThan(0);
     expect(by('VanillaSignalizedTurnEncounterRedLight_3').infractions['red_light']!.length).toBe(1);
-    expect(by('VanillaNonSignalizedTurnEncouterStopsign_0').infractions['stop_infraction']!.length).toBe(1);
+    expect(by('VanillaNonSignalizedTurnEncounterStopsign_0').infractions['stop_infraction']!.length).toBe(1);
     expect(by('DynamicObjectCrossing_0').infractions['collisions_pedestrian']!.length).toBe(1);
   }, 120_000);
 });

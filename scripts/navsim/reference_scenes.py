@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Writes the constructed NAVSIM reference scenes (gymwire's scene format) into a folder.
+
+Each scene exercises a path where a re-implementation can drift from NAVSIM's code; score them with
+scripts/navsim/reference_vectors.py to get the expected values. Agents are laid out at 2 Hz (as
+NAVSIM's logs are) and written on a 0.1 s grid by linear interpolation, which is what NAVSIM's
+metric caching does with the 2 Hz samples, so both sides see the same boxes.
+
+    python scripts/navsim/reference_scenes.py test/fixtures/navsim-reference
+"""
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import sys
+from typing import Any, Callable, Dict, List, Tuple
+
+T0_US = 10_000_000
+
+
+def rect(x0: float, y0: float, x1: float, y1: float) -> List[List[float]]:
+    return [[x0, y0], [x1, y0], [x1, y1], [x0, y1], [x0, y0]]
+
+
+def line(x0: float, x1: float, y: float, step: float = 1.0) -> List[List[float]]:
+    n = int(round((x1 - x0) / step))
+    return [[x0 + i * step, y] for i in range(n + 1)]
+
+
+def straight_road(extra: Dict[str, Any] | None = None) -> Dict[str, Any]:
+    """Two roadblocks of two lanes (right y < 0, left y > 0), 3.5 m wide, speed limit 15 m/s."""
+    m: Dict[str, Any] = {
+        "name": "straight-two-lane",
+        "roadblocks": [
+            {"id": "rb_a", "kind": "roadblock", "polygon": rect(-60, -3.5, 100, 3.5), "incoming": [], "outgoing": ["rb_b"]},
+            {"id": "rb_b", "kind": "roadblock", "polygon": rect(100, -3.5, 260, 3.5), "incoming": ["rb_a"], "outgoing": []},
+        ],
+        "lanes": [
+            {"id": "a_r", "roadblock_id": "rb_a", "polygon": rect(-60, -3.5, 100, 0), "centerline": line(-60, 100, -1.75), "speed_limit_mps": 15.0, "incoming": [], "outgoing": ["b_r"]},
+            {"id": "a_l", "roadblock_id": "rb_a", "polygon": rect(-60, 0, 100, 3.5), "centerline": line(-60, 100, 1.75), "speed_limit_mps": 15.0, "incoming": [], "outgoing": ["b_l"]},
+            {"id": "b_r", "roadblock_id": "rb_b", "polygon": rect(100, -3.5, 260, 0), "centerline": line(100, 260, -1.75), "speed_limit_mps": 15.0, "incoming": ["a_r"], "outgoing": []},
+            {"id": "b_l", "roadblock_id": "rb_b", "polygon": rect(100, 0, 260, 3.5), "centerline": line(100, 260, 1.75), "speed_limit_mps": 15.0, "incoming": ["a_l"], "outgoing": []},
+        ],
+        "intersections": [],
+        "carparks": [],
+        "drivable_areas": [],
+    }
+    m.update(extra or {})
+    return m
+
+
+def agent(token: str, kind: str, size: Tuple[float, float, float], at: Callable[[float], Tuple[float, float, float, float, float]], until: float = 5.0) -> Dict[str, Any]:
+    """`at(t)` gives (x, y, heading, vx, vy) at the 2 Hz samples; 0.1 s states interpolate them linearly."""
+    samples = [(k * 0.5, *at(k * 0.5)) for k in range(int(round(until / 0.5)) + 1)]
+    states = []
+    for i in range(int(round(until / 0.1)) + 1):
+        t = round(i * 0.1, 10)
+        k = min(int(t // 0.5), len(samples) - 2)
+        a, b = samples[k], samples[k + 1]
+        f = (t - a[0]) / (b[0] - a[0])
+        states.append([t] + [a[j] + f * (b[j] - a[j]) for j in range(1, 6)])
+    return {"token": token, "type": kind, "length": size[0], "width": size[1], "height": size[2], "states": states}
+
+
+def poses(fn: Callable[[float], Tuple[float, float, float]], n: int = 8, dt: float = 0.5) -> Dict[str, Any]:
+    return {"interval_length": dt, "poses": [list(fn((k + 1) * dt)) for k in range(n)]}
+
+
+def history(speeds: List[float], y: float = -1.75) -> List[Dict[str, Any]]:
+    """Ego states at -1.5, -1.0, -0.5 s with the given speeds, positions integrated back from x = 0."""
+    out, x = [], 0.0
+    states = []
+    for k, v in zip([-0.5, -1.0, -1.5], reversed(speeds)):
+        x -= v * 0.5
+        states.append({"t": k, "x": x, "y": y, "heading": 0.0, "vx": v, "vy": 0.0, "ax": 0.0, "ay": 0.0})
+    out = sorted(states, key=lambda s: s["t"])
+    return out
+
+
+def scene(name: str, description: str, m: Dict[str, Any], agents: List[Dict[str, Any]], ego: Dict[str, float], agent_traj: Dict[str, Any], human: Dict[str, Any], **extra: Any) -> Dict[str, Any]:
+    doc = {
+        "format": "navsim-ref-scene/1",
+        "name": name,
+        "description": description,
+        "timestamp_us": T0_US,
+        "scene_type": "original",
+        "map": m,
+        "route_roadblock_ids": [r["id"] for r in m["roadblocks"]],
+        "traffic_lights": [],
+        "ego": {"x": 0.0, "y": -1.75, "heading": 0.0, "vx": 10.0, "vy": 0.0, "ax": 0.0, "ay": 0.0, **ego},
+        "ego_history": history([10.0, 10.0, 10.0]),
+        "agents": agents,
+        "agent_trajectory": agent_traj,
+        "human_trajectory": human,
+    }
+    doc.update(extra)
+    return doc
+
+
+def cut_in() -> Dict[str, Any]:
+    # A car drifting from the left lane into the ego's lane in the logged future; PDM-Closed only
+    # sees it at t = 0 and forecasts it straight on. It also overlaps the +1 m path's corridor, so
+    # the faster proposals of that path overtake it and keep the slower ones' lead in NAVSIM's buffer.
+    def car(t: float):
+        y = 1.2 - min(t, 2.0) * 1.475
+        return (8.0 + 9.0 * t, y, -0.3 if 0 < t <= 2.0 else 0.0, 9.0, -1.475 if t < 2.0 else 0.0)
+
+    return scene(
+        "cut_in",
+        "a car 8 m ahead in the left lane cuts into the ego lane within 2 s; the agent keeps 10 m/s",
+        straight_road(),
+        [agent("cutter", "vehicle", (4.6, 1.9, 1.6), car), agent("cone", "traffic_cone", (0.5, 0.5, 0.8), lambda t: (60.0, -3.0, 0.0, 0.0, 0.0))],
+        {},
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t - 0.4 * t * t, 0.0, 0.0)),
+    )
+
+
+def off_road_human() -> Dict[str, Any]:
+    # The logged human drifts onto a `drivable_areas` polygon beside the road, which NAVSIM's
+    # drivable map leaves out (DAC 0 for the human, so the v2 filter lifts the agent's DAC); the ego
+    # braked hard before t = 0, so history comfort fails for the agent, while the human is scored
+    # without history and cannot lift it.
+    m = straight_road({"drivable_areas": [{"id": "shoulder", "polygon": rect(-60, -7.0, 260, -3.5)}], "carparks": [{"id": "lot", "polygon": rect(40, 3.5, 80, 20)}]})
+    drift = lambda t: (10.0 * t, -1.2 * min(t, 2.5), -0.1 if t < 2.5 else 0.0)  # noqa: E731
+    doc = scene(
+        "off_road_human",
+        "human and agent drift onto a shoulder drawn as a drivable-area polygon; hard braking in the history",
+        m,
+        [agent("lead", "vehicle", (4.6, 1.9, 1.6), lambda t: (45.0 + 8.0 * t, 1.75, 0.0, 8.0, 0.0))],
+        {},
+        poses(drift),
+        poses(drift),
+    )
+    doc["ego_history"] = [{**h, "ax": -4.5} for h in history([16.0, 14.0, 12.0])]
+    return doc
+
+
+def arc(cx: float, cy: float, r: float, a0: float, a1: float, step: float = 1.0) -> List[List[float]]:
+    n = max(2, int(math.ceil(abs(a1 - a0) * r / step)))
+    return [[cx + r * math.cos(a0 + (a1 - a0) * i / n), cy + r * math.sin(a0 + (a1 - a0) * i / n)] for i in range(n + 1)]
+
+
+def red_light_turn() -> Dict[str, Any]:
+    # Lane -> left-turning lane connector (red at t = 0, green from 1.0 s) -> lane going north. The
+    # joins keep both headings in NAVSIM's paths; PDM-Closed stops for the red of t = 0; v2 scores
+    # the lights per 2 Hz frame. A vehicle ahead on the next lane exercises the leading-agent search.
+    r = 15.0
+    cx, cy = 0.0, -1.75 + r
+    centre = arc(cx, cy, r, -math.pi / 2, 0.0)
+    inner, outer = arc(cx, cy, r - 1.75, -math.pi / 2, 0.0), arc(cx, cy, r + 1.75, -math.pi / 2, 0.0)
+    conn_poly = outer + list(reversed(inner)) + [outer[0]]
+    ex, ey = centre[-1]
+    m = {
+        "name": "left-turn",
+        "roadblocks": [
+            {"id": "rb_a", "kind": "roadblock", "polygon": rect(-80, -3.5, 0, 0), "incoming": [], "outgoing": ["rbc_turn"]},
+            {"id": "rbc_turn", "kind": "roadblock_connector", "polygon": conn_poly, "incoming": ["rb_a"], "outgoing": ["rb_b"]},
+            {"id": "rb_b", "kind": "roadblock", "polygon": rect(ex - 1.75, ey, ex + 1.75, ey + 120), "incoming": ["rbc_turn"], "outgoing": []},
+        ],
+        "lanes": [
+            {"id": "a", "roadblock_id": "rb_a", "polygon": rect(-80, -3.5, 0, 0), "centerline": line(-80, 0, -1.75), "speed_limit_mps": 13.0, "incoming": [], "outgoing": ["turn"]},
+            {"id": "turn", "roadblock_id": "rbc_turn", "polygon": conn_poly, "centerline": centre, "speed_limit_mps": 8.0, "incoming": ["a"], "outgoing": ["b"]},
+            {"id": "b", "roadblock_id": "rb_b", "polygon": rect(ex - 1.75, ey, ex + 1.75, ey + 120), "centerline": [[ex, ey + i] for i in range(121)], "speed_limit_mps": 13.0, "incoming": ["turn"], "outgoing": []},
+        ],
+        "intersections": [{"id": "junction", "polygon": rect(-1, -4, ex + 2.5, ey + 1)}],
+        "carparks": [],
+        "drivable_areas": [],
+    }
+    doc = scene(
+        "red_light_turn",
+        "ego 14 m before a left-turn connector that is red at t = 0 and green from 1.0 s; the agent turns at 7 m/s",
+        m,
+        [agent("ahead", "vehicle", (4.6, 1.9, 1.6), lambda t: (ex, ey + 25.0 + 6.0 * t, math.pi / 2, 0.0, 6.0))],
+        {"x": -14.0, "vx": 7.0},
+        {"interval_length": 0.5, "poses": []},
+        {"interval_length": 0.5, "poses": []},
+        traffic_lights=[{"t": 0.0, "red": ["turn"], "green": []}, {"t": 1.0, "red": [], "green": ["turn"]}],
+    )
+    doc["ego_history"] = [{**h, "x": h["x"] * 0.7 - 14.0, "vx": 7.0} for h in history([10.0, 10.0, 10.0])]
+    # Follow the route at 7 m/s: 14 m of lane, then the arc, then north (rear-axle poses relative to the start).
+    path = [[-14.0 + i * 0.1, -1.75] for i in range(140)] + centre + [[ex, ey + i] for i in range(1, 60)]
+    pts = [path[0]]
+    for p in path[1:]:
+        if math.dist(p, pts[-1]) > 1e-9:
+            pts.append(p)
+    cum = [0.0]
+    for a, b in zip(pts, pts[1:]):
+        cum.append(cum[-1] + math.dist(a, b))
+
+    def at(s: float) -> Tuple[float, float, float]:
+        k = next(i for i in range(1, len(cum)) if cum[i] >= s)
+        f = (s - cum[k - 1]) / (cum[k] - cum[k - 1])
+        (x0, y0), (x1, y1) = pts[k - 1], pts[k]
+        return (x0 + f * (x1 - x0) + 14.0, y0 + f * (y1 - y0) + 1.75, math.atan2(y1 - y0, x1 - x0))
+
+    doc["agent_trajectory"] = poses(lambda t: at(7.0 * t))
+    doc["human_trajectory"] = poses(lambda t: at(7.0 * t - 0.3 * t * t))
+    return doc
+
+
+def main() -> None:
+    out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
+    for doc in (cut_in(), off_road_human(), red_light_turn()):
+        (out / f"{doc['name']}.json").write_text(json.dumps(doc) + "\n")
+        print(out / f"{doc['name']}.json")
+
+
+if __name__ == "__main__":
+    main()
