@@ -44,6 +44,8 @@ export function hostedError(err: unknown, what: string): Error {
     const f = err.failure;
     if (f.kind === 'invalid_kwargs') return new InvalidKwargsError(`invalid kwargs for ${what}: ${f.message}`, [{ path: '', message: f.message }]);
     if (f.kind === 'invalid_state') return new InvalidStateError(f.message);
+    // A missing optional package (pygame for classic-control frames): the op is unsupported here.
+    if (f.kind === 'unsupported') return new ProtocolError('ENV_ERR_UNSUPPORTED', `${err.op} is not available for ${what} on this server: ${f.message}`, { error: f.type });
     return new ProtocolError('ENV_ERR_ENV_FAILURE', `${err.op} failed in the Python env ${what}: ${f.message}`, { error: f.type });
   }
   return err instanceof Error ? err : new Error(String(err));

@@ -31,7 +31,7 @@ export interface WorkerCall {
 
 /** What the worker answers for a failed call. */
 export interface WorkerFailure {
-  kind: 'env' | 'invalid_kwargs' | 'invalid_state' | 'unknown_handle';
+  kind: 'env' | 'invalid_kwargs' | 'invalid_state' | 'unknown_handle' | 'unsupported';
   type: string;
   /** The traceback's last line, e.g. "ValueError: bad action". */
   message: string;

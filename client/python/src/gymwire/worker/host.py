@@ -146,6 +146,8 @@ def error_answer(err: BaseException) -> dict[str, Any]:
         kind = "invalid_state"
     elif isinstance(err, UnknownHandleError):
         kind = "unknown_handle"
+    elif isinstance(err, gym.error.DependencyNotInstalled):
+        kind = "unsupported"
     lines = traceback.format_exception_only(type(err), err)
     last_line = lines[-1].strip() if lines else type(err).__name__
     return {"kind": kind, "type": type(err).__name__, "message": last_line, "traceback": "".join(traceback.format_exception(err))}
