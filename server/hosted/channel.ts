@@ -12,6 +12,8 @@ import type { Duplex } from 'node:stream';
 import { decode, encode } from '../../protocol/codec.ts';
 
 const HEADER_BYTES = 4;
+/** Frames up to this size are copied behind their header and written once; larger ones go out as a writev. */
+const COPY_BELOW_BYTES = 16 * 1024;
 
 export class FrameChannel {
   private pending: Buffer[] = [];
@@ -37,9 +39,16 @@ export class FrameChannel {
     socket.on('error', onError);
   }
 
-  /** Writes one message; header and body go out in one writev. */
+  /** Writes one message: its length, then its bytes. */
   send(message: unknown): void {
     const body = encode(message);
+    if (body.byteLength < COPY_BELOW_BYTES) {
+      const frame = Buffer.allocUnsafe(HEADER_BYTES + body.byteLength);
+      frame.writeUInt32LE(body.byteLength, 0);
+      frame.set(body, HEADER_BYTES);
+      this.socket.write(frame);
+      return;
+    }
     const header = Buffer.allocUnsafe(HEADER_BYTES);
     header.writeUInt32LE(body.byteLength, 0);
     this.socket.cork();

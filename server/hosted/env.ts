@@ -3,29 +3,27 @@
  * holds it, so sessions of hosted envs get every server feature unchanged (limits, resume, metrics,
  * step_batch, autoreset, MCP tools, the viewer).
  *
- * Failures keep to the session: a Python exception answers that request with ENV_ERR_ENV_FAILURE
- * and the traceback's last line; a lost worker answers every later request of its sessions with
- * ENV_ERR_ENV_FAILURE saying the session is gone.
+ * Failures keep to the session (errors.ts): a Python exception answers that request with
+ * ENV_ERR_ENV_FAILURE and the traceback's last line; a lost worker answers every later request of
+ * its sessions with ENV_ERR_ENV_FAILURE saying the session is gone.
  *
  * @example
- * const env = await makeHostedEnv(pool, { kind: 'gym', id: 'CartPole-v1' }, {});
+ * const env = await makeHostedEnv(pool, { kind: 'gym', id: 'CartPole-v1' }, {}, 'gym/CartPole-v1');
  * const { obs } = await env.reset({ seed: 0 });
  */
 import { z } from 'zod';
 
-import type { Env, EnvMetadata, EnvTool, RenderFrame, ResetOptions, ResetResult, StepResult } from '../../envs/core/env.ts';
-import { InvalidStateError } from '../../envs/core/env.ts';
-import { InvalidKwargsError } from '../../envs/core/registry.ts';
+import type { Env, EnvMetadata, EnvTool, Info, RenderFrame, ResetOptions, ResetResult, StepResult } from '../../envs/core/env.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
 import type { Space } from '../../protocol/spaces.ts';
 import { SpaceSchema } from '../../protocol/spaces.ts';
 import type { WorkerPool } from './pool.ts';
 import type { PythonWorker } from './worker.ts';
-import { WorkerCallError, WorkerLostError } from './worker.ts';
 
 /** What a worker builds: a Gymnasium id (optionally `module:Id`) or a `module:callable`. */
 export type HostedTarget = { kind: 'gym'; id: string } | { kind: 'callable'; path: string };
 
+/** The worker's answer to make (client/python/src/gymwire/worker/host.py `Host.make`). */
 interface MadeEnv {
   observation_space: unknown;
   action_space: unknown;
@@ -35,21 +33,15 @@ interface MadeEnv {
   state: boolean;
 }
 
-/** Maps a worker's failure to the error the server answers with. */
-export function hostedError(err: unknown, what: string): Error {
-  if (err instanceof WorkerLostError) {
-    return new ProtocolError('ENV_ERR_ENV_FAILURE', `${err.message}; this session is lost: close it and make a new one`, { worker_lost: true });
-  }
-  if (err instanceof WorkerCallError) {
-    const f = err.failure;
-    if (f.kind === 'invalid_kwargs') return new InvalidKwargsError(`invalid kwargs for ${what}: ${f.message}`, [{ path: '', message: f.message }]);
-    if (f.kind === 'invalid_state') return new InvalidStateError(f.message);
-    // A missing optional package (pygame for classic-control frames): the op is unsupported here.
-    if (f.kind === 'unsupported') return new ProtocolError('ENV_ERR_UNSUPPORTED', `${err.op} is not available for ${what} on this server: ${f.message}`, { error: f.type });
-    return new ProtocolError('ENV_ERR_ENV_FAILURE', `${err.op} failed in the Python env ${what}: ${f.message}`, { error: f.type });
-  }
-  return err instanceof Error ? err : new Error(String(err));
-}
+// Steps and resets come back as arrays (cheaper to pack and unpack than maps).
+const toStepResult = (v: unknown): StepResult => {
+  const [obs, reward, terminated, truncated, info] = v as [unknown, number, boolean, boolean, Info];
+  return { obs, reward, terminated, truncated, info };
+};
+const toResetResult = (v: unknown): ResetResult => {
+  const [obs, info] = v as [unknown, Info];
+  return { obs, info };
+};
 
 function parseSpace(desc: unknown, which: string, what: string): Space {
   const parsed = SpaceSchema.safeParse(desc);
@@ -81,6 +73,7 @@ export class HostedEnv implements Env {
     private readonly pool: WorkerPool,
     readonly worker: PythonWorker,
     readonly handle: number,
+    /** The env id, for error messages. */
     readonly what: string,
     made: MadeEnv,
   ) {
@@ -93,24 +86,24 @@ export class HostedEnv implements Env {
       name: t.name,
       description: t.description,
       inputSchema: toolSchema(t.parameters),
-      handler: (args: unknown) => this.call({ op: 'tool', name: t.name, args }),
+      handler: (args: unknown) => this.worker.call({ op: 'tool', handle, name: t.name, args }, what),
     })) as unknown as EnvTool<never>[];
     if (made.state) {
-      this.getState = () => this.call({ op: 'get_state' }) as Promise<Uint8Array>;
-      this.setState = async (state) => void (await this.call({ op: 'set_state', state }));
+      this.getState = () => this.worker.call<Uint8Array>({ op: 'get_state', handle }, what);
+      this.setState = (state) => this.worker.call({ op: 'set_state', handle, state }, what, () => undefined);
     }
   }
 
   reset(opts: ResetOptions = {}): Promise<ResetResult> {
-    return this.call({ op: 'reset', seed: opts.seed ?? null, options: opts.options ?? null }) as Promise<ResetResult>;
+    return this.worker.call({ op: 'reset', handle: this.handle, seed: opts.seed ?? null, options: opts.options ?? null }, this.what, toResetResult);
   }
 
   step(action: unknown): Promise<StepResult> {
-    return this.call({ op: 'step', action }) as Promise<StepResult>;
+    return this.worker.call({ op: 'step', handle: this.handle, action }, this.what, toStepResult);
   }
 
   render(): Promise<RenderFrame | null> {
-    return this.call({ op: 'render' }) as Promise<RenderFrame | null>;
+    return this.worker.call<RenderFrame | null>({ op: 'render', handle: this.handle }, this.what);
   }
 
   async close(): Promise<void> {
@@ -118,13 +111,7 @@ export class HostedEnv implements Env {
     this.closed = true;
     this.pool.release(this.worker);
     // A lost worker took the env with it: nothing to close.
-    if (this.worker.alive) await this.call({ op: 'close' }).catch(() => undefined);
-  }
-
-  private call(call: Record<string, unknown> & { op: string }): Promise<unknown> {
-    return this.worker.call({ ...call, handle: this.handle }).catch((err: unknown) => {
-      throw hostedError(err, this.what);
-    });
+    if (this.worker.alive) await this.worker.call({ op: 'close', handle: this.handle }, this.what).catch(() => undefined);
   }
 }
 
@@ -134,16 +121,16 @@ export async function makeHostedEnv(pool: WorkerPool, target: HostedTarget, kwar
   const handle = worker.newHandle();
   let made: MadeEnv;
   try {
-    made = (await worker.call({ op: 'make', handle, target, kwargs })) as MadeEnv;
+    made = await worker.call<MadeEnv>({ op: 'make', handle, target, kwargs }, what);
   } catch (err) {
     pool.release(worker);
-    throw hostedError(err, what);
+    throw err;
   }
   try {
     return new HostedEnv(pool, worker, handle, what, made);
   } catch (err) {
     pool.release(worker);
-    void worker.call({ op: 'close', handle }).catch(() => undefined);
+    void worker.call({ op: 'close', handle }, what).catch(() => undefined);
     throw err;
   }
 }

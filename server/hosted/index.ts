@@ -54,4 +54,6 @@ export { loadPlugin } from './plugins.ts';
 export type { RegisterPlugin } from './plugins.ts';
 export { defaultPoolSize, WorkerPool } from './pool.ts';
 export { gymEnvId, pythonEnvId, registerHostedEnvs } from './register.ts';
-export { PythonWorker, WorkerCallError, WorkerLostError } from './worker.ts';
+export { failureError, workerLostError } from './errors.ts';
+export type { WorkerFailure } from './errors.ts';
+export { PythonWorker } from './worker.ts';

@@ -15,7 +15,7 @@ import { z } from 'zod';
 import type { Registry } from '../../envs/core/registry.ts';
 import { ENV_ID_RE } from '../../envs/core/registry.ts';
 import type { HostedTarget } from './env.ts';
-import { hostedError, makeHostedEnv } from './env.ts';
+import { makeHostedEnv } from './env.ts';
 import type { WorkerPool } from './pool.ts';
 
 export interface HostedEnvsOptions {
@@ -49,8 +49,8 @@ export async function registerHostedEnvs(registry: Registry, pool: WorkerPool, o
   const worker = pool.any();
   const described = await Promise.all(
     entries.map(({ id, target }) =>
-      worker.call({ op: 'describe', target }).catch((err: unknown) => {
-        throw new Error(`cannot host ${id}: ${hostedError(err, id).message}`);
+      worker.call({ op: 'describe', target }, id).catch((err: unknown) => {
+        throw new Error(`cannot host ${id}: ${err instanceof Error ? err.message : String(err)}`);
       }),
     ),
   );

@@ -5,11 +5,11 @@
  * Calls made in the same tick go to the worker as one frame (a step_batch over sessions of this
  * worker is one round trip) and come back as one frame of answers in the same order. A worker that
  * exits, or does not answer within `callTimeoutMs`, is killed; every call in flight and every later
- * call on it fails with {@link WorkerLostError}. The pool (pool.ts) starts its replacement.
+ * call on it fails with ENV_ERR_ENV_FAILURE (errors.ts). The pool (pool.ts) starts its replacement.
  *
  * @example
  * const worker = new PythonWorker({ python: 'python3', index: 0, callTimeoutMs: 60_000, logger });
- * const info = await worker.call({ op: 'describe', target: { kind: 'gym', id: 'CartPole-v1' } });
+ * const info = await worker.call({ op: 'describe', target: { kind: 'gym', id: 'CartPole-v1' } }, 'gym/CartPole-v1');
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -22,36 +22,13 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 
 import { FrameChannel } from './channel.ts';
+import type { WorkerFailure } from './errors.ts';
+import { failureError, workerLostError } from './errors.ts';
 
 /** One operation for the worker; `op` names it (see client/python/src/gymwire/worker/host.py). */
 export interface WorkerCall {
   op: string;
   [key: string]: unknown;
-}
-
-/** What the worker answers for a failed call. */
-export interface WorkerFailure {
-  kind: 'env' | 'invalid_kwargs' | 'invalid_state' | 'unknown_handle' | 'unsupported';
-  type: string;
-  /** The traceback's last line, e.g. "ValueError: bad action". */
-  message: string;
-  traceback: string;
-}
-
-/** A call that the Python side answered with an exception. */
-export class WorkerCallError extends Error {
-  override readonly name = 'WorkerCallError';
-  constructor(
-    readonly op: string,
-    readonly failure: WorkerFailure,
-  ) {
-    super(failure.message);
-  }
-}
-
-/** The worker died or hung; whatever it hosted is gone. */
-export class WorkerLostError extends Error {
-  override readonly name = 'WorkerLostError';
 }
 
 export interface WorkerOptions {
@@ -66,9 +43,18 @@ export interface WorkerOptions {
   onExit?: (worker: PythonWorker, reason: string) => void;
 }
 
+/** One queued call: where its answer goes, converted (`convert`) or as an error naming `what`. */
+interface Pending {
+  call: WorkerCall;
+  what: string;
+  convert: ((value: unknown) => unknown) | null;
+  resolve(value: unknown): void;
+  reject(err: Error): void;
+}
+
 interface InFlight {
-  calls: { resolve(value: unknown): void; reject(err: Error): void; op: string }[];
-  timer: NodeJS.Timeout;
+  calls: Pending[];
+  sentAt: number;
 }
 
 /** The SDK's source in this checkout: on the worker's PYTHONPATH so a plain python3 finds gymwire. */
@@ -80,8 +66,11 @@ export class PythonWorker {
   /** Live env handles on this worker (the pool places sessions by this count). */
   sessions = 0;
   private readonly channel: FrameChannel;
+  /** Frames sent and not yet answered, oldest first (Map keeps insertion order). */
   private readonly inFlight = new Map<number, InFlight>();
-  private queue: { call: WorkerCall; resolve(value: unknown): void; reject(err: Error): void }[] = [];
+  /** Checks the oldest frame's age: one coarse timer for the worker's life, not one per frame. */
+  private watchdog: NodeJS.Timeout | null = null;
+  private queue: Pending[] = [];
   private nextId = 1;
   private nextHandle = 1;
   private lostReason: string | null = null;
@@ -106,6 +95,8 @@ export class PythonWorker {
     );
     this.process.on('error', (err) => this.lose(`it could not start (${opts.python}: ${err.message}); set --python-exe or GYMWIRE_PYTHON`));
     this.process.on('exit', (code, signal) => this.lose(signal ? `it was killed by ${signal}` : `it exited with code ${code}`));
+    this.watchdog = setInterval(this.checkHung, Math.max(10, Math.min(1_000, opts.callTimeoutMs / 4)));
+    this.watchdog.unref();
     this.log.debug('python worker started');
   }
 
@@ -122,12 +113,16 @@ export class PythonWorker {
     return this.nextHandle++;
   }
 
-  /** Queues one call; calls queued in the same tick travel in one frame. */
-  call(call: WorkerCall): Promise<unknown> {
-    if (this.lostReason !== null) return Promise.reject(this.lostError());
-    return new Promise((resolve, reject) => {
-      if (this.queue.length === 0) queueMicrotask(() => this.flush());
-      this.queue.push({ call, resolve, reject });
+  /**
+   * Queues one call; calls queued in the same tick travel in one frame. Resolves with the answer
+   * (passed through `convert` when given); rejects with the server error for a Python exception
+   * (naming `what`, the env id) or a lost worker.
+   */
+  call<T = unknown>(call: WorkerCall, what: string, convert: ((value: unknown) => T) | null = null): Promise<T> {
+    if (this.lostReason !== null) return Promise.reject(workerLostError(this.lostReason));
+    return new Promise<T>((resolve, reject) => {
+      if (this.queue.length === 0) queueMicrotask(this.flushQueue);
+      this.queue.push({ call, what, convert, resolve: resolve as (value: unknown) => void, reject });
     });
   }
 
@@ -141,31 +136,44 @@ export class PythonWorker {
     if (this.process.exitCode !== null || this.process.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => this.process.once('exit', () => resolve()));
     this.lostReason ??= 'the server is shutting down';
+    this.stopWatchdog();
     this.channel.close();
     const timer = setTimeout(() => this.process.kill('SIGKILL'), graceMs);
     await exited;
     clearTimeout(timer);
   }
 
-  private flush(): void {
+  private readonly flushQueue = (): void => {
     const batch = this.queue;
     this.queue = [];
     if (batch.length === 0) return;
     if (this.lostReason !== null) {
-      for (const q of batch) q.reject(this.lostError());
+      for (const q of batch) q.reject(workerLostError(this.lostReason));
       return;
     }
     const id = this.nextId++;
-    const timer = setTimeout(() => this.lose(`it did not answer within ${this.opts.callTimeoutMs} ms (${batch.map((q) => q.call.op).join(', ')})`), this.opts.callTimeoutMs);
-    this.inFlight.set(id, { calls: batch.map((q) => ({ resolve: q.resolve, reject: q.reject, op: q.call.op })), timer });
+    this.inFlight.set(id, { calls: batch, sentAt: performance.now() });
+    const calls = new Array<WorkerCall>(batch.length);
+    for (let i = 0; i < batch.length; i++) calls[i] = batch[i]!.call;
     try {
-      this.channel.send({ id, calls: batch.map((q) => q.call) });
+      this.channel.send({ id, calls });
     } catch (err) {
       // A value the codec cannot encode: fail these calls, the worker is fine.
-      clearTimeout(timer);
       this.inFlight.delete(id);
       for (const q of batch) q.reject(err instanceof Error ? err : new Error(String(err)));
     }
+  }
+
+  private readonly checkHung = (): void => {
+    const oldest = this.inFlight.values().next().value as InFlight | undefined;
+    if (oldest && performance.now() - oldest.sentAt > this.opts.callTimeoutMs) {
+      this.lose(`it did not answer within ${this.opts.callTimeoutMs} ms (${oldest.calls.map((c) => c.call.op).join(', ')})`);
+    }
+  };
+
+  private stopWatchdog(): void {
+    if (this.watchdog) clearInterval(this.watchdog);
+    this.watchdog = null;
   }
 
   private answer(message: unknown): void {
@@ -173,20 +181,24 @@ export class PythonWorker {
     const entry = this.inFlight.get(id);
     if (!entry) return this.log.warn({ id }, 'python worker answered a frame nobody waits for');
     this.inFlight.delete(id);
-    clearTimeout(entry.timer);
     this.answered = true;
-    entry.calls.forEach((c, i) => {
+    const calls = entry.calls;
+    for (let i = 0; i < calls.length; i++) {
+      const c = calls[i]!;
       const r = results[i];
-      if (r === undefined) c.reject(new WorkerLostError(`the Python worker gave no answer for ${c.op}`));
+      if (r === undefined) c.reject(workerLostError(`it gave no answer for ${c.call.op}`));
       else if ('error' in r) {
-        this.log.debug({ op: c.op, traceback: r.error.traceback }, 'python env raised');
-        c.reject(new WorkerCallError(c.op, r.error));
-      } else c.resolve(r.ok);
-    });
-  }
-
-  private lostError(): WorkerLostError {
-    return new WorkerLostError(`the Python worker hosting this env is gone: ${this.lostReason}`);
+        this.log.debug({ op: c.call.op, traceback: r.error.traceback }, 'python env raised');
+        c.reject(failureError(c.call.op, r.error, c.what));
+      } else if (c.convert === null) c.resolve(r.ok);
+      else {
+        try {
+          c.resolve(c.convert(r.ok));
+        } catch (err) {
+          c.reject(err instanceof Error ? err : new Error(String(err)));
+        }
+      }
+    }
   }
 
   private lose(reason: string): void {
@@ -195,12 +207,10 @@ export class PythonWorker {
       this.log.error({ reason, sessions: this.sessions }, 'python worker lost; its sessions fail from now on');
     }
     if (this.process.exitCode === null && this.process.signalCode === null) this.process.kill('SIGKILL');
-    const err = this.lostError();
-    for (const entry of this.inFlight.values()) {
-      clearTimeout(entry.timer);
-      for (const c of entry.calls) c.reject(err);
-    }
+    const err = workerLostError(this.lostReason);
+    for (const entry of this.inFlight.values()) for (const c of entry.calls) c.reject(err);
     this.inFlight.clear();
+    this.stopWatchdog();
     if (!this.exitNotified) {
       this.exitNotified = true;
       this.opts.onExit?.(this, reason);

@@ -6,14 +6,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import Any, Callable
 
-from ..codec import pack, unpack
+from ..codec import packer, unpack
 from .channel import FrameChannel
 from .host import Host, error_answer
 
 
-def _encode(message_id: int, results: list[dict[str, Any]]) -> bytes:
+def _encode(pack: Callable[[Any], bytes], message_id: int, results: list[dict[str, Any]]) -> bytes:
     try:
         return pack({"id": message_id, "results": results})
     except Exception:  # noqa: BLE001 - find which answers cannot be encoded and turn only those into errors
@@ -36,13 +36,14 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("MUJOCO_GL", "egl")
     channel = FrameChannel(args.fd)
     host = Host()
+    pack = packer().pack
     while True:
         frame = channel.read()
         if frame is None:
             break
         message = unpack(frame)
         results = [host.run(call) for call in message["calls"]]
-        channel.write(_encode(message["id"], results))
+        channel.write(_encode(pack, message["id"], results))
     for hosted in host.envs.values():
         try:
             hosted.env.close()

@@ -44,11 +44,12 @@ def describe(target: dict[str, Any]) -> dict[str, Any]:
 
 
 def build(target: dict[str, Any], kwargs: dict[str, Any]) -> gym.Env[Any, Any]:
-    """Builds the env. Gymnasium ids are made without their TimeLimit: the server applies its own
-    (from the spec's max_episode_steps, reported by :func:`describe`) so truncation is counted once."""
+    """Builds the env. Gymnasium ids are made without Gymnasium's TimeLimit, OrderEnforcing and
+    PassiveEnvChecker: the server stacks its own (max_episode_steps from :func:`describe`), so
+    truncation is counted once and a step does not pass through the same checks twice."""
     try:
         if target["kind"] == "gym":
-            spec = dataclasses.replace(_gym_spec(target["id"]), max_episode_steps=None)
+            spec = dataclasses.replace(_gym_spec(target["id"]), max_episode_steps=None, order_enforce=False, disable_env_checker=True)
             env = gym.make(spec, **kwargs)
         else:
             env = _callable(target["path"])(**kwargs)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codec import DTYPE_CODE
+from ..codec import TensorFormatError, dtype_code
 
 
 class UnencodableValueError(TypeError):
@@ -23,10 +23,12 @@ def wire_value(value: Any, path: str = "info") -> Any:
     if isinstance(value, _PLAIN):
         return value
     if isinstance(value, np.ndarray):
-        if value.dtype.name not in DTYPE_CODE:
+        try:
+            dtype_code(value.dtype)
+        except TensorFormatError:
             if value.dtype.kind in "US":
                 return value.tolist()
-            raise UnencodableValueError(f"{path} is a numpy array of dtype {value.dtype}, which has no wire encoding")
+            raise UnencodableValueError(f"{path} is a numpy array of dtype {value.dtype}, which has no wire encoding") from None
         return value
     if isinstance(value, np.generic):
         return value.item()
