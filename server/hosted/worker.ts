@@ -91,10 +91,15 @@ export class PythonWorker {
     this.channel = new FrameChannel(
       this.process.stdio[3] as Duplex,
       (message) => this.answer(message),
-      (err) => this.lose(`its channel failed: ${err.message}`),
+      // A worker that exits resets its socket first: give the exit a moment to report why.
+      (err) => void setTimeout(() => this.lose(`its channel failed: ${err.message}`), 200).unref(),
     );
     this.process.on('error', (err) => this.lose(`it could not start (${opts.python}: ${err.message}); set --python-exe or GYMWIRE_PYTHON`));
-    this.process.on('exit', (code, signal) => this.lose(signal ? `it was killed by ${signal}` : `it exited with code ${code}`));
+    this.process.on('exit', (code, signal) => {
+      const how = signal ? `it was killed by ${signal}` : `it exited with code ${code}`;
+      // Dying before the first answer is a setup problem, whose explanation is on its stderr.
+      this.lose(this.answered ? how : `${how} before answering (its stderr is in the server log: does ${opts.python} have gymnasium and the gymwire package?)`);
+    });
     this.watchdog = setInterval(this.checkHung, Math.max(10, Math.min(1_000, opts.callTimeoutMs / 4)));
     this.watchdog.unref();
     this.log.debug('python worker started');
