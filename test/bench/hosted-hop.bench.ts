@@ -72,18 +72,22 @@ async function bareRoundTrips(requestBytes: number, replyBytes: number, count: n
   return us;
 }
 
-/** Gymnasium's own CartPole-v1 step in a Python loop (µs, median of rounds): what the hop carries, not what it costs. */
+/**
+ * Gymnasium's own CartPole-v1 step in a Python loop (µs of CPU time, median of rounds): what the
+ * hop carries, not what it costs. CPU time, not wall time, so other load on the machine does not
+ * inflate it (which would flatter the hop's overhead).
+ */
 async function envStepUs(count: number): Promise<number> {
   const code = `
 import gymnasium as gym, time, statistics
 env = gym.make("CartPole-v1"); env.reset(seed=0)
 rounds = []
 for r in range(${ROUNDS}):
-    t = time.perf_counter()
+    t = time.process_time()
     for i in range(${count}):
         _, _, te, tr, _ = env.step(i & 1)
         if te or tr: env.reset()
-    rounds.append((time.perf_counter() - t) * 1e6 / ${count})
+    rounds.append((time.process_time() - t) * 1e6 / ${count})
 print(statistics.median(rounds))
 `;
   const child = spawn(PYTHON, ['-c', code], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -125,7 +129,7 @@ async function main(): Promise<void> {
   const envStep = await envStepUs(STEPS);
   emit('hosted_step_round_trip_us', hop, 'us', { request_bytes: requestBytes, reply_bytes: replyBytes, rounds: hops.map((x) => Number(x.toFixed(1))) });
   emit('bare_pipe_round_trip_us', floor, 'us', { rounds: floors.map((x) => Number(x.toFixed(1))) });
-  emit('env_step_in_python_us', envStep, 'us');
+  emit('env_step_in_python_cpu_us', envStep, 'us');
   emit('ratio_round_trip_over_bare_pipe', hop / floor, 'x', { python: PYTHON });
   emit('ratio_hop_overhead_over_bare_pipe', (hop - envStep) / floor, 'x', { target: 2 });
   // Rounds alternate hop and floor, so a per-round ratio is less exposed to other load on the machine.
