@@ -26,6 +26,7 @@ import gymwire
 from gymwire.errors import ServerError
 
 from conftest import REPO, ServerProcess
+from test_vector import MODE_ENUM, MODES, assert_matches_sync_vector_env
 
 TESTS = Path(__file__).resolve().parent
 COUNTER = "hosted_envs:make_counter"
@@ -196,31 +197,12 @@ def test_gymwire_check_passes_on_hosted_envs(hosted: ServerProcess) -> None:
     assert " 0 failed" in out.stdout
 
 
-@pytest.mark.parametrize("mode", ["next_step", "same_step", "disabled"])
+@pytest.mark.parametrize("mode", MODES)
 def test_vector_env_matches_gymnasiums_sync_vector_env(hosted: ServerProcess, mode: str) -> None:
-    n = 4
-    remote = gymwire.make_vec(hosted.url, "gym/CartPole-v1", n, autoreset_mode=mode)
-    local = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(n)], autoreset_mode=gym.vector.AutoresetMode[mode.upper()])
-    try:
-        obs_r, _ = remote.reset(seed=11)
-        obs_l, _ = local.reset(seed=11)
-        np.testing.assert_array_equal(obs_r, obs_l)
-        rng = np.random.default_rng(0)
-        ended = 0
-        for _ in range(150):
-            actions = rng.integers(0, 2, size=n)
-            r = remote.step(actions)
-            want = local.step(actions)
-            np.testing.assert_array_equal(r[0], want[0])
-            np.testing.assert_array_equal(r[1], want[1])
-            np.testing.assert_array_equal(r[2], want[2])
-            ended += int(np.sum(want[2] | want[3]))
-            if mode == "disabled" and np.any(want[2] | want[3]):
-                break  # without autoreset, an ended sub-env needs an explicit reset
-        assert ended > 0
-    finally:
-        remote.close()
-        local.close()
+    """Hosted sessions through make_vec step exactly like Gymnasium's SyncVectorEnv of local envs, in each autoreset mode."""
+    ours = gymwire.make_vec(hosted.url, "gym/CartPole-v1", 4, autoreset_mode=mode)
+    ref = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)], autoreset_mode=MODE_ENUM[mode])
+    assert_matches_sync_vector_env(ours, ref, mode)
 
 
 def test_tools_state_and_render(hosted: ServerProcess) -> None:
