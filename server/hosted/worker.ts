@@ -131,11 +131,6 @@ export class PythonWorker {
     });
   }
 
-  /** Kills the process (SIGKILL: a hung env does not answer SIGTERM). */
-  kill(reason: string): void {
-    this.lose(reason);
-  }
-
   /** Closes the channel so the worker closes its envs and exits; kills it if it has not after graceMs. */
   async close(graceMs = 2_000): Promise<void> {
     if (this.process.exitCode !== null || this.process.signalCode !== null) return;
@@ -206,6 +201,7 @@ export class PythonWorker {
     }
   }
 
+  /** Marks the worker lost (the first reason stands), kills it (SIGKILL: a hung env ignores SIGTERM) and fails what waits on it. */
   private lose(reason: string): void {
     if (this.lostReason === null) {
       this.lostReason = reason;
