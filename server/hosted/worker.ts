@@ -57,6 +57,11 @@ interface InFlight {
   sentAt: number;
 }
 
+/** The worker's first frame (id 0) says it is ready; call frames count from 1. */
+const READY_ID = 0;
+/** How much longer than a call a worker may take to start. */
+const STARTUP_GRACE_MS = 120_000;
+
 /** The SDK's source in this checkout: on the worker's PYTHONPATH so a plain python3 finds gymwire. */
 const SDK_SOURCE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'client', 'python', 'src');
 
@@ -74,9 +79,12 @@ export class PythonWorker {
   private nextId = 1;
   private nextHandle = 1;
   private lostReason: string | null = null;
-  /** Whether it ever answered: one that dies before that is broken (bad interpreter, missing package), not unlucky. */
+  /** Whether it ever got ready: one that dies before that is broken (bad interpreter, missing package), not unlucky. */
   answered = false;
   private exitNotified = false;
+  private readonly startedAt = performance.now();
+  /** When the worker said it finished importing (its first frame); calls are timed from then. */
+  private readyAt: number | null = null;
 
   constructor(private readonly opts: WorkerOptions) {
     const pythonPath = [existsSync(SDK_SOURCE) ? SDK_SOURCE : null, process.env.PYTHONPATH].filter(Boolean).join(delimiter);
@@ -166,7 +174,14 @@ export class PythonWorker {
 
   private readonly checkHung = (): void => {
     const oldest = this.inFlight.values().next().value as InFlight | undefined;
-    if (oldest && performance.now() - oldest.sentAt > this.opts.callTimeoutMs) {
+    if (!oldest) return;
+    const now = performance.now();
+    if (this.readyAt === null) {
+      // Still importing (gymnasium, the env's packages): allow a slow start on top of the call timeout.
+      if (now - this.startedAt > this.opts.callTimeoutMs + STARTUP_GRACE_MS) this.lose(`it did not start within ${Math.round((now - this.startedAt) / 1000)} s`);
+      return;
+    }
+    if (now - Math.max(oldest.sentAt, this.readyAt) > this.opts.callTimeoutMs) {
       this.lose(`it did not answer within ${this.opts.callTimeoutMs} ms (${oldest.calls.map((c) => c.call.op).join(', ')})`);
     }
   };
@@ -177,6 +192,11 @@ export class PythonWorker {
   }
 
   private answer(message: unknown): void {
+    if ((message as { id: number }).id === READY_ID) {
+      this.readyAt = performance.now();
+      this.answered = true;
+      return;
+    }
     const { id, results } = message as { id: number; results: ({ ok: unknown } | { error: WorkerFailure })[] };
     const entry = this.inFlight.get(id);
     if (!entry) return this.log.warn({ id }, 'python worker answered a frame nobody waits for');

@@ -12,7 +12,7 @@ import pytest
 from gymwire.codec import pack, unpack
 from gymwire.worker.host import Host, HostedEnv
 from gymwire.worker.tools import tool
-from gymwire.worker.values import UnencodableValueError, wire_value
+from gymwire.worker.values import UnencodableValueError, wire_metadata, wire_value
 
 from hosted_envs import FaultyCounter
 
@@ -74,9 +74,18 @@ def test_bad_kwargs_state_bytes_and_unknown_handles_get_their_own_kinds() -> Non
 def test_gym_ids_are_built_without_gymnasiums_own_limit_and_checks() -> None:
     host = Host()
     assert host.run({"op": "describe", "target": {"kind": "gym", "id": "CartPole-v1"}})["ok"]["max_episode_steps"] == 500
-    host.run({"op": "make", "handle": 1, "target": {"kind": "gym", "id": "CartPole-v1"}, "kwargs": {}})
+    made = host.run({"op": "make", "handle": 1, "target": {"kind": "gym", "id": "CartPole-v1"}, "kwargs": {}})
+    assert "ok" in made, made
     env = host.envs[1].env
     assert not isinstance(env, (gym.wrappers.TimeLimit, gym.wrappers.PassiveEnvChecker, gym.wrappers.OrderEnforcing))
+
+
+def test_metadata_values_the_wire_cannot_carry_are_sent_as_text() -> None:
+    class Tagged(FaultyCounter):
+        metadata = {"render_modes": ["rgb_array"], "mode": gym.vector.AutoresetMode.SAME_STEP, "kind": object}
+
+    meta = wire_metadata(Tagged.metadata)
+    assert meta["mode"] == "SameStep" and meta["kind"] == "<class 'object'>" and meta["render_modes"] == ["rgb_array"]
 
 
 def test_tool_parameters_must_be_an_object_schema() -> None:

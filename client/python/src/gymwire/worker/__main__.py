@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     channel = FrameChannel(args.fd)
     host = Host()
     pack = packer().pack
+    # Imports are done: the server starts timing calls from here, so a slow start is not a hang.
+    channel.write(pack({"id": 0, "ready": os.getpid()}))
     while True:
         frame = channel.read()
         if frame is None:

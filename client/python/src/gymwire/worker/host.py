@@ -16,7 +16,7 @@ from gymnasium import spaces as gs
 from ..spaces import space_to_wire, value_from_wire, value_to_wire
 from . import targets
 from .tools import find_tools
-from .values import render_frame, wire_info, wire_value
+from .values import render_frame, wire_info, wire_metadata, wire_value
 
 STATE_GET = "gymwire_get_state"
 STATE_SET = "gymwire_set_state"
@@ -96,7 +96,7 @@ class Host:
         env = targets.build(call["target"], call.get("kwargs") or {})
         hosted = HostedEnv(env)
         unwrapped = env.unwrapped
-        metadata = wire_value(dict(env.metadata), "metadata")
+        metadata = wire_metadata(dict(env.metadata))
         metadata["render_modes"] = [m for m in metadata.get("render_modes", []) if isinstance(m, str)]
         self.envs[call["handle"]] = hosted
         return {

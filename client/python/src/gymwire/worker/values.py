@@ -3,6 +3,7 @@ so that only what msgpack and the tensor encoding carry goes back (no pickle, no
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,18 @@ def wire_value(value: Any, path: str = "info") -> Any:
     if hasattr(value, "__array__"):
         return wire_value(np.asarray(value), path)
     raise UnencodableValueError(f"{path} is a {type(value).__name__}, which the wire cannot carry (use numbers, strings, bytes, lists, dicts or numpy arrays)")
+
+
+def wire_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """An env's metadata as wire values. Metadata only describes the env, so a value the wire cannot
+    carry (an enum, a class) is sent as its value or text instead of failing the make."""
+    out: dict[str, Any] = {}
+    for key, value in metadata.items():
+        try:
+            out[str(key)] = wire_value(value, f"metadata.{key}")
+        except UnencodableValueError:
+            out[str(key)] = value.value if isinstance(value, enum.Enum) and isinstance(value.value, (str, int, float)) else repr(value)
+    return out
 
 
 def wire_info(info: dict[str, Any]) -> dict[str, Any]:
