@@ -2,20 +2,24 @@ import { readFileSync } from 'node:fs';
 
 import type { Command } from 'commander';
 
+import { DataRoots } from '../../envs/core/data-roots.ts';
+import { defaultRegistry } from '../../envs/index.ts';
 import { parseBusyPoll } from '../../protocol/busy-poll.ts';
 import { DEFAULT_ADMISSION_LIMITS } from '../../server/admission.ts';
+import { hostEnvs } from '../../server/hosted/index.ts';
 import { startServer } from '../../server/index.ts';
 import { MCP_DEFAULTS, mountMcp } from '../../server/mcp/index.ts';
 import { mountViewer } from '../../server/viewer/index.ts';
 import type { TransportName } from '../../server/index.ts';
 import { stderrLogger } from './logger.ts';
-import { parseBytes } from './units.ts';
+import { parseBytes, parseCount, parseDuration } from './units.ts';
 
 export interface ServeOptions {
   host: string;
   port: string;
   transport: TransportName;
   token?: string;
+  tokenFile?: string;
   logLevel: string;
   idleTimeout: string;
   maxSessions: string;
@@ -28,17 +32,23 @@ export interface ServeOptions {
   maxMemory: string;
   maxDepartedReplyBytes: string;
   check?: boolean;
-  mcpAllowOrigin?: string[];
-  tokenFile?: string;
   allowOrigin?: string[];
   allowHost?: string[];
+  mcpAllowOrigin?: string[];
   maxConnections: string;
   maxPreauthPerIp: string;
   helloTimeout: string;
+  dataRoot: string[];
   mcpMaxSessions: string;
   mcpMaxSessionsPerCaller: string;
   mcpMaxBodyBytes: string;
-  dataRoot: string[];
+  gym?: string[];
+  python?: string[];
+  id?: string[];
+  plugin?: string[];
+  pythonExe?: string;
+  workers?: string;
+  workerTimeout: string;
 }
 
 /** The server's token: --token, --token-file or GYMWIRE_TOKEN (at most one of the flags), or null. */
@@ -56,73 +66,86 @@ export function resolveToken(opts: { token?: string; tokenFile?: string }, env: 
 export function registerServe(program: Command): void {
   program
     .command('serve')
-    .description('serve every registered env over WebSockets (plus /healthz, /metrics, /mcp and the viewer at / on the same port)')
+    .description('serve every registered env over WebSockets (plus /healthz, /metrics, /mcp and the viewer at / on the same port); durations take ms, s, m or h (a bare number is ms), sizes k, m, g (a bare number is bytes)')
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option('--port <port>', 'port (0 picks a free one)', '8765')
     .option('--transport <name>', 'ws or uws', 'ws')
     .option('--token <token>', 'require this auth token in hello; visible to every user in the process list: prefer GYMWIRE_TOKEN or --token-file')
     .option('--token-file <path>', 'read the auth token from this file (its first line)')
     .option('--log-level <level>', 'pino log level', 'info')
-    .option('--idle-timeout <ms>', 'close sessions idle this long (0 disables the reaper)', String(10 * 60 * 1000))
+    .option('--idle-timeout <duration>', 'close sessions idle this long (0 disables the reaper)', '10m')
     .option('--max-sessions <n>', 'sessions the server holds at most', '8192')
     .option('--max-sessions-per-client <n>', 'sessions one client may hold', '1024')
-    .option('--max-frame-bytes <n>', 'largest frame accepted (bytes)', String(64 * 1024 * 1024))
-    .option('--resume-grace <ms>', 'how long a disconnected client may resume its sessions', '60000')
+    .option('--max-frame-bytes <size>', 'largest frame accepted', '64m')
+    .option('--resume-grace <duration>', 'how long a disconnected client may resume its sessions', '60s')
     .option('--busy-poll-us <us>', "poll the sockets after each answer instead of sleeping, saving a core wake-up for clients that send again soon (pipelined rollouts on the same host): 'auto' adapts the window to the gaps between answers and requests (off for clients that answer late), N polls N µs after every answer, 0 never polls", 'auto')
-    .option('--drain-timeout <ms>', 'on SIGTERM or Ctrl-C: time to answer in-flight requests and let clients read their answers before connections are dropped', '10000')
-    .option('--max-memory-per-client <size>', 'memory one client’s sessions may hold, as their envs estimate it at make (bytes, or 8g, 512m; 0: no budget)', '8g')
-    .option('--max-memory <size>', 'memory all sessions may hold together (bytes, or 16g; 0: no budget)', '16g')
-    .option('--max-departed-reply-bytes <size>', 'answers kept for disconnected clients to resume with, all together (bytes, or 256m); those that left first lose theirs', '256m')
+    .option('--drain-timeout <duration>', 'on SIGTERM or Ctrl-C: time to answer in-flight requests and let clients read their answers before connections are dropped', '10s')
+    .option('--max-memory-per-client <size>', 'memory one client’s sessions may hold, as their envs estimate it at make (0: no budget)', '8g')
+    .option('--max-memory <size>', 'memory all sessions may hold together (0: no budget)', '16g')
+    .option('--max-departed-reply-bytes <size>', 'answers kept for disconnected clients to resume with, all together; those that left first lose theirs', '256m')
     .option('--check', 'check every observation against its space (slower; for env development)')
     .option('--allow-origin <origin...>', "browser origins (https://app.example:8443) allowed besides loopback ones on the WebSocket and every HTTP route; others get 403; '*' allows any")
     .option('--allow-host <name...>', "Host names served besides IP addresses, loopback names and this machine's hostname; checked only without a token; '*' allows any")
     .option('--mcp-allow-origin <origin...>', 'same as --allow-origin (kept for existing scripts)')
     .option('--max-connections <n>', 'connections open at once, greeted or not (0: no cap)', String(DEFAULT_ADMISSION_LIMITS.maxConnections))
     .option('--max-preauth-per-ip <n>', 'connections from one IP address that have not said hello yet (0: no cap)', String(DEFAULT_ADMISSION_LIMITS.maxPreAuthPerIp))
-    .option('--hello-timeout <ms>', 'close connections that send no valid hello within this long (0: never)', String(DEFAULT_ADMISSION_LIMITS.helloTimeoutMs))
+    .option('--hello-timeout <duration>', 'close connections that send no valid hello within this long (0: never)', String(DEFAULT_ADMISSION_LIMITS.helloTimeoutMs))
     .option('--data-root <dir>', 'a directory whose data clients may name in make kwargs (model_dir, dataset_dir, scene_dir); repeatable; without it only the bundled assets', (dir: string, dirs: string[]) => [...dirs, dir], [] as string[])
     .option('--mcp-max-sessions <n>', 'MCP sessions open at once at most; when full, the least recently used idle session of the caller holding the most gives way', String(MCP_DEFAULTS.maxSessions))
-    .option('--mcp-max-sessions-per-caller <n>', "MCP sessions one remote address holds at most; its next one ends its own least recently used idle session", String(MCP_DEFAULTS.maxSessionsPerCaller))
-    .option('--mcp-max-body-bytes <n>', 'largest /mcp request body read (bytes); larger ones get 413 unread', String(MCP_DEFAULTS.maxBodyBytes))
+    .option('--mcp-max-sessions-per-caller <n>', 'MCP sessions one remote address holds at most; its next one ends its own least recently used idle session', String(MCP_DEFAULTS.maxSessionsPerCaller))
+    .option('--mcp-max-body-bytes <size>', 'largest /mcp request body read; larger ones get 413 unread', String(MCP_DEFAULTS.maxBodyBytes))
+    .option('--gym <id...>', 'also serve these Gymnasium registry ids as gym/<id> (module:ID imports the module first), run by Python workers')
+    .option('--python <module:callable...>', 'also serve these callables returning a gymnasium.Env (kwargs from make) as python/<module:callable>')
+    .option('--id <name...>', 'ids for the --python callables, in order')
+    .option('--plugin <file...>', 'load TS/JS modules whose register(registry) export registers envs')
+    .option('--python-exe <path>', 'the Python that runs hosted envs (also GYMWIRE_PYTHON; default python3)')
+    .option('--workers <n>', 'Python worker processes at most (default: one per core)')
+    .option('--worker-timeout <duration>', 'kill and restart a Python worker that takes longer than this to answer', '60s')
     .action(async (opts: ServeOptions) => {
       if (opts.transport !== 'ws' && opts.transport !== 'uws') throw new Error(`--transport must be ws or uws, got ${opts.transport}`);
-      for (const [flag, value] of Object.entries({ '--port': opts.port, '--idle-timeout': opts.idleTimeout, '--max-sessions': opts.maxSessions, '--max-sessions-per-client': opts.maxSessionsPerClient, '--max-frame-bytes': opts.maxFrameBytes, '--resume-grace': opts.resumeGrace, '--max-connections': opts.maxConnections, '--max-preauth-per-ip': opts.maxPreauthPerIp, '--hello-timeout': opts.helloTimeout, '--mcp-max-sessions': opts.mcpMaxSessions, '--mcp-max-sessions-per-caller': opts.mcpMaxSessionsPerCaller, '--mcp-max-body-bytes': opts.mcpMaxBodyBytes, '--drain-timeout': opts.drainTimeout })) {
-        if (!/^\d+$/.test(value)) throw new Error(`${flag} must be a non-negative integer, got ${JSON.stringify(value)}`);
-      }
       const busyPollUs = parseBusyPoll(opts.busyPollUs);
       const token = resolveToken(opts, process.env);
       const allowedOrigins = [...(opts.allowOrigin ?? []), ...(opts.mcpAllowOrigin ?? [])];
+      const drainTimeoutMs = parseDuration('--drain-timeout', opts.drainTimeout);
+      const limits = {
+        idle_timeout_ms: parseDuration('--idle-timeout', opts.idleTimeout),
+        resume_grace_ms: parseDuration('--resume-grace', opts.resumeGrace),
+        max_sessions: parseCount('--max-sessions', opts.maxSessions),
+        max_sessions_per_client: parseCount('--max-sessions-per-client', opts.maxSessionsPerClient),
+        max_frame_bytes: parseBytes('--max-frame-bytes', opts.maxFrameBytes),
+        max_memory_bytes_per_client: parseBytes('--max-memory-per-client', opts.maxMemoryPerClient),
+        max_memory_bytes: parseBytes('--max-memory', opts.maxMemory),
+      };
+      const admission = {
+        maxConnections: parseCount('--max-connections', opts.maxConnections),
+        maxPreAuthPerIp: parseCount('--max-preauth-per-ip', opts.maxPreauthPerIp),
+        helloTimeoutMs: parseDuration('--hello-timeout', opts.helloTimeout),
+      };
+      const mcpLimits = {
+        maxSessions: parseCount('--mcp-max-sessions', opts.mcpMaxSessions),
+        maxSessionsPerCaller: parseCount('--mcp-max-sessions-per-caller', opts.mcpMaxSessionsPerCaller),
+        maxBodyBytes: parseBytes('--mcp-max-body-bytes', opts.mcpMaxBodyBytes),
+      };
+      const hosted = hostedOptions(opts);
       const logger = stderrLogger(opts.logLevel);
+      const registry = defaultRegistry({ dataRoots: new DataRoots(opts.dataRoot), logger });
+      await hostEnvs(registry, { ...hosted, logger });
       const server = await startServer({
+        registry,
         host: opts.host,
-        port: Number(opts.port),
+        port: parseCount('--port', opts.port),
         transport: opts.transport,
         token,
         logger,
         checkEnvs: opts.check ?? false,
-        dataRoots: opts.dataRoot,
         busyPollUs,
         maxDepartedReplyBytes: parseBytes('--max-departed-reply-bytes', opts.maxDepartedReplyBytes),
-        limits: {
-          max_memory_bytes_per_client: parseBytes('--max-memory-per-client', opts.maxMemoryPerClient),
-          max_memory_bytes: parseBytes('--max-memory', opts.maxMemory),
-          idle_timeout_ms: Number(opts.idleTimeout),
-          max_sessions: Number(opts.maxSessions),
-          max_sessions_per_client: Number(opts.maxSessionsPerClient),
-          max_frame_bytes: Number(opts.maxFrameBytes),
-          resume_grace_ms: Number(opts.resumeGrace),
-        },
-        admission: { maxConnections: Number(opts.maxConnections), maxPreAuthPerIp: Number(opts.maxPreauthPerIp), helloTimeoutMs: Number(opts.helloTimeout) },
+        limits,
+        admission,
         origins: { allowedOrigins, allowedHosts: opts.allowHost ?? [] },
         // MCP (and the viewer) need HTTP routes, which the ws transport serves.
         mountRoutes: (routes, core) => {
-          void mountMcp(routes, core, {
-            logger,
-            allowedOrigins,
-            maxSessions: Number(opts.mcpMaxSessions),
-            maxSessionsPerCaller: Number(opts.mcpMaxSessionsPerCaller),
-            maxBodyBytes: Number(opts.mcpMaxBodyBytes),
-          });
+          void mountMcp(routes, core, { logger, allowedOrigins, ...mcpLimits });
           mountViewer(routes, core);
         },
       });
@@ -132,9 +155,31 @@ export function registerServe(program: Command): void {
         if (stopping) process.exit(1);
         stopping = true;
         logger.info({ signal }, 'shutting down: answering in-flight requests');
-        void server.close(Number(opts.drainTimeout)).then(() => process.exit(0));
+        void server
+          .close(drainTimeoutMs)
+          .then(() => registry.close())
+          .then(() => process.exit(0));
       };
       process.on('SIGINT', () => stop('SIGINT'));
       process.on('SIGTERM', () => stop('SIGTERM'));
     });
+}
+
+/** The hosted-env flags, checked: each --id belongs to the --python callable in the same position. */
+function hostedOptions(opts: ServeOptions) {
+  const python = opts.python ?? [];
+  const ids = opts.id ?? [];
+  if (ids.length > python.length) throw new Error(`--id gives ${ids.length} ids for ${python.length} --python callables`);
+  const workers = opts.workers === undefined ? undefined : parseCount('--workers', opts.workers);
+  if (workers === 0) throw new Error('--workers must be at least 1');
+  const workerTimeoutMs = parseDuration('--worker-timeout', opts.workerTimeout);
+  if (workerTimeoutMs === 0) throw new Error('--worker-timeout must be above 0');
+  return {
+    gym: opts.gym,
+    python: python.map((target, i) => ({ target, id: ids[i] })),
+    plugins: opts.plugin,
+    pythonExe: opts.pythonExe ?? process.env.GYMWIRE_PYTHON,
+    workers,
+    workerTimeoutMs,
+  };
 }

@@ -1,8 +1,10 @@
 """Steps per second of gymwire.make_vec (16 CartPole sessions, one frame per step) against Gymnasium's
 own AsyncVectorEnv of CartPole-v1 with 16 envs, on the same machine, in the same run.
 
-Run: client/python/.venv/bin/python test/bench/python_vec.bench.py [--seconds 5] [--num-envs 16]
-(client/python/scripts/test.sh creates that venv). Prints JSON lines
+Run: client/python/.venv/bin/python test/bench/python_vec.bench.py [--seconds 5] [--num-envs 16] [--hosted]
+(client/python/scripts/test.sh creates that venv). With --hosted the sessions are Gymnasium's own
+Python CartPole-v1 hosted by the server's worker pool (`gymwire serve --gym CartPole-v1`, id
+gym/CartPole-v1, workers running this python) instead of the built-in TypeScript CartPole. Prints JSON lines
 {"bench", "metric", "value", "unit"}; the last one is the ratio gymwire / AsyncVectorEnv.
 """
 
@@ -32,10 +34,11 @@ def emit(metric: str, value: float, unit: str, **extra: object) -> None:
     print(json.dumps({"bench": BENCH, "metric": metric, "value": round(value, 3), "unit": unit, **extra}), flush=True)
 
 
-def start_server() -> tuple[subprocess.Popen[str], str]:
+def start_server(*args: str) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        ["node", str(REPO / "bin" / "gymwire.js"), "serve", "--port", "0", "--log-level", "warn"],
+        ["node", str(REPO / "bin" / "gymwire.js"), "serve", "--port", "0", "--log-level", "warn", *args],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "GYMWIRE_PYTHON": sys.executable},
     )
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -69,8 +72,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--num-envs", type=int, default=16)
+    parser.add_argument("--hosted", action="store_true", help="Gymnasium's CartPole-v1 run by the server's Python workers")
     args = parser.parse_args()
     n = args.num_envs
+    env_id = "gym/CartPole-v1" if args.hosted else "gymwire/CartPole-v1"
 
     floor_envs = gym.make_vec("CartPole-v1", num_envs=n, vectorization_mode="async")
     try:
@@ -79,9 +84,9 @@ def main() -> None:
         floor_envs.close()
     emit("gymnasium_async_vector_env_steps_per_s", floor, "env-steps/s", num_envs=n, batches=floor_batches)
 
-    proc, url = start_server()
+    proc, url = start_server(*(["--gym", "CartPole-v1"] if args.hosted else []))
     try:
-        ours_envs = gymwire.make_vec(url, "gymwire/CartPole-v1", num_envs=n)
+        ours_envs = gymwire.make_vec(url, env_id, num_envs=n)
         try:
             ours, ours_batches = measure(ours_envs, args.seconds)
         finally:
@@ -89,9 +94,9 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
-    emit("gymwire_make_vec_steps_per_s", ours, "env-steps/s", num_envs=n, batches=ours_batches)
-    emit("gymwire_make_vec_batch_latency_us", 1e6 * n / ours, "us/step_batch", num_envs=n)
-    emit("ratio_gymwire_over_async_vector_env", ours / floor, "x", num_envs=n, cpus=os.cpu_count())
+    emit("gymwire_make_vec_steps_per_s", ours, "env-steps/s", num_envs=n, batches=ours_batches, env=env_id)
+    emit("gymwire_make_vec_batch_latency_us", 1e6 * n / ours, "us/step_batch", num_envs=n, env=env_id)
+    emit("ratio_gymwire_over_async_vector_env", ours / floor, "x", num_envs=n, cpus=os.cpu_count(), env=env_id)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,12 @@ def test_matches_gymnasium_sync_vector_env(url: str, mode: str) -> None:
     n = 3
     ours = gymwire.make_vec(url, CARTPOLE, num_envs=n, autoreset_mode=mode)
     ref = SyncVectorEnv([lambda: gymwire.make(url, CARTPOLE) for _ in range(n)], autoreset_mode=MODE_ENUM[mode])
+    assert_matches_sync_vector_env(ours, ref, mode)
+
+
+def assert_matches_sync_vector_env(ours: gymwire.GymwireVectorEnv, ref: SyncVectorEnv, mode: str) -> None:
+    """Steps both with the same seeded random actions and checks every output; closes both."""
+    n = ours.num_envs
     try:
         assert ours.metadata["autoreset_mode"] == MODE_ENUM[mode]
         assert ours.single_observation_space == ref.single_observation_space

@@ -26,6 +26,8 @@ from ._protocol import DTYPES, TENSOR_EXT_TYPE
 DTYPE_CODE: dict[str, int] = {name: i for i, name in enumerate(DTYPES)}
 _NP_DTYPES: tuple[np.dtype, ...] = tuple(np.dtype(name).newbyteorder("<") for name in DTYPES)
 _LITTLE = sys.byteorder == "little"
+# dtype -> wire code without building dtype names (numpy's dtype.name is slow enough to show in a step).
+_CODE_OF_DTYPE: dict[np.dtype, int] = {**{np.dtype(name): i for i, name in enumerate(DTYPES)}, **{d: i for i, d in enumerate(_NP_DTYPES)}}
 
 
 class TensorFormatError(ValueError):
@@ -40,9 +42,15 @@ def wire_dtype_name(dtype: np.dtype) -> str:
     return name
 
 
+def dtype_code(dtype: np.dtype) -> int:
+    """The wire code of a numpy dtype; raises :class:`TensorFormatError` for dtypes with none."""
+    code = _CODE_OF_DTYPE.get(dtype)
+    return DTYPE_CODE[wire_dtype_name(dtype)] if code is None else code
+
+
 def encode_tensor(array: np.ndarray) -> msgpack.ExtType:
     """Encodes an ndarray as extension type 1."""
-    code = DTYPE_CODE[wire_dtype_name(array.dtype)]
+    code = dtype_code(array.dtype)
     if array.ndim > 255:
         raise TensorFormatError(f"tensors have at most 255 dimensions, got {array.ndim}")
     arr = array if array.flags.c_contiguous else np.ascontiguousarray(array)
@@ -99,6 +107,11 @@ def _ext_hook(code: int, data: bytes) -> Any:
 def pack(value: Any) -> bytes:
     """Encodes one message (tensors included)."""
     return msgpack.packb(value, default=_default, use_bin_type=True, strict_types=False)
+
+
+def packer() -> msgpack.Packer:
+    """A reusable packer with :func:`pack`'s settings, for hot loops (``packer().pack(value)``)."""
+    return msgpack.Packer(default=_default, use_bin_type=True, strict_types=False)
 
 
 def unpack(frame: bytes) -> Any:

@@ -1,0 +1,58 @@
+"""``python -m gymwire.worker [--fd N]``: serves one gymwire server's requests on file descriptor N
+(default 3) until the server closes it. Started by ``gymwire serve``; not meant to be run by hand."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, Callable
+
+from ..codec import packer, unpack
+from .channel import FrameChannel
+from .host import Host, error_answer
+
+
+def _encode(pack: Callable[[Any], bytes], message_id: int, results: list[dict[str, Any]]) -> bytes:
+    try:
+        return pack({"id": message_id, "results": results})
+    except Exception:  # noqa: BLE001 - find which answers cannot be encoded and turn only those into errors
+        safe: list[dict[str, Any]] = []
+        for result in results:
+            try:
+                pack(result)
+                safe.append(result)
+            except Exception as err:  # noqa: BLE001
+                safe.append({"error": error_answer(err)})
+        return pack({"id": message_id, "results": safe})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gymwire.worker", description=__doc__)
+    parser.add_argument("--fd", type=int, default=3, help="the socket the server talks on")
+    args = parser.parse_args(argv)
+    if not os.environ.get("DISPLAY"):
+        # Headless: MuJoCo renders rgb_array frames through EGL instead of failing to open a window.
+        os.environ.setdefault("MUJOCO_GL", "egl")
+    channel = FrameChannel(args.fd)
+    host = Host()
+    pack = packer().pack
+    # Imports are done: the server starts timing calls from here, so a slow start is not a hang.
+    channel.write(pack({"id": 0, "ready": os.getpid()}))
+    while True:
+        frame = channel.read()
+        if frame is None:
+            break
+        message = unpack(frame)
+        results = [host.run(call) for call in message["calls"]]
+        channel.write(_encode(pack, message["id"], results))
+    for hosted in host.envs.values():
+        try:
+            hosted.env.close()
+        except Exception as err:  # noqa: BLE001 - closing at exit is best effort
+            print(f"gymwire worker: closing an env failed: {err!r}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""The envs one worker hosts, by handle, and the operations the server sends for them.
+
+Every operation gets decoded wire values and returns wire values; exceptions become error
+answers (see :func:`error_answer`) and never end the worker.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces as gs
+
+from ..spaces import space_to_wire, value_from_wire, value_to_wire
+from . import targets
+from .tools import find_tools
+from .values import render_frame, wire_info, wire_metadata, wire_value
+
+STATE_GET = "gymwire_get_state"
+STATE_SET = "gymwire_set_state"
+
+
+class UnknownHandleError(KeyError):
+    """The server named an env this worker does not hold (closed, or made on a worker that has since restarted)."""
+
+
+class InvalidStateError(ValueError):
+    """set_state got bytes the env cannot restore."""
+
+
+class HostedEnv:
+    """One env and what its wire conversions need."""
+
+    __slots__ = ("env", "observation_space", "action_space", "tools", "box_dtype", "discrete_type")
+
+    def __init__(self, env: gym.Env[Any, Any]) -> None:
+        self.env = env
+        self.observation_space: gs.Space[Any] = env.observation_space
+        self.action_space: gs.Space[Any] = env.action_space
+        self.tools = find_tools(env.unwrapped)
+        # Fast paths for the common spaces: a step costs tens of microseconds, conversions should not.
+        self.box_dtype = env.observation_space.dtype if isinstance(env.observation_space, gs.Box) else None
+        self.discrete_type = env.action_space.dtype.type if isinstance(env.action_space, gs.Discrete) else None
+
+    def obs(self, value: Any) -> Any:
+        if type(value) is np.ndarray and value.dtype == self.box_dtype:
+            return value
+        return wire_value(value_to_wire(self.observation_space, value), "obs")
+
+    def action(self, value: Any) -> Any:
+        if self.discrete_type is not None and type(value) is int:
+            return self.discrete_type(value)
+        action = value_from_wire(self.action_space, value)
+        # Decoded tensors are read-only views of the frame; envs may write into their action.
+        if isinstance(action, np.ndarray) and not action.flags.writeable:
+            action = action.copy()
+        return action
+
+
+class Host:
+    """The handle table and the operations on it."""
+
+    def __init__(self) -> None:
+        self.envs: dict[int, HostedEnv] = {}
+        self.ops: dict[str, Callable[[dict[str, Any]], Any]] = {
+            "describe": lambda c: targets.describe(c["target"]),
+            "make": self.make,
+            "reset": self.reset,
+            "step": self.step,
+            "render": lambda c: render_frame(self.get(c).env.render()),
+            "close": self.close,
+            "tool": self.tool,
+            "get_state": self.get_state,
+            "set_state": self.set_state,
+        }
+
+    def get(self, call: dict[str, Any]) -> HostedEnv:
+        hosted = self.envs.get(call["handle"])
+        if hosted is None:
+            raise UnknownHandleError(f"this worker holds no env {call['handle']}")
+        return hosted
+
+    def run(self, call: dict[str, Any]) -> dict[str, Any]:
+        """One operation's answer: ``{"ok": value}`` or ``{"error": {...}}``."""
+        try:
+            op = self.ops.get(call.get("op", ""))
+            if op is None:
+                raise ValueError(f"unknown worker operation {call.get('op')!r}")
+            return {"ok": op(call)}
+        except Exception as err:  # noqa: BLE001 - every env failure becomes an answer, never a dead worker
+            return {"error": error_answer(err)}
+
+    def make(self, call: dict[str, Any]) -> dict[str, Any]:
+        env = targets.build(call["target"], call.get("kwargs") or {})
+        hosted = HostedEnv(env)
+        unwrapped = env.unwrapped
+        metadata = wire_metadata(dict(env.metadata))
+        metadata["render_modes"] = [m for m in metadata.get("render_modes", []) if isinstance(m, str)]
+        self.envs[call["handle"]] = hosted
+        return {
+            "observation_space": space_to_wire(env.observation_space),
+            "action_space": space_to_wire(env.action_space),
+            "metadata": metadata,
+            "render_mode": env.render_mode,
+            "tools": [spec for spec, _ in hosted.tools.values()],
+            "state": callable(getattr(unwrapped, STATE_GET, None)) and callable(getattr(unwrapped, STATE_SET, None)),
+        }
+
+    # Steps and resets answer with arrays: cheaper to pack and unpack than maps.
+    def reset(self, call: dict[str, Any]) -> list[Any]:
+        hosted = self.get(call)
+        obs, info = hosted.env.reset(seed=call.get("seed"), options=call.get("options"))
+        return [hosted.obs(obs), wire_info(info)]
+
+    def step(self, call: dict[str, Any]) -> list[Any]:
+        hosted = self.get(call)
+        obs, reward, terminated, truncated, info = hosted.env.step(hosted.action(call["action"]))
+        return [hosted.obs(obs), float(reward), bool(terminated), bool(truncated), wire_info(info)]
+
+    def close(self, call: dict[str, Any]) -> None:
+        hosted = self.envs.pop(call["handle"], None)
+        if hosted is not None:
+            hosted.env.close()
+
+    def tool(self, call: dict[str, Any]) -> Any:
+        hosted = self.get(call)
+        entry = hosted.tools.get(call["name"])
+        if entry is None:
+            raise KeyError(f"no tool {call['name']!r}")
+        return wire_value(entry[1](**(call.get("args") or {})), f"{call['name']}()")
+
+    def get_state(self, call: dict[str, Any]) -> bytes:
+        state = getattr(self.get(call).env.unwrapped, STATE_GET)()
+        if not isinstance(state, (bytes, bytearray, memoryview)):
+            raise TypeError(f"{STATE_GET} returned a {type(state).__name__}, not bytes")
+        return bytes(state)
+
+    def set_state(self, call: dict[str, Any]) -> None:
+        try:
+            getattr(self.get(call).env.unwrapped, STATE_SET)(bytes(call["state"]))
+        except (ValueError, TypeError, KeyError) as err:
+            raise InvalidStateError(str(err)) from err
+
+
+def error_answer(err: BaseException) -> dict[str, Any]:
+    """What the server needs to answer with: the kind (which wire code), the exception type and its
+    traceback's last line, and the full traceback for the server log."""
+    kind = "env"
+    if isinstance(err, targets.InvalidKwargsError):
+        kind = "invalid_kwargs"
+    elif isinstance(err, InvalidStateError):
+        kind = "invalid_state"
+    elif isinstance(err, UnknownHandleError):
+        kind = "unknown_handle"
+    elif isinstance(err, gym.error.DependencyNotInstalled):
+        kind = "unsupported"
+    lines = traceback.format_exception_only(type(err), err)
+    last_line = lines[-1].strip() if lines else type(err).__name__
+    return {"kind": kind, "type": type(err).__name__, "message": last_line, "traceback": "".join(traceback.format_exception(err))}

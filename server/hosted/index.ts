@@ -1,0 +1,59 @@
+/**
+ * Serving envs from outside the package: Python Gymnasium envs run by a worker pool, and TS/JS
+ * plugins. `gymwire serve --gym ID --python module:callable --plugin ./file.ts` calls
+ * {@link hostEnvs}; a program embedding the server can call it on its own registry.
+ *
+ * @example
+ * const registry = defaultRegistry();
+ * await hostEnvs(registry, { gym: ['CartPole-v1'], logger });
+ * const server = await startServer({ registry, port: 0 });
+ * // ... later: await server.close(); await registry.close();  (closes the worker pool too)
+ */
+import type { Logger } from 'pino';
+
+import type { Registry } from '../../envs/core/registry.ts';
+import { loadPlugin } from './plugins.ts';
+import { WorkerPool } from './pool.ts';
+import { registerHostedEnvs } from './register.ts';
+
+export interface HostEnvsOptions {
+  gym?: readonly string[];
+  python?: readonly { target: string; id?: string }[];
+  plugins?: readonly string[];
+  /** The Python interpreter; default $GYMWIRE_PYTHON or python3. */
+  pythonExe?: string;
+  /** Python worker processes at most; default one per core. */
+  workers?: number;
+  /** How long a worker may take to answer before it is killed and restarted (ms). */
+  workerTimeoutMs?: number;
+  logger: Logger;
+}
+
+/** Registers the hosted and plugin envs; returns the pool when Python envs are hosted (the registry closes it). */
+export async function hostEnvs(registry: Registry, opts: HostEnvsOptions): Promise<WorkerPool | null> {
+  for (const plugin of opts.plugins ?? []) {
+    const ids = await loadPlugin(registry, plugin);
+    opts.logger.info({ plugin, envs: ids }, 'plugin registered envs');
+  }
+  if (!opts.gym?.length && !opts.python?.length) return null;
+  const pool = new WorkerPool({ python: opts.pythonExe, size: opts.workers, callTimeoutMs: opts.workerTimeoutMs, logger: opts.logger });
+  registry.onClose(() => pool.close());
+  try {
+    const ids = await registerHostedEnvs(registry, pool, { gym: opts.gym, python: opts.python });
+    opts.logger.info({ envs: ids, python: pool.python, workers: pool.size }, 'hosting python envs');
+  } catch (err) {
+    await pool.close();
+    throw err;
+  }
+  return pool;
+}
+
+export { HostedEnv, makeHostedEnv } from './env.ts';
+export type { HostedTarget } from './env.ts';
+export { loadPlugin } from './plugins.ts';
+export type { RegisterPlugin } from './plugins.ts';
+export { defaultPoolSize, WorkerPool } from './pool.ts';
+export { gymEnvId, pythonEnvId, registerHostedEnvs } from './register.ts';
+export { failureError, workerLostError } from './errors.ts';
+export type { WorkerFailure } from './errors.ts';
+export { PythonWorker } from './worker.ts';
