@@ -89,15 +89,13 @@ def main(cfg) -> None:
         env_output, env_info = env_group.env_evaluate_step(np.zeros((ne, c * a), dtype=np.float32), 0).wait()[0]
         evals.append({"env_info": {k: v.tolist() for k, v in env_info.items()}, "task_descriptions": list(env_output.obs["task_descriptions"])})
     report["eval"] = evals
-    bad = env_group.env_interact_step(torch.zeros((n, c * a + 1)), 0)
-    try:
-        bad.wait()
-        report["bad_action_error"] = None
-    except Exception as e:  # noqa: BLE001 - the worker's error as RLinf surfaces it to the driver
-        report["bad_action_error"] = str(e)
     report["probe"] = env_group.probe().wait()[0]
     env_group.close_envs().wait()
     print("GYMWIRE_REPORT " + json.dumps(report), flush=True)
+    # A policy whose output does not fit num_action_chunks x action_dim: RLinf reports the worker's
+    # error and ends the run (its default when RLINF_CATCH_FAILURE is unset).
+    env_group.env_interact_step(torch.zeros((n, c * a + 1)), 0).wait()
+    print("GYMWIRE_BAD_ACTION_ACCEPTED", flush=True)
 
 
 if __name__ == "__main__":
