@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds one venv per framework (client/python/.venvs-frameworks/<name>) and runs that framework's
-# tests (tests/frameworks/test_<name>.py) against a live gymwire server. Only PyPI is needed.
+# tests (tests/frameworks/<name>_suite.py) against a live gymwire server. Only PyPI is needed. The
+# suites are named outside pytest's test_*.py pattern so the SDK's own run (scripts/test.sh, whose
+# venv has no frameworks) never collects them.
 #
 # The framework itself is pinned in requirements-frameworks.txt and installed without its declared
 # dependencies (their full lists pull GPU-only packages such as vLLM, and pip's resolver does not
@@ -52,7 +54,7 @@ for fw in "${frameworks[@]}"; do
   fi
   echo "gymwire: testing $pin" >&2
   set +e
-  GYMWIRE_FRAMEWORK="$fw" "$venv/bin/python" -m pytest -q -p no:cacheprovider "tests/frameworks/test_$fw.py"
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider "tests/frameworks/${fw}_suite.py"
   rc=$?
   set -e
   if [ "$rc" -ne 0 ]; then
