@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +50,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None)
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(path)
-    Qwen2Config(vocab_size=len(fast), hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096, eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id).save_pretrained(path)
+    Qwen2Config(architectures=["Qwen2ForCausalLM"], vocab_size=len(fast), hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096, eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id).save_pretrained(path)
     return path
 
 
@@ -89,6 +90,8 @@ def verl_config(model_dir: Path, tmp: Path, url: str):
 @pytest.fixture(scope="module")
 def ray_session():
     ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"TOKENIZERS_PARALLELISM": "false"}})
+    # The LLM stand-in is defined here, a module Ray's workers cannot import by name.
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     yield
     ray.shutdown()
 

@@ -127,7 +127,6 @@ def register(simulator_type: str = SIMULATOR_TYPE, env_cls: type = RemoteGymEnv)
 # Agent loop
 
 _AgentLoopBase = optional_attr("verl.experimental.agent_loop.agent_loop", "AgentLoopBase") or object
-_register = optional_attr("verl.experimental.agent_loop.agent_loop", "register")
 _AgentLoopOutput = optional_attr("verl.experimental.agent_loop.agent_loop", "AgentLoopOutput")
 
 
@@ -286,8 +285,11 @@ class GymWSAgentLoop(_AgentLoopBase):  # type: ignore[misc,valid-type]
         return full[len(base) :]
 
 
-if _register is not None:
-    GymWSAgentLoop = _register("gym_ws")(GymWSAgentLoop)
+_agent_loop_registry = optional_attr("verl.experimental.agent_loop.agent_loop", "_agent_loop_registry")
+if isinstance(_agent_loop_registry, dict):
+    # What verl's @register("gym_ws") does, without replacing an entry that verl already loaded from
+    # agent_loop_config_path (importing this module happens while verl instantiates that very entry).
+    _agent_loop_registry.setdefault("gym_ws", {"_target_": f"{__name__}.GymWSAgentLoop"})
 
 
 # ---------------------------------------------------------------------------------------------
