@@ -43,6 +43,10 @@ def test_adapter_records(url: str, monkeypatch) -> None:
         steps = adapter._blocking_step({"indices": [0, 1], "actions": np.zeros((2, 8, 7), np.float32)})
         assert len(steps) == 2 and all(set(r) == STEP_KEYS and r["type"] == "step" for r in steps)
         assert len(steps[0]["valid_images"]) == 1 and steps[0]["active"] is True
+        # Once env 0 is done, siiRL lists only env 1 but still sends actions for every env, by env id.
+        later = adapter._blocking_step({"indices": [1], "actions": np.zeros((2, 8, 7), np.float32)})
+        assert later[0] is None and later[1]["type"] == "step"
+        assert adapter.steps.tolist()[:2] == [8, 16]
         again = adapter._blocking_reset([0], [0])
         assert np.array_equal(again[0]["obs"]["robot0_eef_pos"], records[0]["obs"]["robot0_eef_pos"])
     finally:

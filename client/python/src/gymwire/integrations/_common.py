@@ -134,6 +134,7 @@ class ChunkedSessions:
         self.done = np.zeros(num_envs, dtype=np.bool_)
         self.elapsed = np.zeros(num_envs, dtype=np.int64)
         self.returns = np.zeros(num_envs, dtype=np.float64)
+        self.reset_count = np.zeros(num_envs, dtype=np.int64)  # resets per session, so callers can prove there are no double resets
 
     def _request(self, type_: str, fields: dict[str, Any]) -> dict[str, Any]:
         return self.client.run(self.client.aclient.request(type_, fields))
@@ -150,6 +151,7 @@ class ChunkedSessions:
             self.done[i] = False
             self.elapsed[i] = 0
             self.returns[i] = 0.0
+            self.reset_count[i] += 1
         return list(self.last_obs)
 
     def chunk_step(self, chunk_actions: Any) -> tuple[list[list[Any]], np.ndarray, np.ndarray, np.ndarray, list[list[dict[str, Any]]]]:

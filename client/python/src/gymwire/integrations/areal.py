@@ -84,6 +84,31 @@ def _image_b64(obs: Any) -> list[str] | None:
         return None
 
 
+def _load_tokenizer(path: str) -> Any:
+    """AReaL's own tokenizer loader when AReaL is installed, else transformers'."""
+    load = optional_attr("areal.utils.hf_utils", "load_hf_tokenizer")
+    if load is not None:
+        return load(path)
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(path)
+
+
+def _generation_config(gconfig: Any) -> Any:
+    """A ``GenerationHyperparameters`` from plain data (workflow_kwargs), when AReaL is installed."""
+    if isinstance(gconfig, dict):
+        cls = optional_attr("areal.api.cli_args", "GenerationHyperparameters")
+        if cls is not None:
+            return cls(**gconfig)
+    return gconfig
+
+
+def _stop_at_eos(gconfig: Any, tokenizer: Any) -> Any:
+    """Adds the tokenizer's stop and pad token ids (AReaL's ``new_with_stop_and_pad_token_ids``)."""
+    add = getattr(gconfig, "new_with_stop_and_pad_token_ids", None)
+    return add(tokenizer) if callable(add) and tokenizer is not None else gconfig
+
+
 class GymWSWorkflow(_RolloutWorkflow):  # type: ignore[misc,valid-type]
     """Multi-turn episodes of a gymwire env as AReaL rollouts.
 
@@ -107,8 +132,10 @@ class GymWSWorkflow(_RolloutWorkflow):  # type: ignore[misc,valid-type]
         client_options: dict[str, Any] | None = None,
     ) -> None:
         self.server_url = server_url
-        self.gconfig = gconfig
-        self.tokenizer = tokenizer
+        # AReaL's single-controller mode rebuilds a workflow as cls(**workflow_kwargs): the tokenizer
+        # arrives as a path string and gconfig may arrive as plain data.
+        self.tokenizer = _load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+        self.gconfig = _stop_at_eos(_generation_config(gconfig), self.tokenizer)
         self.env_id = env_id
         self.env_kwargs = env_kwargs or {}
         self.max_turns = max_turns
@@ -199,6 +226,9 @@ class GymWSAgent:
             return self.client_factory(**extra_kwargs)
         from openai import AsyncOpenAI
 
+        if "base_url" not in extra_kwargs:
+            # AReaL's proxy in "subproc" mode passes no base_url; the OpenAI client reads OPENAI_BASE_URL/OPENAI_API_KEY.
+            return AsyncOpenAI()
         return AsyncOpenAI(base_url=extra_kwargs["base_url"], api_key=extra_kwargs.get("api_key"), http_client=extra_kwargs.get("http_client"))
 
     async def run(self, data: dict[str, Any], **extra_kwargs: Any) -> float:

@@ -95,14 +95,21 @@ class GymwireLIBEROAdapter:
             )
         return records
 
-    def _blocking_step(self, data: dict[str, Any]) -> list[dict[str, Any]]:
-        indices = [int(i) for i in data["indices"]]
+    def _blocking_step(self, data: dict[str, Any]) -> list[dict[str, Any] | None]:
+        """Steps the listed envs; like siiRL's ``LIBEROAdapter``, ``actions`` rows and the returned list are indexed by env id.
+
+        ``EmbodiedHFRollout`` passes the model's actions for every env (``[B, C, A]``) with the ids
+        of the still-active envs in ``indices``, and reads ``results[env_id]``; envs not listed get
+        ``None`` and are not stepped.
+        """
+        indices = sorted({int(i) for i in data["indices"]})
         actions = np.asarray(data["actions"])
         if actions.ndim == 2:
             actions = actions[:, None, :]
-        chunk = np.zeros((self.num_envs, actions.shape[1], actions.shape[2]), dtype=actions.dtype)
-        for j, i in enumerate(indices):
-            chunk[i] = actions[j]
+        if indices and (indices[-1] >= self.num_envs or indices[-1] >= actions.shape[0]):
+            raise ValueError(f"env index {indices[-1]} is out of range: {self.num_envs} envs, actions for {actions.shape[0]}")
+        chunk = np.zeros((self.num_envs, *actions.shape[1:]), dtype=actions.dtype)
+        chunk[indices] = actions[indices]
         # Envs not listed are treated as done for this call so they are not stepped.
         saved_done = self.sessions.done.copy()
         listed = np.zeros(self.num_envs, dtype=np.bool_)
@@ -110,7 +117,7 @@ class GymwireLIBEROAdapter:
         self.sessions.done |= ~listed
         obs_list, rewards, terms, truncs, _ = self.sessions.chunk_step(chunk)
         self.sessions.done = np.where(listed, self.sessions.done, saved_done)
-        records = []
+        results: list[dict[str, Any] | None] = [None] * actions.shape[0]
         for i in indices:
             taken = actions.shape[1]
             ended_at = np.flatnonzero(terms[i] | truncs[i])
@@ -122,17 +129,15 @@ class GymwireLIBEROAdapter:
                 self.finish_step[i] = self.steps[i]
             frames = [_libero_obs(self.mapper, step_obs[i])["agentview_image"] for step_obs in obs_list]
             libero = _libero_obs(self.mapper, self.sessions.last_obs[i])
-            records.append(
-                {
-                    "type": "step",
-                    "obs": libero,
-                    "active": bool(self.active[i]),
-                    "complete": bool(self.complete[i]),
-                    "finish_step": int(self.finish_step[i]),
-                    "valid_images": [f for f in frames if f is not None],
-                }
-            )
-        return records
+            results[i] = {
+                "type": "step",
+                "obs": libero,
+                "active": bool(self.active[i]),
+                "complete": bool(self.complete[i]),
+                "finish_step": int(self.finish_step[i]),
+                "valid_images": [f for f in frames if f is not None],
+            }
+        return results
 
     def close(self) -> None:
         self.sessions.close()
@@ -146,6 +151,9 @@ def register(adapter_cls: type = GymwireLIBEROAdapter) -> bool:
     for mod_name in ("siirl.engine.rollout.embodied_rollout", "siirl.environment.embodied"):
         try:
             mod = importlib.import_module(mod_name)
+        except SystemExit as e:
+            # siiRL's LIBERO adapter calls exit() at import when LIBERO is missing; that must not end the caller.
+            raise ImportError(f"{mod_name} exited while importing (siiRL's LIBERO adapter exits when LIBERO is not installed): exit code {e.code}") from None
         except Exception:  # noqa: BLE001 - siiRL needs its GPU stack to import
             continue
         if hasattr(mod, "LIBEROAdapter"):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -126,7 +127,6 @@ def register(simulator_type: str = SIMULATOR_TYPE, env_cls: type = RemoteGymEnv)
 # Agent loop
 
 _AgentLoopBase = optional_attr("verl.experimental.agent_loop.agent_loop", "AgentLoopBase") or object
-_register = optional_attr("verl.experimental.agent_loop.agent_loop", "register")
 _AgentLoopOutput = optional_attr("verl.experimental.agent_loop.agent_loop", "AgentLoopOutput")
 
 
@@ -162,33 +162,75 @@ def parse_tool_calls(text: str) -> list[dict[str, Any]]:
     return calls
 
 
+def token_ids(encoded: Any) -> list[int]:
+    """Token ids from ``apply_chat_template``/``encode`` on transformers 4 (a list) or 5 (a ``BatchEncoding``)."""
+    if hasattr(encoded, "keys") and "input_ids" in encoded.keys():
+        encoded = encoded["input_ids"]
+    if hasattr(encoded, "tolist"):
+        encoded = encoded.tolist()
+    encoded = list(encoded)
+    if encoded and isinstance(encoded[0], (list, tuple)):
+        if len(encoded) != 1:
+            raise ValueError(f"expected the token ids of one conversation, got a batch of {len(encoded)}")
+        encoded = list(encoded[0])
+    return [int(t) for t in encoded]
+
+
+def verl_tool_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI tool schema in the shape verl's loaders accept, with nothing the model needs lost.
+
+    Zero-argument tools get ``properties: {}`` and ``required: []`` (older verl rejects them without);
+    verl's property model keeps only ``type``/``description``/``enum``, so array ``items`` and numeric
+    bounds are also written into the description the model reads.
+    """
+    out = json.loads(json.dumps(schema))
+    params = out["function"].setdefault("parameters", {})
+    params.setdefault("type", "object")
+    props = params.setdefault("properties", {})
+    params.setdefault("required", [])
+    for prop in props.values():
+        notes = []
+        if "items" in prop:
+            notes.append(f"items: {json.dumps(prop['items'], separators=(',', ':'))}")
+        for key in ("minimum", "maximum", "minItems", "maxItems"):
+            if key in prop:
+                notes.append(f"{key} {prop[key]}")
+        if notes:
+            prop["description"] = "; ".join(filter(None, [prop.get("description"), *notes]))
+        prop.setdefault("type", "object")
+    return out
+
+
 class GymWSAgentLoop(_AgentLoopBase):  # type: ignore[misc,valid-type]
     """An episode of a gymwire env per sample, the model acting through the env's tools.
 
-    Per sample (``kwargs`` from the dataset row): ``gymwire_url``, ``env_id``, ``env_kwargs``,
-    ``seed`` (or the same under ``extra_info``). The prompt is the dataset's ``raw_prompt`` plus the
-    first observation; tool results go back as ``tool`` messages (response_mask 0).
+    verl builds it from the ``agent_loop_config_path`` YAML entry (``_target_`` plus extra keys as
+    keyword arguments: ``gymwire_url``, ``env_id``, ``max_turns``) with its own keyword arguments.
+    Per sample (dataset columns, or the same under ``extra_info``): ``gymwire_url``, ``env_id``,
+    ``env_kwargs``, ``seed``. The prompt is the dataset's ``raw_prompt`` plus the first observation;
+    tool results go back as ``tool`` messages (response_mask 0). The session is always closed.
     """
 
-    def __init__(self, trainer_config: Any, server_manager: Any, tokenizer: Any, processor: Any = None, dataset_cls: Any = None, dataset_config: Any = None, **kwargs: Any) -> None:
+    def __init__(self, trainer_config: Any, server_manager: Any, tokenizer: Any, processor: Any = None, dataset_cls: Any = None, data_config: Any = None, hf_model_type: str | None = None, *, max_turns: int | None = None, gymwire_url: str | None = None, env_id: str | None = None, **kwargs: Any) -> None:
+        data_config = data_config if data_config is not None else kwargs.pop("dataset_config", None)
         if _AgentLoopBase is not object:
-            try:
-                super().__init__(trainer_config, server_manager, tokenizer, processor, dataset_cls, dataset_config, **kwargs)
-            except TypeError:
-                pass
-        self.trainer_config = trainer_config
+            super().__init__(trainer_config=trainer_config, server_manager=server_manager, tokenizer=tokenizer, processor=processor, dataset_cls=dataset_cls, data_config=data_config, hf_model_type=hf_model_type, **kwargs)
         self.server_manager = server_manager
         self.tokenizer = tokenizer
         self.processor = processor
-        self.max_turns = int(kwargs.get("max_turns", cfg_get(trainer_config, "gymwire.max_turns", 16)))
-        self.default_url = kwargs.get("gymwire_url", cfg_get(trainer_config, "gymwire.url"))
+        root = getattr(trainer_config, "config", trainer_config)
+        self.max_turns = int(max_turns or cfg_get(root, "gymwire.max_turns", 16))
+        self.default_url = gymwire_url or cfg_get(root, "gymwire.url") or os.environ.get("GYMWIRE_URL")
+        self.default_env_id = env_id or cfg_get(root, "gymwire.env_id") or os.environ.get("GYMWIRE_ENV_ID")
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
         from ..tools import ToolEnvironment
 
         extra = kwargs.get("extra_info") or {}
         url = kwargs.get("gymwire_url") or extra.get("gymwire_url") or self.default_url
-        env_id = kwargs.get("env_id") or extra.get("env_id")
+        env_id = kwargs.get("env_id") or extra.get("env_id") or self.default_env_id
+        if not url or not env_id:
+            raise ValueError("gymwire agent loop: no server url or env id (set gymwire_url/env_id in the agent loop config or the sample)")
         env = ToolEnvironment(url, env_id, kwargs.get("env_kwargs") or extra.get("env_kwargs") or {})
         await env.ainitialize()
         try:
@@ -197,10 +239,11 @@ class GymWSAgentLoop(_AgentLoopBase):  # type: ignore[misc,valid-type]
             await env.aclose()
 
     async def _episode(self, env: Any, sampling_params: dict[str, Any], kwargs: dict[str, Any], extra: dict[str, Any]) -> Any:
-        tools = [t for t in env.list_tools() if t["function"]["name"] not in ("reset", "env_reset")]
-        first = await env.aexecute("reset", {"seed": kwargs.get("seed", extra.get("seed"))})
+        tools = [verl_tool_schema(t) for t in env.list_tools() if t["function"]["name"] not in ("reset", "env_reset")]
+        seed = kwargs.get("seed", extra.get("seed"))
+        first = await env.aexecute("reset", {} if seed is None else {"seed": int(seed)})
         messages = list(kwargs.get("raw_prompt") or []) + [{"role": "user", "content": json.dumps({"observation": first["obs"], "info": first["info"]})}]
-        prompt_ids = list(self.tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=True))
+        prompt_ids = token_ids(self.tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=True))
         response_ids: list[int] = []
         response_mask: list[int] = []
         logprobs: list[float] = []
@@ -236,14 +279,17 @@ class GymWSAgentLoop(_AgentLoopBase):  # type: ignore[misc,valid-type]
         return cls(**fields)
 
     def _tool_tokens(self, tool_msgs: list[dict[str, Any]]) -> list[int]:
-        # Render the tool turn the way the chat template would, minus the shared system prefix.
-        base = self.tokenizer.apply_chat_template([{"role": "user", "content": ""}], add_generation_prompt=False, tokenize=True)
-        full = self.tokenizer.apply_chat_template([{"role": "user", "content": ""}, *tool_msgs], add_generation_prompt=True, tokenize=True)
-        return list(full[len(base) :])
+        # Render the tool turn the way the chat template would, minus the shared prefix.
+        base = token_ids(self.tokenizer.apply_chat_template([{"role": "user", "content": ""}], add_generation_prompt=False, tokenize=True))
+        full = token_ids(self.tokenizer.apply_chat_template([{"role": "user", "content": ""}, *tool_msgs], add_generation_prompt=True, tokenize=True))
+        return full[len(base) :]
 
 
-if _register is not None:
-    GymWSAgentLoop = _register("gym_ws")(GymWSAgentLoop)
+_agent_loop_registry = optional_attr("verl.experimental.agent_loop.agent_loop", "_agent_loop_registry")
+if isinstance(_agent_loop_registry, dict):
+    # What verl's @register("gym_ws") does, without replacing an entry that verl already loaded from
+    # agent_loop_config_path (importing this module happens while verl instantiates that very entry).
+    _agent_loop_registry.setdefault("gym_ws", {"_target_": f"{__name__}.GymWSAgentLoop"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -272,10 +318,7 @@ class GymWSTool(_BaseTool):  # type: ignore[misc,valid-type]
 
     def __init__(self, config: dict[str, Any], tool_schema: Any) -> None:
         if _BaseTool is not object:
-            try:
-                super().__init__(config, tool_schema)
-            except TypeError:
-                pass
+            super().__init__(config, tool_schema)
         self.config = config
         self.tool_schema = tool_schema
         fn = tool_schema["function"] if isinstance(tool_schema, dict) else tool_schema.function
@@ -313,7 +356,12 @@ class GymWSTool(_BaseTool):  # type: ignore[misc,valid-type]
             return (_ToolResponse or ToolResponseStandIn)(text=json.dumps({"error": str(err)})), 0.0, {"error": True}
         reward = float(result.get("reward", 0.0)) if isinstance(result, dict) else 0.0
         env.episode_return += reward
-        return (_ToolResponse or ToolResponseStandIn)(text=json.dumps(result)), reward, {"episode_return": env.episode_return}
+        metrics = {"episode_return": env.episode_return}
+        if isinstance(result, dict) and (result.get("terminated") or result.get("truncated")):
+            # ToolAgentLoop never says when a trajectory ends; the episode's end does, so the session closes here.
+            await self.close_request(key)
+            metrics["episode_done"] = True
+        return (_ToolResponse or ToolResponseStandIn)(text=json.dumps(result)), reward, metrics
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
         env = self._sessions.get(self._key(instance_id, kwargs))
@@ -333,12 +381,12 @@ class GymWSTool(_BaseTool):  # type: ignore[misc,valid-type]
     @staticmethod
     def tool_config(url: str, env_id: str, schemas: list[dict[str, Any]], **config: Any) -> dict[str, Any]:
         """The ``tools:`` YAML entries (as data) for every schema, for ``multi_turn.tool_config_path``."""
-        return {"tools": [{"class_name": f"{__name__}.GymWSTool", "config": {"type": "native", "url": url, "env_id": env_id, **config}, "tool_schema": s} for s in schemas]}
+        return {"tools": [{"class_name": f"{__name__}.GymWSTool", "config": {"type": "native", "url": url, "env_id": env_id, **config}, "tool_schema": verl_tool_schema(s)} for s in schemas]}
 
 
 def env_tool_schemas(remote: Any) -> list[dict[str, Any]]:
-    """The env's tools plus ``reset``/``step`` as OpenAI schemas (for :meth:`GymWSTool.tool_config`)."""
-    return env_control_tools(remote)
+    """The env's tools plus ``reset``/``step`` as OpenAI schemas in verl's accepted shape (for :meth:`GymWSTool.tool_config`)."""
+    return [verl_tool_schema(s) for s in env_control_tools(remote)]
 
 
 def dataset_to_verl(ds: Any) -> dict[str, Any]:

@@ -1,0 +1,102 @@
+"""RLinf's embodied launcher reduced to its env worker, with this script standing in for the policy.
+
+Laid out like RLinf's ``examples/embodiment/train_embodied_agent.py`` (Hydra main, ``validate_cfg``,
+``Cluster``, ``HybridComponentPlacement``, ``EnvWorker.create_group(cfg).launch(...)``); the actor
+and rollout groups need a VLA model and a GPU, so this script sends the actions a policy would
+(fixed chunks) straight to RLinf's env worker methods, which run inside a Ray actor. Nothing here
+imports gymwire: registration comes only from the config's Hydra callback (driver) and
+``RLINF_EXT_MODULE`` (workers). Prints one JSON line with what it saw.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import hydra
+import numpy as np
+import torch
+from rlinf.config import validate_cfg
+from rlinf.scheduler import Cluster
+from rlinf.utils.placement import HybridComponentPlacement
+from rlinf.workers.env.env_worker import EnvWorker
+
+
+class ProbedEnvWorker(EnvWorker):
+    """RLinf's EnvWorker plus read-only probes of the process it runs in."""
+
+    def probe(self) -> dict:
+        from rlinf.workers.env import env_worker
+
+        env = self.env_list[0]
+        return {
+            "pid": os.getpid(),
+            "ext_module": os.environ.get("RLINF_EXT_MODULE"),
+            "env_cls": f"{type(env).__module__}.{type(env).__qualname__}",
+            "get_env_cls_patched": hasattr(env_worker.get_env_cls, "__gymwire_env_type__"),
+            "train_resets": env.sessions.reset_count.tolist(),
+            "eval_resets": self.eval_env_list[0].sessions.reset_count.tolist(),
+        }
+
+    def reset_eval_envs(self) -> None:
+        # What EnvWorker.evaluate does before its first eval chunk (it then waits on a rollout channel).
+        for stage_id in range(self.stage_num):
+            self.eval_env_list[stage_id].is_start = True
+            self.eval_env_list[stage_id].reset()
+
+    def close_envs(self) -> None:
+        for env in [*self.env_list, *self.eval_env_list]:
+            env.close()
+
+
+def summarize(env_output, env_info) -> dict:
+    out = {
+        "obs_keys": sorted(k for k, v in env_output.obs.items() if v is not None),
+        "main_images": list(env_output.obs["main_images"].shape),
+        "states": list(env_output.obs["states"].shape),
+        "task_descriptions": list(env_output.obs["task_descriptions"]),
+        "env_info": {k: v.tolist() for k, v in env_info.items()},
+    }
+    if env_output.rewards is not None:
+        out.update(rewards=env_output.rewards.tolist(), dones=env_output.dones.tolist(), terminations=env_output.terminations.tolist(), truncations=env_output.truncations.tolist())
+    return out
+
+
+@hydra.main(version_base="1.1", config_path="config", config_name="gymwire_env_worker")
+def main(cfg) -> None:
+    cfg = validate_cfg(cfg)
+    cluster = Cluster(cluster_cfg=cfg.cluster)
+    placement = HybridComponentPlacement(cfg, cluster)
+    env_group = ProbedEnvWorker.create_group(cfg).launch(cluster, name=cfg.env.group_name, placement_strategy=placement.get_strategy("env"))
+    report: dict = {"driver_ext_module": os.environ.get("RLINF_EXT_MODULE"), "driver_pid": os.getpid()}
+    env_group.init_worker().wait()
+    n = cfg.env.train.total_num_envs
+    c, a = cfg.actor.model.num_action_chunks, cfg.actor.model.action_dim
+    bootstrap = env_group.bootstrap_step().wait()[0]
+    report["bootstrap"] = {"states": list(bootstrap[0].obs["states"].shape)}
+    steps = []
+    for k in range(cfg.env.train.max_steps_per_rollout_epoch // c):
+        # A policy's flat output [N, C * A]; RLinf's prepare_actions reshapes it.
+        actions = torch.full((n, c * a), 0.05 * (k + 1), dtype=torch.float32)
+        env_output, env_info = env_group.env_interact_step(actions, 0).wait()[0]
+        steps.append(summarize(env_output, env_info))
+    report["train"] = steps
+    env_group.finish_rollout("train").wait()
+    env_group.reset_eval_envs().wait()
+    evals = []
+    ne = cfg.env.eval.total_num_envs
+    for _ in range(cfg.env.eval.max_steps_per_rollout_epoch // c):
+        env_output, env_info = env_group.env_evaluate_step(np.zeros((ne, c * a), dtype=np.float32), 0).wait()[0]
+        evals.append({"env_info": {k: v.tolist() for k, v in env_info.items()}, "task_descriptions": list(env_output.obs["task_descriptions"])})
+    report["eval"] = evals
+    report["probe"] = env_group.probe().wait()[0]
+    env_group.close_envs().wait()
+    print("GYMWIRE_REPORT " + json.dumps(report), flush=True)
+    # A policy whose output does not fit num_action_chunks x action_dim: RLinf reports the worker's
+    # error and ends the run (its default when RLINF_CATCH_FAILURE is unset).
+    env_group.env_interact_step(torch.zeros((n, c * a + 1)), 0).wait()
+    print("GYMWIRE_BAD_ACTION_ACCEPTED", flush=True)
+
+
+if __name__ == "__main__":
+    main()

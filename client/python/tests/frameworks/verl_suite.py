@@ -1,0 +1,180 @@
+"""verl (the released package, see requirements-frameworks-verl.txt) driving gymwire sessions.
+
+verl's own AgentLoopWorker runs in a Ray actor (as verl's AgentLoopManager runs it), built from
+verl's own trainer config with ``agent_loop_config_path`` naming GymWSAgentLoop; it loads the
+tools through verl's tool loader from ``tool_config_path``. The model is a tiny local Qwen2-shaped
+config with a tokenizer trained here (transformers 5), and the LLM engine is a scripted stand-in
+that answers with a fixed tool call: vLLM/SGLang need a GPU.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import ray
+import yaml
+from hydra import compose, initialize_config_dir
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast, Qwen2Config
+
+import verl
+from gymwire.integrations.verl import GymWSAgentLoop, GymWSTool, env_tool_schemas, token_ids, verl_tool_schema
+from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+from verl.protocol import DataProto
+from verl.tools.tool_registry import initialize_tools_from_config
+from verl.workers.rollout.replica import TokenOutput
+
+CARTPOLE = "gymwire/CartPole-v1"
+TOOL_CALL = '<tool_call>{"name": "step", "arguments": {"action": 1}}</tool_call>'
+CHAT_TEMPLATE = (
+    "{% if tools %}<|im_start|>system\n{{ tools | tojson }}<|im_end|>\n{% endif %}"
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny local model directory: a byte-level BPE tokenizer trained here and a Qwen2 config."""
+    path = tmp_path_factory.mktemp("tiny-qwen2")
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    corpus = [TOOL_CALL, '{"observation": [0.1, -0.2], "reward": 1.0, "terminated": false}', "Balance the pole. system user assistant tool"] * 20
+    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None)
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(path)
+    Qwen2Config(architectures=["Qwen2ForCausalLM"], vocab_size=len(fast), hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096, eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id).save_pretrained(path)
+    return path
+
+
+class ScriptedLLM:
+    """Stands in for verl's LLM server client: every turn answers with one ``step`` tool call."""
+
+    def __init__(self, model_path: str) -> None:
+        self.model_path = model_path
+        self.calls = 0
+
+    async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict, image_data=None, video_data=None, **kwargs) -> TokenOutput:
+        from transformers import AutoTokenizer
+
+        ids = AutoTokenizer.from_pretrained(self.model_path).encode(TOOL_CALL, add_special_tokens=False)
+        self.calls += 1
+        return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids), stop_reason="completed")
+
+
+def verl_config(model_dir: Path, tmp: Path, url: str):
+    agent_loops = tmp / "agent_loops.yaml"
+    agent_loops.write_text(yaml.safe_dump([{"name": "gym_ws", "_target_": "gymwire.integrations.verl.GymWSAgentLoop", "gymwire_url": url, "env_id": CARTPOLE, "max_turns": 64}]))
+    config_dir = str(Path(verl.__file__).parent / "trainer" / "config")
+    with initialize_config_dir(config_dir=config_dir, version_base=None):
+        return compose(
+            config_name="ppo_trainer",
+            overrides=[
+                f"actor_rollout_ref.model.path={model_dir}",
+                f"actor_rollout_ref.rollout.agent.agent_loop_config_path={agent_loops}",
+                "actor_rollout_ref.rollout.prompt_length=2048",
+                "actor_rollout_ref.rollout.response_length=8192",
+                "actor_rollout_ref.rollout.name=vllm",
+                "actor_rollout_ref.rollout.mode=async",
+            ],
+        )
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"TOKENIZERS_PARALLELISM": "false"}})
+    # The LLM stand-in is defined here, a module Ray's workers cannot import by name.
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield
+    ray.shutdown()
+
+
+@pytest.mark.timeout(900)
+def test_agent_loop_worker_runs_gym_ws_episodes_in_a_ray_actor(url: str, model_dir: Path, tmp_path: Path, ray_session) -> None:
+    config = verl_config(model_dir, tmp_path, url)
+    worker = ray.remote(AgentLoopWorker).remote(config, ScriptedLLM(str(model_dir)))
+    raw_prompt = np.empty(2, dtype=object)
+    raw_prompt[0] = [{"role": "user", "content": "Balance the pole."}]
+    raw_prompt[1] = [{"role": "user", "content": "Balance the pole."}]
+    batch = DataProto.from_single_dict(
+        {"raw_prompt": raw_prompt, "agent_name": np.array(["gym_ws", "gym_ws"], dtype=object), "seed": np.array([3, 4], dtype=object), "index": np.arange(2)},
+        meta_info={"global_steps": 1, "validate": False},
+    )
+    out = ray.get(worker.generate_sequences.remote(batch))
+    responses, mask = out.batch["responses"], out.batch["response_mask"]
+    assert responses.shape[0] == 2
+    assert (mask.sum(dim=1) > 0).all()  # generated tokens are marked 1, env answers 0
+    scores = out.batch["rm_scores"].sum(dim=1).tolist()
+    assert all(s >= 5 for s in scores), scores  # CartPole pushed right lasts several steps, reward 1 each
+
+
+def test_token_ids_from_transformers_5_chat_templates(model_dir: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    encoded = tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=True, add_generation_prompt=True)
+    ids = token_ids(encoded)
+    assert ids and all(isinstance(i, int) for i in ids)
+    assert tok.decode(ids).endswith("<|im_start|>assistant\n")
+
+
+def test_tool_loader_builds_gym_ws_tools_and_sessions_are_released(url: str, tmp_path: Path) -> None:
+    from gymwire.tools import ToolEnvironment
+
+    async def schemas() -> list[dict]:
+        env = ToolEnvironment(url, CARTPOLE)
+        await env.ainitialize()
+        try:
+            return env_tool_schemas(env.remote)
+        finally:
+            await env.aclose()
+
+    specs = asyncio.run(schemas())
+    path = tmp_path / "tools.yaml"
+    path.write_text(yaml.safe_dump(GymWSTool.tool_config(url, CARTPOLE, specs, seed=5)))
+    tools = {t.name: t for t in initialize_tools_from_config(str(path))}  # verl's own loader and schema model
+    assert {"step", "reset"} <= set(tools)
+    assert tools["reset"].tool_schema.function.parameters.required == []
+
+    class AgentData:
+        request_id = "req-1"
+
+    async def episode() -> list[float]:
+        rewards = []
+        for _ in range(100):
+            instance, _ = await tools["step"].create()
+            response, reward, metrics = await tools["step"].execute(instance, {"action": 1}, agent_data=AgentData())
+            await tools["step"].release(instance, agent_data=AgentData())
+            rewards.append(reward)
+            if metrics.get("episode_done"):
+                return rewards
+        raise AssertionError("the episode never ended")
+
+    rewards = asyncio.run(episode())
+    assert len(rewards) >= 5 and all(r == 1.0 for r in rewards)
+    assert "req-1" not in GymWSTool._sessions  # closed when the episode ended
+
+
+def test_zero_argument_schema_gets_required_and_bounds_stay_visible() -> None:
+    s = verl_tool_schema({"type": "function", "function": {"name": "look", "description": "Look around."}})
+    assert s["function"]["parameters"] == {"type": "object", "properties": {}, "required": []}
+    s = verl_tool_schema({"type": "function", "function": {"name": "step", "parameters": {"type": "object", "properties": {"action": {"type": "integer", "minimum": 0, "maximum": 1}}, "required": ["action"]}}})
+    assert "minimum 0" in s["function"]["parameters"]["properties"]["action"]["description"]
+
+
+def test_agent_loop_needs_a_server_and_env(model_dir: Path) -> None:
+    loop = GymWSAgentLoop.__new__(GymWSAgentLoop)
+    loop.default_url, loop.default_env_id, loop.max_turns = None, None, 4
+    with pytest.raises(ValueError, match="no server url or env id"):
+        asyncio.run(loop.run({}, raw_prompt=[]))
+
+
+def test_json_of_tool_calls_is_what_the_stand_in_sends() -> None:
+    assert json.loads(TOOL_CALL[len("<tool_call>") : -len("</tool_call>")])["name"] == "step"
