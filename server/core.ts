@@ -30,6 +30,7 @@ import { AUTORESET_MODES, PROTOCOL_VERSION, REQUEST_SCHEMAS, SUPPORTED_PROTOCOL_
 import type { Limits, RequestOf, RequestType, ResultOf, ServerEvent } from '../protocol/messages.ts';
 import { contains, isPlainObject, stackTensors } from '../protocol/spaces.ts';
 import { Tensor, TensorFormatError } from '../protocol/tensor.ts';
+import { GYMWIRE_VERSION } from '../protocol/version.ts';
 import { FramePool } from './frame-pool.ts';
 import { ServerMetrics } from './metrics.ts';
 import { Session } from './session.ts';
@@ -51,7 +52,7 @@ export interface SessionSummary {
 }
 
 type RenderFrameOf = Tensor | string;
-export const SERVER_VERSION = '0.1.0';
+export const SERVER_VERSION = GYMWIRE_VERSION;
 
 export const DEFAULT_LIMITS: Limits = {
   max_frame_bytes: 64 * 1024 * 1024,
