@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Builds the npm package's dist/: the compiled JavaScript and declarations (tsconfig.build.json),
-// the non-code assets the compiled code loads beside itself, and the command's entry.
+// Builds the npm package's dist/: the compiled JavaScript and declarations (tsconfig.build.json;
+// it emits without type-checking, which `npm run typecheck` does) and the non-code assets the
+// compiled code loads beside itself.
 //   node scripts/build.mjs
 import { execFileSync } from 'node:child_process';
 import { cpSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -12,7 +13,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
 
 /** Files the compiled code reads at run time through `new URL(..., import.meta.url)`, at the same relative place. */
-export const ASSETS = ['envs/evac/assets', 'server/viewer/static', 'client/ts/policies/onnx-worker.mjs', 'bin/gymwire.js'];
+export const ASSETS = ['envs/evac/assets', 'server/viewer/static', 'client/ts/policies/onnx-worker.mjs'];
 
 function* walk(dir) {
   for (const name of readdirSync(dir)) {

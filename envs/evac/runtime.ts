@@ -359,6 +359,7 @@ export class WorldModelRuntime {
   private ensureWorker(): Worker {
     if (this.closed) throw new Error('the world-model runtime is closed');
     if (this.worker) return this.worker;
+    assertOnnxRuntimeInstalled();
     const url = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url);
     // From TypeScript sources the worker is loaded through tsx (Node 20 workers do not inherit
     // the main thread's loader hooks, and `--import tsx` registers them too late for the entry).
@@ -398,6 +399,22 @@ export class WorldModelRuntime {
     if (worker) await worker.terminate();
     this.worker = null;
     this.models.clear();
+  }
+}
+
+/**
+ * onnxruntime-node is an optional peer dependency of the package (its install script downloads CUDA
+ * libraries unless told not to), so a default install lacks it: say how to add it, before the
+ * worker fails to import it.
+ */
+function assertOnnxRuntimeInstalled(): void {
+  try {
+    createRequire(import.meta.url).resolve('onnxruntime-node');
+  } catch {
+    throw new Error(
+      'the EVAC world-model env needs onnxruntime-node, an optional peer dependency of gymwire: ' +
+        'install it next to gymwire with `ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node` (the variable skips its CUDA download; leave it out for CUDA)',
+    );
   }
 }
 
