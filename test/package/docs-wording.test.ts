@@ -10,7 +10,14 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-const DEV_LOG = [/\bsessions? \d+\b/i, /\bthis (round|session)\b/i, /\b(last|next|previous) round\b/i, /\bnot (reliably )?met\b/i, /\bmet \/ not met\b/i, /\btarget:? met\b/i];
+const DEV_LOG = [
+  /\bsessions? \d+\b/i,
+  /\bthis (round|session)\b/i,
+  /\b(last|next|previous) round\b/i,
+  /\bnot (reliably )?met\b/i,
+  /\bmet \/ not met\b/i,
+  /\btarget:? met\b/i,
+];
 
 function markdown(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>

@@ -143,7 +143,10 @@ await server.close();
     );
     const esm = JSON.parse((await inApp(process.execPath, ['esm.mjs'])).stdout) as Record<string, unknown>;
     expect(esm).toEqual({ version: expect.stringMatching(/^\d+\.\d+\.\d+/), tensor: true, reward: 1, envs: 6, codec: 1, suite: 'function' });
-    writeFileSync(join(app, 'cjs.cjs'), `const { connect } = require('gymwire'); const { startServer } = require('gymwire/server'); console.log(typeof connect, typeof startServer);\n`);
+    writeFileSync(
+      join(app, 'cjs.cjs'),
+      `const { connect } = require('gymwire'); const { startServer } = require('gymwire/server'); console.log(typeof connect, typeof startServer);\n`,
+    );
     expect((await inApp(process.execPath, ['cjs.cjs'])).stdout.trim()).toBe('function function');
   });
 
