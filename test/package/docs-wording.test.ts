@@ -11,8 +11,8 @@ import { describe, expect, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 const DEV_LOG = [
-  /\bsessions? \d+\b/i,
-  /\bthis (round|session)\b/i,
+  /(?<![-\w])sessions? \d+\b/i, // "session 5", not the `--sessions 64` option
+  /\bthis round\b/i,
   /\b(last|next|previous) round\b/i,
   /\bnot (reliably )?met\b/i,
   /\bmet \/ not met\b/i,
