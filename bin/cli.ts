@@ -4,7 +4,6 @@
 import { Command } from 'commander';
 
 import { GYMWIRE_VERSION } from '../protocol/version.ts';
-
 import { registerCheck } from './commands/check.ts';
 import { registerEnvs } from './commands/envs.ts';
 import { registerEval } from './commands/eval.ts';
