@@ -111,6 +111,24 @@ def test_an_env_on_a_shared_client_refuses_to_pickle_with_a_reason(client: gymwi
         env.close()
 
 
+def test_gymnasium_make_vec_steps_every_session_in_one_frame(url: str) -> None:
+    vec = gym.make_vec("gymwire/CartPole-v1", num_envs=4, url=url)
+    try:
+        assert isinstance(vec, gymwire.GymwireVectorEnv)
+        obs, _ = vec.reset(seed=0)
+        assert obs.shape == (4, 4)
+        _, rewards, *_ = vec.step(vec.action_space.sample())
+        assert rewards.tolist() == [1.0] * 4
+    finally:
+        vec.close()
+    sync = gym.make_vec("gymwire/CartPole-v1", num_envs=2, vectorization_mode="sync", url=url)
+    try:
+        assert isinstance(sync, gym.vector.SyncVectorEnv)
+        assert sync.reset(seed=0)[0].shape == (2, 4)
+    finally:
+        sync.close()
+
+
 def test_async_vector_env_factories(url: str) -> None:
     vec = gym.vector.AsyncVectorEnv([lambda: gym.make("gymwire/CartPole-v1", url=url) for _ in range(2)])
     try:

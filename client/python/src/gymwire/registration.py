@@ -2,7 +2,8 @@
 
 ``gymnasium.make("gymwire/CartPole-v1", url="ws://127.0.0.1:8765")`` (or the
 ``"gymwire:gymwire/CartPole-v1"`` form, which imports this package first) then makes a remote
-session wrapped like any registered env, with ``env.spec`` set. Further ``make`` keyword arguments
+session wrapped like any registered env, with ``env.spec`` set; ``gymnasium.make_vec(id, num_envs,
+url=...)`` makes a :class:`~gymwire.vector.GymwireVectorEnv` stepping every session in one frame. Further ``make`` keyword arguments
 are the env's own kwargs, validated by the server; ``client_options`` go to the connection.
 
 Envs a server hosts under other ids (plugins, Python envs) are registered with
@@ -24,6 +25,7 @@ import gymnasium as gym
 
 if TYPE_CHECKING:
     from .env import GymwireEnv
+    from .vector import GymwireVectorEnv
 
 #: The envs every gymwire server hosts (``gymwire envs``); tests/test_registration.py keeps this
 #: list equal to what a live server lists.
@@ -37,6 +39,7 @@ BUNDLED_ENV_IDS: tuple[str, ...] = (
 )
 
 ENTRY_POINT = "gymwire.registration:make_registered"
+VECTOR_ENTRY_POINT = "gymwire.registration:make_registered_vec"
 
 
 def make_registered(*, env_id: str, url: str | None = None, client_options: dict[str, Any] | None = None, **kwargs: Any) -> GymwireEnv:
@@ -48,6 +51,23 @@ def make_registered(*, env_id: str, url: str | None = None, client_options: dict
     return make(url, env_id, client_options=client_options, **kwargs)
 
 
+def make_registered_vec(
+    *,
+    env_id: str,
+    num_envs: int,
+    url: str | None = None,
+    client_options: dict[str, Any] | None = None,
+    autoreset_mode: str = "next_step",
+    **kwargs: Any,
+) -> GymwireVectorEnv:
+    """The vector entry point: ``gymnasium.make_vec(id, num_envs, url=...)`` steps every session in one frame."""
+    from .vector import make_vec
+
+    if url is None:
+        raise TypeError(f'{env_id} is a remote env: pass the server\'s address, e.g. gymnasium.make_vec("{env_id}", num_envs, url="ws://127.0.0.1:8765")')
+    return make_vec(url, env_id, num_envs, autoreset_mode, client_options=client_options, **kwargs)
+
+
 def register_env(env_id: str, **spec_kwargs: Any) -> None:
     """Registers ``env_id`` with Gymnasium as a remote env (``url`` is then a ``make`` argument).
 
@@ -56,7 +76,13 @@ def register_env(env_id: str, **spec_kwargs: Any) -> None:
     """
     if env_id in gym.registry:
         del gym.registry[env_id]  # replaced quietly: re-registering is how a server's url becomes the default
-    gym.register(id=env_id, entry_point=ENTRY_POINT, kwargs={"env_id": env_id, **spec_kwargs}, disable_env_checker=False)
+    gym.register(
+        id=env_id,
+        entry_point=ENTRY_POINT,
+        vector_entry_point=VECTOR_ENTRY_POINT,
+        kwargs={"env_id": env_id, **spec_kwargs},
+        disable_env_checker=False,
+    )
 
 
 def register_server_envs(url: str, **client_options: Any) -> list[str]:
