@@ -7,7 +7,7 @@
  * support, or the server's limits are too large to probe cheaply).
  */
 import { encode, decode } from '../protocol/codec.ts';
-import { isErrorCode, ProtocolError } from '../protocol/errors.ts';
+import { isErrorCode, previewValue, ProtocolError } from '../protocol/errors.ts';
 import type { ErrorCode } from '../protocol/errors.ts';
 import { PROTOCOL_VERSION } from '../protocol/messages.ts';
 import { Random } from '../protocol/random.ts';
@@ -19,11 +19,16 @@ import type { ClientOptions, GymwireClient } from '../client/ts/client.ts';
 import type { RemoteEnv } from '../client/ts/remote-env.ts';
 import { fuzzFrame } from './fuzz.ts';
 
+import type { ClientTransport, Connector } from '../client/ts/transport.ts';
+import { wsConnector } from '../client/ts/transport.ts';
+
 /** The conformance fuzz case's frames and seed (test/server/fuzz.test.ts runs more, and other seeds). */
 const FUZZ_FRAMES = 300;
 const FUZZ_SEED = 7;
-import type { ClientTransport, Connector } from '../client/ts/transport.ts';
-import { wsConnector } from '../client/ts/transport.ts';
+/** A request unanswered this long fails its case: no case waits on a long client timeout to fail. */
+const REQUEST_TIMEOUT_MS = 15_000;
+/** A case still running after this long fails (a server that stops answering cannot hang the suite). */
+const CASE_DEADLINE_MS = 180_000;
 
 export interface ConformanceTarget {
   /** Opens a fresh transport to the server (a new connection each call). */
@@ -36,8 +41,8 @@ export interface ConformanceTarget {
 export interface CaseContext {
   target: ConformanceTarget;
   envId: string;
-  /** A connected client with fast reconnects; closed by the runner. */
-  client(opts?: ClientOptions): Promise<GymwireClient>;
+  /** A connected client with fast reconnects (through `connector` when given); closed by the runner. */
+  client(opts?: ClientOptions & { connector?: Connector }): Promise<GymwireClient>;
   /** A raw connection for frame-level cases. */
   raw(): Promise<RawConnection>;
   /** Steps to try before giving up on seeing an episode end. */
@@ -89,16 +94,26 @@ export class RawConnection {
   private readonly inbox: Record<string, unknown>[] = [];
   private waiters: (() => void)[] = [];
   closed = false;
+  /** The WebSocket close code, once closed. */
+  closeCode: number | null = null;
 
   constructor(readonly transport: ClientTransport) {
     transport.onmessage = (frame) => {
       this.inbox.push(decode(frame) as Record<string, unknown>);
       for (const w of this.waiters.splice(0)) w();
     };
-    transport.onclose = () => {
+    transport.onclose = (code) => {
       this.closed = true;
+      this.closeCode = code;
       for (const w of this.waiters.splice(0)) w();
     };
+  }
+
+  /** Waits until the server closes the connection (or timeoutMs passes); the close code, or null. */
+  async closedWith(timeoutMs = 3000): Promise<number | null> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    return this.closeCode;
   }
 
   send(message: unknown): void {
@@ -220,7 +235,10 @@ export const CASES: ConformanceCase[] = [
       raw.send({ id: 1, type: 'hello', protocol_version: 999, token: ctx.target.token });
       const msg = await raw.next();
       check(errorCode(msg) === 'ENV_ERR_VERSION_MISMATCH', `got ${JSON.stringify(msg)}`);
+      check(msg.id === 1, `the refusal carries id ${JSON.stringify(msg.id)}, not the hello's 1`);
       check(Array.isArray((msg.error as { details: { supported: unknown } }).details.supported), 'details.supported missing');
+      const code = await raw.closedWith();
+      check(code === 1002, `after a version mismatch the server closes with 1002, got ${code === null ? 'no close' : code}`);
     },
   },
   {
@@ -239,19 +257,27 @@ export const CASES: ConformanceCase[] = [
     async run(ctx) {
       const raw = await ctx.raw();
       await raw.hello(ctx.target.token);
-      const expect = async (what: string, code: string, send: () => void) => {
+      const expect = async (what: string, code: string, send: () => void, id: number | null = null) => {
         send();
         const msg = await raw.next();
         check(errorCode(msg) === code, `${what}: expected ${code}, got ${JSON.stringify(msg).slice(0, 200)}`);
+        if (id !== null) check(msg.id === id, `${what}: the answer carries id ${JSON.stringify(msg.id)}, not the request's ${id}`);
       };
       await expect('not msgpack', 'ENV_ERR_BAD_FRAME', () => raw.sendBytes(new Uint8Array([0xc1, 0xff, 0x00])));
       await expect('not a map', 'ENV_ERR_INVALID_MESSAGE', () => raw.send([1, 2, 3]));
-      await expect('unknown type', 'ENV_ERR_UNKNOWN_TYPE', () => raw.send({ id: 2, type: 'teleport' }));
-      await expect('schema violation', 'ENV_ERR_INVALID_MESSAGE', () => raw.send({ id: 3, type: 'make', env_id: 42 }));
-      // A float32 tensor header declaring 4 elements with 3 bytes of data.
-      await expect('tensor bytes not matching dtype and shape', 'ENV_ERR_BAD_TENSOR', () =>
-        raw.sendBytes(new Uint8Array([0x82, 0xa2, 0x69, 0x64, 0x04, 0xa1, 0x74, 0xc7, 0x09, 0x01, 10, 1, 4, 0, 0, 0, 1, 2, 3])),
+      await expect('unknown type', 'ENV_ERR_UNKNOWN_TYPE', () => raw.send({ id: 2, type: 'teleport' }), 2);
+      await expect('schema violation', 'ENV_ERR_INVALID_MESSAGE', () => raw.send({ id: 3, type: 'make', env_id: 42 }), 3);
+      await expect('unknown field', 'ENV_ERR_INVALID_MESSAGE', () => raw.send({ id: 5, type: 'ping', teleport: true }), 5);
+      // {id: 4, t: <a float32 tensor header declaring 4 elements with 3 bytes of data>}
+      await expect(
+        'tensor bytes not matching dtype and shape',
+        'ENV_ERR_BAD_TENSOR',
+        () => raw.sendBytes(new Uint8Array([0x82, 0xa2, 0x69, 0x64, 0x04, 0xa1, 0x74, 0xc7, 0x09, 0x01, 10, 1, 4, 0, 0, 0, 1, 2, 3])),
+        4,
       );
+      // {id: 6, t: <a tensor with dtype code 200>}
+      await expect('unknown dtype code', 'ENV_ERR_BAD_TENSOR', () => raw.sendBytes(new Uint8Array([0x82, 0xa2, 0x69, 0x64, 0x06, 0xa1, 0x74, 0xd5, 0x01, 200, 0])), 6);
+      if (raw.transport.sendText) await expect('a text frame', 'ENV_ERR_BAD_FRAME', () => raw.transport.sendText!('{"id": 7, "type": "ping"}'));
       raw.send({ id: 9, type: 'ping', payload: 'still here' });
       const pong = await raw.next();
       check(pong.type === 'result' && pong.id === 9, `connection unusable after bad frames: ${JSON.stringify(pong)}`);
@@ -449,6 +475,8 @@ export const CASES: ConformanceCase[] = [
       const out = await vec.step([action, action]);
       const one = await single.step(action);
       check(out.rewards[0] === one.reward, `batched reward ${out.rewards[0]} != single ${one.reward}`);
+      const stepped = Array.isArray(out.obs) ? out.obs[0] : out.obs instanceof Tensor ? sliceFirst(out.obs) : undefined;
+      check(valuesEqual(stepped, one.obs), 'the batched step observation differs from a single step with the same seed and action');
     },
   },
   {
@@ -564,14 +592,18 @@ export const CASES: ConformanceCase[] = [
         probed.push('frame');
       }
       if (limits.max_sessions_per_client <= 64) {
-        const made = await Promise.allSettled(Array.from({ length: limits.max_sessions_per_client + 1 }, () => c.make('gymwire/CartPole-v1')));
+        const made = await Promise.allSettled(Array.from({ length: limits.max_sessions_per_client + 1 }, () => c.make(ctx.envId)));
         const refused = made.filter((m) => m.status === 'rejected');
         check(refused.length === 1, `${refused.length} makes refused past max_sessions_per_client=${limits.max_sessions_per_client}`);
         const reason = (refused[0] as PromiseRejectedResult).reason;
         check(reason instanceof ProtocolError && reason.code === 'ENV_ERR_TOO_MANY_SESSIONS', `refused with ${String(reason)}`);
         probed.push('sessions');
       }
-      if (!probed.length) return { status: 'skip', reason: 'limits too large to probe cheaply' };
+      const unprobed = [
+        ...(probed.includes('frame') ? [] : [`max_frame_bytes ${limits.max_frame_bytes} > 16 MiB`]),
+        ...(probed.includes('sessions') ? [] : [`max_sessions_per_client ${limits.max_sessions_per_client} > 64`]),
+      ];
+      if (!probed.length) return { status: 'skip', reason: `limits too large to probe cheaply: ${unprobed.join('; ')} (start the server with smaller limits to probe them)` };
       return { status: 'pass' };
     },
   },
@@ -595,6 +627,229 @@ export const CASES: ConformanceCase[] = [
       check(c.welcome.resumed, 'the reconnect did not resume the client');
       check(valuesEqual(a1.obs, b1.obs) && valuesEqual(a2.obs, b2.obs) && a2.reward === b2.reward, 'the session after the reconnect diverged from its twin: a step was lost or applied twice');
       return { status: 'pass' };
+    },
+  },
+  {
+    name: 'ping: the payload comes back exactly; no payload sent, none answered',
+    perServer: true,
+    async run(ctx) {
+      const raw = await ctx.raw();
+      await raw.hello(ctx.target.token);
+      const payload = { nested: [1, 'two', null, 2.5], bytes: new Uint8Array([1, 2, 3]) };
+      raw.send({ id: 1, type: 'ping', payload });
+      const echo = await raw.next();
+      check(echo.type === 'result' && echo.id === 1 && valuesEqual((echo.result as { payload: unknown }).payload, payload), `ping payload not echoed: ${previewValue(echo, 200)}`);
+      raw.send({ id: 2, type: 'ping' });
+      const bare = await raw.next();
+      const result = bare.result as Record<string, unknown>;
+      check(bare.type === 'result' && typeof result.server_time_ms === 'number', `ping without payload: ${previewValue(bare, 200)}`);
+      // msgpackr reads an absent value (ext type 0, which the protocol does not define) back as undefined.
+      check(!Object.hasOwn(result, 'payload') || result.payload !== undefined, 'ping without payload answered with a payload the protocol cannot name (msgpack ext type 0)');
+    },
+  },
+  {
+    name: 'request ids: answers remembered by id and type until acked; reused and acked ids refused',
+    perServer: true,
+    async run(ctx) {
+      const raw = await ctx.raw();
+      await raw.hello(ctx.target.token);
+      raw.send({ id: 1, type: 'make', env_id: ctx.envId });
+      const made = await raw.next();
+      check(made.type === 'result', `make failed: ${previewValue(made.error, 200)}`);
+      const session_id = (made.result as { session_id: string }).session_id;
+      raw.send({ id: 2, type: 'reset', session_id, seed: 1 });
+      const reset = await raw.next();
+      check(reset.type === 'result', `reset failed: ${previewValue(reset.error, 200)}`);
+      raw.send({ id: 10, type: 'reset', session_id, seed: 2 });
+      const first = await raw.next();
+      raw.send({ id: 10, type: 'reset', session_id, seed: 2 });
+      const again = await raw.next();
+      check(valuesEqual(first, again), 'a resent request id was not answered with the remembered answer');
+      raw.send({ id: 10, type: 'close', session_id });
+      const reused = await raw.next();
+      check(errorCode(reused) === 'ENV_ERR_INVALID_MESSAGE' && reused.id === 10, `an id reused for another type: expected ENV_ERR_INVALID_MESSAGE, got ${previewValue(reused, 200)}`);
+      raw.send({ id: 5, type: 'reset', session_id, seed: 3 });
+      const hole = await raw.next();
+      check(errorCode(hole) === 'ENV_ERR_REPLY_EXPIRED' && hole.id === 5, `a never-used id below the highest: expected ENV_ERR_REPLY_EXPIRED, got ${previewValue(hole, 200)}`);
+      raw.send({ id: 11, type: 'ping', ack: 10 });
+      check((await raw.next()).type === 'result', 'ping with ack failed');
+      raw.send({ id: 10, type: 'reset', session_id, seed: 2 });
+      const acked = await raw.next();
+      check(errorCode(acked) === 'ENV_ERR_INVALID_MESSAGE' && acked.id === 10, `an id at or below the ack: expected ENV_ERR_INVALID_MESSAGE, got ${previewValue(acked, 200)}`);
+    },
+  },
+  {
+    name: 'resume: sessions come back within the grace period and are gone after it',
+    perServer: true,
+    async run(ctx) {
+      const first = await ctx.raw();
+      const welcome = (await first.hello(ctx.target.token)).result as { resume_token: string; limits: { resume_grace_ms: number } };
+      first.send({ id: 1, type: 'make', env_id: ctx.envId });
+      const session_id = ((await first.next()).result as { session_id: string }).session_id;
+      first.close();
+      await first.closedWith();
+      const back = await ctx.raw();
+      back.send({ id: 2, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: 'conformance', resume_token: welcome.resume_token, ...(ctx.target.token ? { token: ctx.target.token } : {}) });
+      const resumed = (await back.next()).result as { resumed: boolean; sessions: string[]; resume_token: string };
+      check(resumed.resumed && resumed.sessions.includes(session_id), `resume within the grace period: ${previewValue(resumed, 200)}`);
+      const grace = welcome.limits.resume_grace_ms;
+      if (grace > 3000) return { status: 'skip', reason: `resume within the grace period passed; expiry not probed: resume_grace_ms is ${grace} ms (start the server with --resume-grace 1s to probe it)` };
+      back.close();
+      await back.closedWith();
+      await new Promise((r) => setTimeout(r, grace * 2 + 500));
+      const late = await ctx.raw();
+      late.send({ id: 3, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: 'conformance', resume_token: resumed.resume_token, ...(ctx.target.token ? { token: ctx.target.token } : {}) });
+      const expired = (await late.next()).result as { resumed: boolean; sessions: string[] };
+      check(!expired.resumed && expired.sessions.length === 0, `resume after the grace period: expected resumed false and no sessions, got ${previewValue(expired, 200)}`);
+      return { status: 'pass' };
+    },
+  },
+  {
+    name: 'auth: a wrong token gets ENV_ERR_UNAUTHORIZED and close 1008',
+    perServer: true,
+    async run(ctx) {
+      if (!ctx.target.token) return { status: 'skip', reason: 'no token given (pass --token to probe a server that requires one)' };
+      const raw = await ctx.raw();
+      raw.send({ id: 1, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: 'conformance', token: `${ctx.target.token}-wrong` });
+      const msg = await raw.next();
+      check(errorCode(msg) === 'ENV_ERR_UNAUTHORIZED' && msg.id === 1, `wrong token: ${previewValue(msg, 200)}`);
+      const code = await raw.closedWith();
+      check(code === 1008, `after a wrong token the server closes with 1008, got ${code === null ? 'no close' : code}`);
+      return { status: 'pass' };
+    },
+  },
+  {
+    name: 'retries: a step cut off by a dropped connection runs once',
+    async run(ctx) {
+      // The transport closes right after it sends its first step: the server reads the step before
+      // the close, so the step runs and its answer is lost; the client resumes and resends the same id.
+      let cut = false;
+      const cutting: Connector = async () => {
+        const t = await ctx.target.connector();
+        if (cut) return t;
+        // After the cut nothing more arrives on this connection, as when a cable is pulled: the step's answer is lost.
+        let dead = false;
+        const wrapped: ClientTransport = {
+          send(frame) {
+            t.send(frame);
+            if (!cut && (decode(frame) as { type?: unknown }).type === 'step') {
+              cut = dead = true;
+              t.close();
+            }
+          },
+          close: () => t.close(),
+        };
+        t.onmessage = (frame) => {
+          if (!dead) wrapped.onmessage?.(frame);
+        };
+        t.onclose = (code, reason) => wrapped.onclose?.(code, reason);
+        return wrapped;
+      };
+      const c = await ctx.client({ connector: cutting });
+      const twins = await ctx.client();
+      const [a, b] = [await c.make(ctx.envId), await twins.make(ctx.envId)];
+      await a.reset({ seed: 43 });
+      await b.reset({ seed: 43 });
+      const rng = new Random(43);
+      const actions = [sample(a.actionSpace, rng), sample(a.actionSpace, rng)];
+      const a1 = await a.step(actions[0]);
+      check(cut, 'the connection was not cut');
+      check(c.welcome.resumed, 'the reconnect did not resume the client');
+      const b1 = await b.step(actions[0]);
+      check(valuesEqual(a1.obs, b1.obs) && a1.reward === b1.reward, 'the answer to the retried step differs from its twin\'s first step');
+      if (a1.terminated || a1.truncated) return { status: 'pass' };
+      const [a2, b2] = [await a.step(actions[1]), await b.step(actions[1])];
+      check(valuesEqual(a2.obs, b2.obs) && a2.reward === b2.reward, 'the session diverged from its twin after the retry: the cut step ran twice');
+      return { status: 'pass' };
+    },
+  },
+  {
+    name: 'invalid actions leave the session unchanged',
+    async run(ctx) {
+      const c = await ctx.client();
+      const [a, b] = [await c.make(ctx.envId), await c.make(ctx.envId)];
+      await a.reset({ seed: 51 });
+      await b.reset({ seed: 51 });
+      for (const { what, action } of invalidActions(a.actionSpace)) await expectCode(a.step(action), 'ENV_ERR_INVALID_ACTION', `action ${what}`);
+      const rng = new Random(51);
+      for (let i = 0; i < 5; i++) {
+        const action = sample(a.actionSpace, rng);
+        const [sa, sb] = [await a.step(action), await b.step(action)];
+        check(valuesEqual(sa.obs, sb.obs) && sa.reward === sb.reward, `step ${i}: a session that was sent refused actions differs from its twin that was not`);
+        if (sa.terminated || sa.truncated) break;
+      }
+    },
+  },
+  {
+    name: 'reset with a null seed continues the RNG stream instead of reseeding',
+    async run(ctx) {
+      const c = await ctx.client();
+      const nulls = async (seed: number) => {
+        const env = await c.make(ctx.envId);
+        const seeded = (await env.reset({ seed })).obs;
+        const after: unknown[] = [];
+        for (let i = 0; i < 4; i++) after.push((await env.reset({ seed: null })).obs);
+        return { seeded, after };
+      };
+      const [x, y] = [await nulls(61), await nulls(62)];
+      if (valuesEqual(x.seeded, y.seeded)) return { status: 'skip', reason: 'the env resets to the same observation whatever the seed' };
+      check(!x.after.every((o) => valuesEqual(o, x.seeded)), 'reset(seed=null) returned the seeded first observation every time: it reseeded');
+      check(!valuesEqual(x.after, y.after), 'reset(seed=null) gives the same episodes after different seeds: it reseeded');
+      const z = await nulls(61);
+      check(valuesEqual(z.after, x.after), 'reset(seed=null) after the same seed gave different episodes: the stream is not deterministic');
+      return { status: 'pass' };
+    },
+  },
+  {
+    name: 'batches are atomic: one refused action refuses the whole batch and steps nothing',
+    async run(ctx) {
+      const c = await ctx.client();
+      const vec = await c.makeVec(ctx.envId, 2, { autoresetMode: 'disabled' });
+      const twin = await c.makeVec(ctx.envId, 2, { autoresetMode: 'disabled' });
+      await vec.reset({ seed: 71 });
+      await twin.reset({ seed: 71 });
+      const rng = new Random(71);
+      const good = vec.envs.map((e) => sample(e.actionSpace, rng));
+      const bad = invalidActions(vec.envs[0]!.actionSpace)[0]!.action;
+      await expectCode(c.request('step_batch', { session_ids: vec.sessionIds, actions: [good[0], bad], autoreset_mode: 'disabled' }), 'ENV_ERR_INVALID_ACTION', 'a batch with one invalid action');
+      const [out, ref] = [await vec.step(good), await twin.step(good)];
+      check(valuesEqual(out.obs, ref.obs) && out.rewards.every((r, i) => r === ref.rewards[i]), 'a refused batch stepped some of its sessions');
+    },
+  },
+  {
+    name: 'batches stack tensor observations into one tensor over sessions',
+    async run(ctx) {
+      const c = await ctx.client();
+      const vec = await c.makeVec(ctx.envId, 2, { autoresetMode: 'next_step' });
+      const space = vec.singleObservationSpace;
+      if (space.type !== 'box' && space.type !== 'discrete') return { status: 'skip', reason: `observations are a ${space.type} space, which is not stacked` };
+      const r = await vec.reset({ seed: 81 });
+      check(r.obs instanceof Tensor && r.obs.shape[0] === 2, `reset_batch observations are not one tensor stacked over 2 sessions: ${Array.isArray(r.obs) ? 'an array' : typeof r.obs}`);
+      const s = await vec.step(vec.envs.map((e) => sample(e.actionSpace, new Random(81))));
+      check(s.obs instanceof Tensor && s.obs.shape[0] === 2, 'step_batch observations are not one tensor stacked over 2 sessions');
+      const inner = space.type === 'box' ? space.shape : [];
+      check(s.obs.shape.length === inner.length + 1 && inner.every((d, i) => s.obs instanceof Tensor && s.obs.shape[i + 1] === d), `stacked shape [${s.obs.shape.join(', ')}] is not [2, ${inner.join(', ')}]`);
+      return { status: 'pass' };
+    },
+  },
+  {
+    name: 'tools: argument types are checked against the schema',
+    async run(ctx) {
+      const c = await ctx.client();
+      const env = await c.make(ctx.envId);
+      await env.reset({ seed: 1 });
+      const wrongFor: Record<string, unknown> = { number: 'not a number', integer: 'not an integer', string: 12345, boolean: 'yes', array: 'not an array', object: 'not an object' };
+      for (const tool of await env.listTools()) {
+        const params = tool.function.parameters as { properties?: Record<string, { type?: unknown }>; required?: string[] };
+        for (const [name, prop] of Object.entries(params.properties ?? {})) {
+          const kind = typeof prop.type === 'string' ? prop.type : null;
+          // Only a tool whose other arguments are all optional can be called with one wrong argument alone.
+          if (!kind || !(kind in wrongFor) || (params.required ?? []).some((r) => r !== name)) continue;
+          await expectCode(env.callTool(tool.function.name, { [name]: wrongFor[kind] }), 'ENV_ERR_INVALID_TOOL_ARGS', `${tool.function.name}(${name}: ${JSON.stringify(wrongFor[kind])})`);
+          return { status: 'pass' };
+        }
+      }
+      return { status: 'skip', reason: 'no tool has a typed argument that can be sent alone' };
     },
   },
 ];
@@ -622,6 +877,10 @@ export interface RunOptions {
   onReport?: (report: CaseReport) => void;
   /** Only cases whose name includes this. */
   filter?: string;
+  /** Stop at the first failing case. */
+  failFast?: boolean;
+  /** How long one case may run before it fails. */
+  caseDeadlineMs?: number;
 }
 
 export function targetFromUrl(url: string, token?: string): ConformanceTarget {
@@ -632,8 +891,11 @@ export function targetFromUrl(url: string, token?: string): ConformanceTarget {
 export async function runConformance(target: ConformanceTarget, opts: RunOptions = {}): Promise<CaseReport[]> {
   const reports: CaseReport[] = [];
   const lister = await connect(target.connector, { token: target.token, reconnect: false });
-  const envIds = opts.envIds ?? (await lister.listEnvs()).map((e) => e.id);
+  const listed = (await lister.listEnvs()).map((e) => e.id);
   await lister.close();
+  const unknown = (opts.envIds ?? []).filter((id) => !listed.includes(id));
+  if (unknown.length) throw new UnknownEnvsError(unknown, listed);
+  const envIds = opts.envIds ?? listed;
   const cases = CASES.filter((c) => !opts.filter || c.name.includes(opts.filter));
   const serverCases = cases.filter((c) => c.perServer);
   const envCases = cases.filter((c) => !c.perServer);
@@ -645,8 +907,8 @@ export async function runConformance(target: ConformanceTarget, opts: RunOptions
       target,
       envId: envId === '(server)' ? (envIds[0] ?? 'gymwire/CartPole-v1') : envId,
       maxSteps: opts.maxSteps ?? 600,
-      client: async (o) => {
-        const c = await connect(target.connector, { token: target.token, reconnectDelayMs: 10, requestTimeoutMs: 60_000, clientName: 'gymwire-conformance', ...o });
+      client: async ({ connector = target.connector, ...o } = {}) => {
+        const c = await connect(connector, { token: target.token, reconnectDelayMs: 10, requestTimeoutMs: REQUEST_TIMEOUT_MS, clientName: 'gymwire-conformance', ...o });
         clients.push(c);
         return c;
       },
@@ -658,17 +920,34 @@ export async function runConformance(target: ConformanceTarget, opts: RunOptions
     };
     const start = performance.now();
     let report: CaseReport;
+    let deadline: NodeJS.Timeout | undefined;
     try {
-      const result = (await kase.run(ctx)) ?? { status: 'pass' };
+      const overdue = new Promise<never>((_, reject) => {
+        deadline = setTimeout(() => reject(new ConformanceFailure(`the case did not finish within ${opts.caseDeadlineMs ?? CASE_DEADLINE_MS} ms`)), opts.caseDeadlineMs ?? CASE_DEADLINE_MS);
+      });
+      const result = (await Promise.race([kase.run(ctx), overdue])) ?? { status: 'pass' };
       report = { env: envId, name: kase.name, status: result.status, ms: performance.now() - start, ...(result.status === 'skip' ? { message: result.reason } : {}) };
     } catch (err) {
       report = { env: envId, name: kase.name, status: 'fail', ms: performance.now() - start, message: err instanceof Error ? `${err.name}: ${err.message}` : String(err) };
     } finally {
+      clearTimeout(deadline);
       await Promise.allSettled(clients.map((c) => c.closeAll()));
       for (const r of raws) r.close();
     }
     reports.push(report);
     opts.onReport?.(report);
+    if (opts.failFast && report.status === 'fail') break;
   }
   return reports;
+}
+
+/** `--env` named ids the server does not list: refused once, before any case runs. */
+export class UnknownEnvsError extends Error {
+  override readonly name = 'UnknownEnvsError';
+  constructor(
+    readonly unknown: string[],
+    readonly available: string[],
+  ) {
+    super(`the server lists no env ${unknown.join(', ')}; it serves: ${available.join(', ')}`);
+  }
 }

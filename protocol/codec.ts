@@ -10,6 +10,7 @@
  */
 import { addExtension, Packr } from 'msgpackr';
 
+import { checkFrame, decodedBudget, MAX_FRAME_DEPTH } from './frame-scan.ts';
 import { decodeTensorPayload, Tensor, TENSOR_EXT_TYPE, tensorPayloadSize, writeTensorPayload } from './tensor.ts';
 
 type AllocateForWrite = (size: number) => { target: Uint8Array; position: number };
@@ -70,6 +71,17 @@ export function encode(value: unknown): Uint8Array {
 
 /** Decodes one msgpack value; throws on malformed input (the caller maps that to ENV_ERR_BAD_FRAME or ENV_ERR_BAD_TENSOR). */
 export function decode(bytes: Uint8Array): unknown {
+  return packr.unpack(bytes);
+}
+
+/**
+ * Decodes a frame from a peer the server does not trust: the bytes are walked first
+ * (protocol/frame-scan.ts) and refused with a FrameScanError when they nest deeper than
+ * MAX_FRAME_DEPTH or would decode to more than decodedBudget(frame size), so no frame costs
+ * more memory than a fixed multiple of its size.
+ */
+export function decodeUntrusted(bytes: Uint8Array): unknown {
+  checkFrame(bytes, { maxDepth: MAX_FRAME_DEPTH, maxDecodedBytes: decodedBudget(bytes.byteLength) });
   return packr.unpack(bytes);
 }
 

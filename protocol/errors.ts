@@ -33,7 +33,7 @@ export const ERROR_CODES = {
   ENV_ERR_UNSUPPORTED: { fault: 'client', summary: 'The env does not support the operation (no render mode, no state, no such format).' },
   ENV_ERR_TOO_MANY_SESSIONS: { fault: 'client', summary: 'A session limit (per connection or per server) is reached.' },
   ENV_ERR_TOO_MANY_PENDING: { fault: 'client', summary: 'Too many requests are waiting on one session.' },
-  ENV_ERR_REPLY_EXPIRED: { fault: 'server', summary: 'A request retried after a reconnect had already run, but its answer was evicted from the reply cache; it was not applied again.' },
+  ENV_ERR_REPLY_EXPIRED: { fault: 'client', summary: 'A request id below the highest this client sent has no held answer: it ran and its answer was evicted (too many unacknowledged answers), or the id was never used (ids must increase). It was not run.' },
   ENV_ERR_SHUTTING_DOWN: { fault: 'server', summary: 'The server is shutting down and accepts no new work.' },
   ENV_ERR_ENV_FAILURE: { fault: 'env', summary: 'The env raised an exception while handling the request, or returned a value msgpack cannot carry; other sessions are unaffected.' },
   ENV_ERR_INTERNAL: { fault: 'server', summary: 'An unexpected server fault; the message says what failed.' },

@@ -25,12 +25,18 @@ export const BytesSchema = z
 /** Any msgpack value (tensors included); checked against the env's spaces, not the schema. */
 export const ValueSchema = z.unknown().meta({ id: 'Value', description: 'any msgpack value; tensors as extension type 1' });
 const OptionsSchema = z.record(z.string(), z.unknown()).nullable().optional();
+/**
+ * Seeds are integers in [0, 2^53 - 1]: every env's RNG takes a JavaScript number, and a larger seed
+ * would collide with another after rounding (two seeds, one episode).
+ */
 const SeedSchema = z
-  .union([z.number().int().nonnegative(), z.bigint().nonnegative()])
-  .transform((v) => Number(v))
+  .number({ error: (issue) => (typeof issue.input === 'bigint' ? 'seeds above 2^53 - 1 are not supported' : undefined) })
+  .int()
+  .min(0)
+  .max(Number.MAX_SAFE_INTEGER, 'seeds above 2^53 - 1 are not supported')
   .nullable()
   .optional()
-  .describe('non-negative integer seed; null keeps the current RNG stream');
+  .describe('integer seed in [0, 2^53 - 1]; null keeps the current RNG stream');
 
 export const AUTORESET_MODES = ['next_step', 'same_step', 'disabled'] as const;
 export const AutoresetModeSchema = z.enum(AUTORESET_MODES);

@@ -23,15 +23,20 @@ import type { Registry } from '../envs/core/registry.ts';
 import { after, EnvContractError, ResetNeededError, TimeLimit, unwrap, Wrapper } from '../envs/core/wrappers.ts';
 import { BusyPoller } from '../protocol/busy-poll.ts';
 import type { BusyPollSetting } from '../protocol/busy-poll.ts';
-import { decode, encode } from '../protocol/codec.ts';
+import { decodeUntrusted, encode } from '../protocol/codec.ts';
 import { previewValue, ProtocolError } from '../protocol/errors.ts';
+import { FrameScanError, frameRequestId } from '../protocol/frame-scan.ts';
 import type { ErrorCode } from '../protocol/errors.ts';
 import { AUTORESET_MODES, PROTOCOL_VERSION, REQUEST_SCHEMAS, SUPPORTED_PROTOCOL_VERSIONS } from '../protocol/messages.ts';
 import type { Limits, RequestOf, RequestType, ResultOf, ServerEvent } from '../protocol/messages.ts';
 import { contains, isPlainObject, stackTensors } from '../protocol/spaces.ts';
 import { Tensor, TensorFormatError } from '../protocol/tensor.ts';
 import { GYMWIRE_VERSION } from '../protocol/version.ts';
+import { Admission, PRE_HELLO_MAX_FRAME_BYTES } from './admission.ts';
+import type { AdmissionLimits, AdmissionPass } from './admission.ts';
 import { FramePool } from './frame-pool.ts';
+import { OriginPolicy } from './origin.ts';
+import type { OriginPolicyOptions } from './origin.ts';
 import { ServerMetrics } from './metrics.ts';
 import { Session } from './session.ts';
 import { toolDescriptions } from './tools.ts';
@@ -76,6 +81,10 @@ export interface ServerCoreOptions {
   reapIntervalMs?: number;
   /** Keep polling the sockets after each answer instead of sleeping (see BusyPoller): 'auto', 0 (off, the default here) or µs. */
   busyPollUs?: BusyPollSetting;
+  /** Connection caps and the hello deadline (server/admission.ts). */
+  admission?: Partial<AdmissionLimits>;
+  /** Browser origins and Host names served (server/origin.ts); Host is checked by default only without a token. */
+  origins?: OriginPolicyOptions;
 }
 
 /**
@@ -90,6 +99,8 @@ const REPLY_CACHE_BYTES = 16 * 1024 * 1024;
 const CACHED_OPS: ReadonlySet<RequestType> = new Set(['make', 'reset', 'step', 'reset_batch', 'step_batch', 'execute', 'set_state', 'close']);
 
 interface CachedReply {
+  /** The request's type: a later request that reuses the id for another type is refused, not answered from here. */
+  type: RequestType;
   bytes: Uint8Array | Promise<Uint8Array>;
   size: number;
 }
@@ -101,6 +112,8 @@ class ClientState {
   replyBytes = 0;
   /** The highest request id seen from this client; ids below it were all received (one ordered stream at a time). */
   highestId = -1;
+  /** The client's latest ack: it has every answer up to here, so ids at or below it are never retried. */
+  acked = -1;
   connection: Connection | null = null;
   detachedAt: number | null = null;
   /** Sessions being made right now: counted against the limits before they exist. */
@@ -115,8 +128,8 @@ class ClientState {
     private readonly frames: FramePool,
   ) {}
 
-  remember(id: number, bytes: Uint8Array | Promise<Uint8Array>): void {
-    const entry: CachedReply = { bytes, size: 0 };
+  remember(id: number, type: RequestType, bytes: Uint8Array | Promise<Uint8Array>): void {
+    const entry: CachedReply = { type, bytes, size: 0 };
     this.replies.set(id, entry);
     const account = (b: Uint8Array) => {
       if (this.replies.get(id) !== entry) return;
@@ -133,6 +146,7 @@ class ClientState {
 
   /** Drops answers the client confirmed it received (every id up to `ack`). */
   forgetUpTo(ack: number): void {
+    this.acked = Math.max(this.acked, ack);
     for (const [id, entry] of this.replies) {
       if (id > ack) break;
       this.drop(id, entry);
@@ -162,20 +176,19 @@ class ClientState {
 
 const tokenDigest = (token: string): Buffer => createHash('sha256').update(token).digest();
 
-/** The request id a frame carries, when it decodes to a map with one (null otherwise); never throws. */
-function frameRequestId(frame: Uint8Array): number | null {
-  try {
-    const m = decode(frame) as { id?: unknown } | null;
-    return m && typeof m.id === 'number' && Number.isInteger(m.id) && m.id >= 0 ? m.id : null;
-  } catch {
-    return null;
-  }
+/** The wire error for a frame that cannot be decoded (or that decoding would make too costly). */
+function decodeError(err: unknown, size: number): ProtocolError {
+  if (err instanceof TensorFormatError) return new ProtocolError('ENV_ERR_BAD_TENSOR', `bad tensor: ${err.message}`);
+  if (err instanceof FrameScanError && err.problem === 'too_costly') return new ProtocolError('ENV_ERR_FRAME_TOO_LARGE', err.message, { size });
+  return new ProtocolError('ENV_ERR_BAD_FRAME', `frame is not a msgpack message: ${err instanceof Error ? err.message : String(err)}`);
 }
 
 /** One transport connection. */
 export class Connection implements ConnectionHandler {
   client: ClientState | null = null;
   closed = false;
+  /** Its place in the connection counts (null: not counted, as when it was refused). */
+  admission: AdmissionPass | null = null;
 
   constructor(
     readonly id: string,
@@ -230,6 +243,10 @@ export class ServerCore {
   readonly metrics = new ServerMetrics();
   /** Reused memory for large answers; see FramePool. */
   readonly frames = new FramePool();
+  /** Connection caps and hello deadlines; transports ask it before they accept an upgrade. */
+  readonly admission: Admission;
+  /** Which Origin and Host headers the WebSocket upgrade and every HTTP route serve. */
+  readonly origins: OriginPolicy;
   /** Null when busyPollUs is 0 (or unset). */
   readonly poller: BusyPoller | null;
   /** The server's token as a SHA-256 digest (null: no token), compared by authorizes(). */
@@ -251,6 +268,9 @@ export class ServerCore {
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
     this.tokenDigest = opts.token === undefined || opts.token === null ? null : tokenDigest(opts.token);
     this.checkEnvs = opts.checkEnvs ?? false;
+    this.admission = new Admission(opts.admission);
+    // With a token, every route that reveals or changes sessions asks for it: any Host may be served.
+    this.origins = new OriginPolicy({ checkHost: this.tokenDigest === null, ...opts.origins });
     this.poller = BusyPoller.create(opts.busyPollUs ?? 0);
     if (this.poller) this.metrics.watchPoller(this.poller);
     this.handlers = {
@@ -269,7 +289,8 @@ export class ServerCore {
       get_state: (_c, client, req) => this.getState(client, req),
       set_state: (_c, client, req) => this.setState(client, req),
       close: (_c, client, req) => this.closeRequest(client, req),
-      ping: (_c, _client, req) => ({ payload: req.payload, server_time_ms: Date.now() }),
+      // No payload, no payload field: an absent value has no msgpack encoding (msgpackr would send ext 0).
+      ping: (_c, _client, req) => (req.payload === undefined ? { server_time_ms: Date.now() } : { payload: req.payload, server_time_ms: Date.now() }),
     };
     const interval = opts.reapIntervalMs ?? Math.max(50, Math.min(5000, Math.floor(Math.min(this.limits.idle_timeout_ms || 5000, this.limits.resume_grace_ms || 5000) / 4)));
     this.reaper = setInterval(() => this.reap(), interval);
@@ -308,7 +329,22 @@ export class ServerCore {
     if (this.shuttingDown) {
       conn.sendError(null, new ProtocolError('ENV_ERR_SHUTTING_DOWN', 'the server is shutting down'));
       transport.close(1001, 'shutting down');
+      return conn;
     }
+    const pass = this.admission.enter(transport.remoteIp ?? transport.remoteAddress, () => {
+      if (conn.closed || conn.client) return;
+      const ms = this.admission.limits.helloTimeoutMs;
+      conn.log.info({ hello_timeout_ms: ms }, 'no hello in time; closing');
+      this.fail(conn, null, new ProtocolError('ENV_ERR_HANDSHAKE_REQUIRED', `no hello within ${ms} ms of connecting`));
+      transport.close(1008, 'no hello in time');
+    });
+    if ('refused' in pass) {
+      // Upgrades that raced past the transport's check: the WebSocket exists, so close it (1013: try again later).
+      conn.log.info({ reason: pass.reason }, 'connection refused');
+      transport.close(1013, pass.reason.slice(0, 120));
+      return conn;
+    }
+    conn.admission = pass;
     return conn;
   }
 
@@ -316,17 +352,22 @@ export class ServerCore {
   // Frames
 
   handleFrame(conn: Connection, frame: Uint8Array): void {
-    if (frame.byteLength > this.limits.max_frame_bytes) {
-      // The frame is already in memory (the transport caps it at twice the limit): read its id so the
-      // client can match the refusal to its request instead of waiting for a timeout.
-      return this.fail(conn, frameRequestId(frame), new ProtocolError('ENV_ERR_FRAME_TOO_LARGE', `frame of ${frame.byteLength} bytes exceeds max_frame_bytes ${this.limits.max_frame_bytes}`, { max_frame_bytes: this.limits.max_frame_bytes, size: frame.byteLength }));
+    // Nothing from a peer that has not said hello is decoded beyond the size a hello needs.
+    const greeted = conn.client !== null;
+    const maxBytes = greeted ? this.limits.max_frame_bytes : Math.min(PRE_HELLO_MAX_FRAME_BYTES, this.limits.max_frame_bytes);
+    if (frame.byteLength > maxBytes) {
+      // Refused without decoding; the id comes from a bounded scan so the client can match the
+      // refusal to its request instead of waiting for a timeout.
+      const limit = greeted ? `max_frame_bytes ${maxBytes}` : `the ${maxBytes} bytes allowed before hello`;
+      this.fail(conn, frameRequestId(frame), new ProtocolError('ENV_ERR_FRAME_TOO_LARGE', `frame of ${frame.byteLength} bytes exceeds ${limit}`, { max_frame_bytes: maxBytes, size: frame.byteLength }));
+      if (!greeted) conn.transport.close(1008, 'frame too large before hello');
+      return;
     }
     let msg: unknown;
     try {
-      msg = decode(frame);
+      msg = decodeUntrusted(frame);
     } catch (err) {
-      if (err instanceof TensorFormatError) return this.fail(conn, null, new ProtocolError('ENV_ERR_BAD_TENSOR', `bad tensor: ${err.message}`));
-      return this.fail(conn, null, new ProtocolError('ENV_ERR_BAD_FRAME', `frame is not a msgpack message: ${(err as Error).message}`));
+      return this.fail(conn, frameRequestId(frame), decodeError(err, frame.byteLength));
     }
     if (!isPlainObject(msg)) return this.fail(conn, null, new ProtocolError('ENV_ERR_INVALID_MESSAGE', 'a message must be a msgpack map with id and type'));
     const id = typeof msg.id === 'number' && Number.isInteger(msg.id) && msg.id >= 0 ? msg.id : null;
@@ -354,6 +395,9 @@ export class ServerCore {
     const cacheable = CACHED_OPS.has(req.type);
     if (cacheable) {
       const cached = client.replies.get(req.id);
+      if (cached && cached.type !== req.type) {
+        return this.fail(conn, req.id, new ProtocolError('ENV_ERR_INVALID_MESSAGE', `request id ${req.id} was already used by a ${cached.type} request; ids must be unique per client (a retry resends the same request)`, { id: req.id, used_by: cached.type }));
+      }
       if (cached) {
         // A retry after a reconnect: answer with what the first attempt produced, never act twice.
         if (cached.bytes instanceof Uint8Array) client.connection?.send(cached.bytes);
@@ -364,14 +408,17 @@ export class ServerCore {
         });
         return;
       }
+      if (req.id <= client.acked) {
+        return this.fail(conn, req.id, new ProtocolError('ENV_ERR_INVALID_MESSAGE', `request id ${req.id} is at or below your ack ${client.acked}: those ids are done; use a new id above every id you sent`, { id: req.id, ack: client.acked }));
+      }
       if (req.id <= client.highestId) {
-        return this.fail(conn, req.id, new ProtocolError('ENV_ERR_REPLY_EXPIRED', `request ${req.id} (${req.type}) already ran, but its answer is no longer held; it was not applied again`, { id: req.id, type: req.type }));
+        return this.fail(conn, req.id, new ProtocolError('ENV_ERR_REPLY_EXPIRED', `request id ${req.id} (${req.type}) is below the highest id ${client.highestId} this client sent and no answer is held for it: either it already ran and its answer was evicted (more than ${REPLY_CACHE_ENTRIES} answers or ${REPLY_CACHE_BYTES / 2 ** 20} MiB unacknowledged), or the id was never used (ids must increase); it was not run`, { id: req.id, type: req.type, highest_id: client.highestId }));
       }
     }
     client.highestId = Math.max(client.highestId, req.id);
     if (req.ack !== undefined) client.forgetUpTo(req.ack);
     const bytes = this.run(conn, client, req);
-    if (cacheable) client.remember(req.id, bytes);
+    if (cacheable) client.remember(req.id, req.type, bytes);
     // The client may have reconnected while this ran: answer on its current connection. Then let
     // go of this request's hold on the answer (the socket write and the reply cache hold their own).
     if (bytes instanceof Uint8Array) {
@@ -512,6 +559,7 @@ export class ServerCore {
     client.connection = conn;
     client.detachedAt = null;
     conn.client = client;
+    conn.admission?.greeted();
     const welcome: ResultOf<'hello'> = {
       protocol_version: PROTOCOL_VERSION,
       server_name: SERVER_NAME,
@@ -527,6 +575,7 @@ export class ServerCore {
 
   handleDisconnect(conn: Connection): void {
     this.connections.delete(conn);
+    conn.admission?.leave();
     this.metrics.connections.set(this.connections.size);
     const client = conn.client;
     conn.log.debug('connection closed');

@@ -5,13 +5,41 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import type { ServerCore } from './core.ts';
+import type { OriginPolicy } from './origin.ts';
 
 export type HttpHandler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
-/** Exact-path routes plus prefix routes (a path ending in '/*'). */
+/**
+ * Paths that are HTTP routes whatever is mounted (MCP and the viewer on the ws transport): a
+ * WebSocket upgrade there is refused, on every transport, as docs/PROTOCOL.md says.
+ */
+const RESERVED_HTTP_PATHS: readonly string[] = ['/healthz', '/metrics', '/mcp', '/api/*', '/viewer/*'];
+
+/** The path of a request URL, without its query. */
+export function urlPath(url: string): string {
+  return url.split('?')[0] ?? '/';
+}
+
+/**
+ * Whether a WebSocket upgrade may use `url`: `/` and any path that is not an HTTP route (the
+ * viewer's page at `/` is a plain GET; the protocol's upgrade there is what clients send).
+ */
+export function webSocketPathAllowed(url: string, routes?: HttpRoutes): boolean {
+  const path = urlPath(url);
+  if (path === '/') return true;
+  if (routes?.find(path)) return false;
+  return !RESERVED_HTTP_PATHS.some((p) => (p.endsWith('/*') ? path.startsWith(p.slice(0, -1)) : path === p));
+}
+
+/**
+ * Exact-path routes plus prefix routes (a path ending in '/*'). With an origin policy, every
+ * request is checked against it first: a foreign Origin or Host gets 403 on every route.
+ */
 export class HttpRoutes {
   private readonly exact = new Map<string, HttpHandler>();
   private readonly prefixes: [string, HttpHandler][] = [];
+
+  constructor(private readonly origins?: OriginPolicy) {}
 
   add(path: string, handler: HttpHandler): this {
     if (path.endsWith('/*')) this.prefixes.push([path.slice(0, -1), handler]);
@@ -20,14 +48,20 @@ export class HttpRoutes {
   }
 
   find(url: string): HttpHandler | undefined {
-    const path = url.split('?')[0] ?? '/';
+    const path = urlPath(url);
     return this.exact.get(path) ?? this.prefixes.find(([p]) => path.startsWith(p))?.[1];
   }
 
   handle(req: IncomingMessage, res: ServerResponse, onError: (err: unknown) => void): void {
+    const verdict = this.origins?.check(req.headers);
+    if (verdict && !verdict.allowed) {
+      res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ error: verdict.reason }));
+      return;
+    }
     const handler = this.find(req.url ?? '/');
     if (!handler) {
-      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'not found', path: req.url }));
+      // The URL is not echoed: it may carry ?token=.
+      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'not found' }));
       return;
     }
     Promise.resolve()
@@ -61,7 +95,7 @@ export function healthBody(core: ServerCore): string {
 
 /** The routes every server has. */
 export function baseRoutes(core: ServerCore): HttpRoutes {
-  return new HttpRoutes()
+  return new HttpRoutes(core.origins)
     .add('/healthz', (_req, res) => {
       res.writeHead(core.isShuttingDown ? 503 : 200, { 'content-type': 'application/json' }).end(healthBody(core));
     })

@@ -12,9 +12,11 @@ import type { Registry } from '../envs/core/registry.ts';
 import { defaultRegistry } from '../envs/index.ts';
 import type { BusyPollSetting } from '../protocol/busy-poll.ts';
 import type { Limits } from '../protocol/messages.ts';
+import type { AdmissionLimits } from './admission.ts';
 import { ServerCore } from './core.ts';
 import type { HttpRoutes } from './http.ts';
 import { baseRoutes } from './http.ts';
+import type { OriginPolicyOptions } from './origin.ts';
 import type { ServerTransport } from './transport.ts';
 import { MemoryTransport } from './transports/memory.ts';
 import { UwsTransport } from './transports/uws.ts';
@@ -41,6 +43,10 @@ export interface ServerOptions {
    * fixed window in µs. The memory transport's default is 0 (client and server share the thread).
    */
   busyPollUs?: BusyPollSetting;
+  /** Connection caps and the hello deadline (server/admission.ts). */
+  admission?: Partial<AdmissionLimits>;
+  /** Browser origins and Host names served besides loopback ones (server/origin.ts; docs/security.md). */
+  origins?: OriginPolicyOptions;
 }
 
 export interface RunningServer {
@@ -66,6 +72,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     checkEnvs: opts.checkEnvs,
     reapIntervalMs: opts.reapIntervalMs,
     busyPollUs: opts.busyPollUs ?? (opts.transport === 'memory' ? 0 : 'auto'),
+    admission: opts.admission,
+    origins: opts.origins,
   });
   const name = opts.transport ?? 'ws';
   let transport: ServerTransport;

@@ -19,6 +19,8 @@ export interface TransportConnection {
   /** Drops the connection without a closing handshake (dead peers). */
   terminate(): void;
   readonly remoteAddress: string;
+  /** The peer's IP address alone, for per-address limits (default: remoteAddress). */
+  readonly remoteIp?: string;
 }
 
 /** What the core gives a transport for each accepted connection. */

@@ -5,6 +5,7 @@
  */
 export { ProtocolError } from '../../protocol/errors.ts';
 export type { ErrorCode } from '../../protocol/errors.ts';
+import type { SdkErrorCodeName } from '../../protocol/sdk-errors.ts';
 
 export const SdkErrorCode = {
   NotConnected: 'NOT_CONNECTED',
@@ -15,7 +16,8 @@ export const SdkErrorCode = {
   Closed: 'CLOSED',
   BadResponse: 'BAD_RESPONSE',
   FrameTooLarge: 'FRAME_TOO_LARGE',
-} as const;
+  VersionMismatch: 'VERSION_MISMATCH',
+} as const satisfies Record<string, SdkErrorCodeName>;
 export type SdkErrorCode = (typeof SdkErrorCode)[keyof typeof SdkErrorCode];
 
 export class SdkError extends Error {

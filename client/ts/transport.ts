@@ -8,6 +8,8 @@ import { SdkError } from './errors.ts';
 
 export interface ClientTransport {
   send(frame: Uint8Array): void;
+  /** Sends a text frame (the protocol refuses them; conformance checks that). Absent where the transport has no text frames. */
+  sendText?(text: string): void;
   close(): void;
   onmessage?: (frame: Uint8Array) => void;
   onclose?: (code: number, reason: string) => void;
@@ -33,6 +35,9 @@ export function wsConnector(url: string, opts: WsConnectOptions = {}): Connector
       const transport: ClientTransport = {
         send: (frame) => {
           if (ws.readyState === WebSocket.OPEN) ws.send(frame, { binary: true });
+        },
+        sendText: (text) => {
+          if (ws.readyState === WebSocket.OPEN) ws.send(text, { binary: false });
         },
         close: () => ws.close(1000),
       };

@@ -3,6 +3,9 @@
  * (`uws` -> @trufflesuite/uws-js-unofficial, whose linux-x64 build runs on glibc 2.36). It
  * serves /healthz and /metrics itself; other HTTP routes (MCP, the viewer) need the ws transport.
  */
+import { STATUS_CODES } from 'node:http';
+
+import { upgradeRefusal } from '../admission.ts';
 import type { Connection, ServerCore } from '../core.ts';
 import { healthBody } from '../http.ts';
 import type { ListenOptions, ServerTransport } from '../transport.ts';
@@ -37,12 +40,32 @@ export class UwsTransport implements ServerTransport {
     const app = uws.App();
     // uWS idles out sockets with no traffic; its automatic pings keep live peers alive (heartbeats).
     const idleTimeout = core.limits.heartbeat_ms > 0 ? Math.max(8, Math.ceil((core.limits.heartbeat_ms * 2) / 1000)) : 0;
+    /** A foreign Origin or Host gets 403 on the HTTP routes too (the same check as the upgrade). */
+    const allowed = (res: UwsModule.HttpResponse, req: UwsModule.HttpRequest): boolean => {
+      const verdict = core.origins.check({ origin: req.getHeader('origin') || undefined, host: req.getHeader('host') || undefined });
+      if (verdict.allowed) return true;
+      res.cork(() => res.writeStatus('403 Forbidden').writeHeader('content-type', 'application/json').end(JSON.stringify({ error: verdict.reason })));
+      return false;
+    };
     app.ws<{ conn?: Connection; closed?: boolean }>('/*', {
       compression: uws.DISABLED,
-      maxPayloadLength: core.limits.max_frame_bytes * 2 + 1024,
+      // uWS caps payloads per app, not per socket: before hello the core refuses (and closes on)
+      // any frame over PRE_HELLO_MAX_FRAME_BYTES without decoding it.
+      maxPayloadLength: core.limits.max_frame_bytes * 2,
       maxBackpressure: 256 * 1024 * 1024,
       idleTimeout,
       sendPingsAutomatically: true,
+      upgrade: (res, req, context) => {
+        const url = req.getUrl() + (req.getQuery() ? `?${req.getQuery()}` : '');
+        const ip = Buffer.from(res.getRemoteAddressAsText()).toString();
+        const refused = upgradeRefusal(core, undefined, { url, origin: req.getHeader('origin') || undefined, host: req.getHeader('host') || undefined, ip });
+        if (refused) {
+          core.log.info({ ip, path: req.getUrl(), status: refused.status }, `WebSocket upgrade refused: ${refused.reason}`);
+          res.cork(() => res.writeStatus(`${refused.status} ${STATUS_CODES[refused.status] ?? ''}`).writeHeader('content-type', 'application/json').end(JSON.stringify({ error: refused.reason })));
+          return;
+        }
+        res.upgrade({}, req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context);
+      },
       open: (ws) => {
         this.sockets.add(ws);
         const data = ws.getUserData();
@@ -65,6 +88,7 @@ export class UwsTransport implements ServerTransport {
             if (!data.closed) ws.close();
           },
           remoteAddress: remote,
+          remoteIp: remote,
         });
       },
       message: (ws, message) => {
@@ -78,12 +102,14 @@ export class UwsTransport implements ServerTransport {
         data.conn?.onClose();
       },
     });
-    app.get('/healthz', (res) => {
+    app.get('/healthz', (res, req) => {
+      if (!allowed(res, req)) return;
       res.cork(() => {
         res.writeStatus(core.isShuttingDown ? '503 Service Unavailable' : '200 OK').writeHeader('content-type', 'application/json').end(healthBody(core));
       });
     });
-    app.get('/metrics', (res) => {
+    app.get('/metrics', (res, req) => {
+      if (!allowed(res, req)) return;
       let aborted = false;
       res.onAborted(() => (aborted = true));
       void core.metrics.registry.metrics().then((body) => {
@@ -91,7 +117,8 @@ export class UwsTransport implements ServerTransport {
         res.cork(() => res.writeHeader('content-type', core.metrics.registry.contentType).end(body));
       });
     });
-    app.any('/*', (res) => {
+    app.any('/*', (res, req) => {
+      if (!allowed(res, req)) return;
       res.cork(() => res.writeStatus('404 Not Found').end('not found (this route needs --transport ws)'));
     });
     const port = await new Promise<number>((resolve, reject) => {

@@ -3,19 +3,39 @@
  * server that also answers the HTTP routes. Per-message deflate is off: it costs more than it
  * saves on tensor payloads.
  */
-import { createServer } from 'node:http';
-import type { Server } from 'node:http';
+import { createServer, STATUS_CODES } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 
 import type { Connection, ServerCore } from '../core.ts';
+import { PRE_HELLO_MAX_FRAME_BYTES, upgradeRefusal } from '../admission.ts';
 import type { HttpRoutes } from '../http.ts';
 import { baseRoutes } from '../http.ts';
 import type { ListenOptions, ServerTransport } from '../transport.ts';
 
 /** Frames this large are not worth coalescing: the syscall is a small part of their cost. */
 const CORK_MAX_FRAME_BYTES = 16 * 1024;
+
+/**
+ * Caps one socket's incoming message size. ws reads the cap per message header, before it buffers
+ * the payload; it is set per server, so it is changed here on the socket's own receiver (private in
+ * ws 8: when that changes, the core still refuses an oversized pre-hello frame, only later).
+ */
+function capIncoming(ws: WebSocket, maxBytes: number): void {
+  const receiver = (ws as unknown as { _receiver?: { _maxPayload?: unknown } })._receiver;
+  if (receiver && typeof receiver._maxPayload === 'number') receiver._maxPayload = maxBytes;
+}
+
+/** Answers a refused upgrade with a plain HTTP status and drops the socket (no WebSocket is built). */
+function refuseUpgrade(socket: Duplex, status: number, reason: string): void {
+  const body = JSON.stringify({ error: reason });
+  if (!socket.writable) return void socket.destroy();
+  socket.once('finish', () => socket.destroy());
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+}
 
 interface Tracked {
   ws: WebSocket;
@@ -41,12 +61,23 @@ export class WsTransport implements ServerTransport {
   async listen(core: ServerCore, opts: ListenOptions): Promise<{ port: number }> {
     const routes = this.routes ?? baseRoutes(core);
     // The hard cap closes the socket; frames between max_frame_bytes and it get a typed error instead.
-    const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: core.limits.max_frame_bytes * 2 + 1024 });
-    const http = createServer((req, res) => routes.handle(req, res, (err) => core.log.error({ err, url: req.url }, 'http handler failed')));
-    http.on('upgrade', (req, socket, head) => {
+    // Before hello the socket's cap is lower (capIncoming): the core reads at most PRE_HELLO_MAX_FRAME_BYTES.
+    const maxPayload = core.limits.max_frame_bytes * 2;
+    const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload });
+    // Logged without the URL's query (it may carry ?token=).
+    const http = createServer((req, res) => routes.handle(req, res, (err) => core.log.error({ err, path: req.url?.split('?')[0] }, 'http handler failed')));
+    http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const ip = req.socket.remoteAddress ?? '?';
+      const refused = upgradeRefusal(core, routes, { url: req.url ?? '/', origin: req.headers.origin, host: req.headers.host, ip });
+      if (refused) {
+        core.log.info({ ip, path: (req.url ?? '/').split('?')[0], origin: req.headers.origin, host: req.headers.host, status: refused.status }, `WebSocket upgrade refused: ${refused.reason}`);
+        return refuseUpgrade(socket, refused.status, refused.reason);
+      }
       wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
     });
     wss.on('connection', (ws, req) => {
+      capIncoming(ws, Math.min(maxPayload, PRE_HELLO_MAX_FRAME_BYTES * 2));
+      let greeted = false;
       const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
       let closed = false;
       let corked = false;
@@ -79,6 +110,7 @@ export class WsTransport implements ServerTransport {
         close: (code, reason) => ws.close(code, reason),
         terminate: () => ws.terminate(),
         remoteAddress: remote,
+        remoteIp: req.socket.remoteAddress ?? '?',
       });
       const entry: Tracked = { ws, conn, alive: true };
       this.tracked.add(entry);
@@ -88,6 +120,10 @@ export class WsTransport implements ServerTransport {
         const frame = Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data;
         // Text frames are not msgpack; the core answers them with ENV_ERR_BAD_FRAME like any garbage.
         conn.onFrame(isBinary ? frame : Buffer.from(frame));
+        if (!greeted && conn.client) {
+          greeted = true;
+          capIncoming(ws, maxPayload);
+        }
       });
       ws.on('close', () => {
         closed = true;

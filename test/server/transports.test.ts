@@ -143,10 +143,35 @@ describe.each(TRANSPORTS)('transport %s', (transport) => {
     expect(again).toEqual(first);
     raw.send({ id: 4, type: 'step', session_id: sid, action: 0, ack: 3 }); // the client confirms it has 1..3
     expect(((await raw.next()).result as { obs: number }).obs).toBe(2);
-    raw.send({ id: 3, type: 'step', session_id: sid, action: 0 });
-    expect(((await raw.next()).error as { code: string }).code).toBe('ENV_ERR_REPLY_EXPIRED');
+    raw.send({ id: 3, type: 'step', session_id: sid, action: 0 }); // at or below the ack: the client said it has it
+    expect(((await raw.next()).error as { code: string }).code).toBe('ENV_ERR_INVALID_MESSAGE');
     raw.send({ id: 5, type: 'step', session_id: sid, action: 0 });
     expect(((await raw.next()).result as { obs: number }).obs).toBe(3);
+  });
+
+  it('keeps request ids unique: another type under a remembered id is refused, a never-used id below the highest is not run', async () => {
+    const { raw, sid } = await rawSession();
+    raw.send({ id: 5, type: 'step', session_id: sid, action: 0 });
+    expect(((await raw.next()).result as { obs: number }).obs).toBe(1);
+    raw.send({ id: 5, type: 'make', env_id: 'test/Counter-v0' }); // reuses the step's id
+    const reused = await raw.next();
+    expect(reused.id).toBe(5);
+    expect((reused.error as { code: string; message: string }).code).toBe('ENV_ERR_INVALID_MESSAGE');
+    expect((reused.error as { message: string }).message).toMatch(/already used by a step/);
+    raw.send({ id: 4, type: 'step', session_id: sid, action: 0 }); // never used, below the highest id 5
+    const expired = (await raw.next()).error as { code: string; message: string };
+    expect(expired.code).toBe('ENV_ERR_REPLY_EXPIRED');
+    expect(expired.message).toMatch(/never used/);
+    raw.send({ id: 6, type: 'step', session_id: sid, action: 0 }); // the refused requests changed nothing
+    expect(((await raw.next()).result as { obs: number }).obs).toBe(2);
+  });
+
+  it('answers ping without a payload with no payload field (nothing msgpack cannot name)', async () => {
+    const { raw } = await rawSession();
+    raw.send({ id: 3, type: 'ping' });
+    const pong = await raw.next();
+    expect(pong.type).toBe('result');
+    expect(Object.keys(pong.result as object)).toEqual(['server_time_ms']);
   });
 
   it('accepts exactly the step and step_batch requests their schemas accept (the hand-checked fast paths included)', async () => {

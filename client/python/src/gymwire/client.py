@@ -29,17 +29,14 @@ from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 
 from . import errors as E
+from ._protocol import FATAL_CLOSE_CODES, PROTOCOL_VERSION
 from .codec import pack, unpack
 
 if TYPE_CHECKING:
     from .env import AsyncRemoteEnv, GymwireEnv
     from .vector import AsyncRemoteVectorEnv, GymwireVectorEnv
 
-PROTOCOL_VERSION = 1
 T = TypeVar("T")
-
-#: Close codes after which reconnecting cannot help (unauthorized, protocol version mismatch).
-_FATAL_CLOSE_CODES = (1008, 1002)
 
 
 @dataclass
@@ -102,7 +99,7 @@ class AsyncClient:
     @property
     def welcome(self) -> dict[str, Any]:
         if self._welcome is None:
-            raise E.SdkError("not connected")
+            raise E.NotConnectedError("not connected")
         return self._welcome
 
     @property
@@ -322,7 +319,7 @@ class AsyncClient:
         if self._state == "closed":
             return
         self._emit({"type": "disconnected", "code": code, "reason": reason})
-        if not self.reconnect or code in _FATAL_CLOSE_CODES or self._state == "connecting":
+        if not self.reconnect or code in FATAL_CLOSE_CODES or self._state == "connecting":
             self._state = "closed"
             self._fail_all(E.ConnectionLostError(f"connection closed ({code}{': ' + reason if reason else ''})", {"code": code}))
             return

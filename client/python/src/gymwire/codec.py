@@ -21,23 +21,8 @@ from typing import Any
 import msgpack
 import numpy as np
 
-TENSOR_EXT_TYPE = 1
+from ._protocol import DTYPES, TENSOR_EXT_TYPE
 
-#: Wire dtype names in code order: a dtype's code is its index here (protocol/tensor.ts DTYPES).
-DTYPES: tuple[str, ...] = (
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-)
 DTYPE_CODE: dict[str, int] = {name: i for i, name in enumerate(DTYPES)}
 _NP_DTYPES: tuple[np.dtype, ...] = tuple(np.dtype(name).newbyteorder("<") for name in DTYPES)
 _LITTLE = sys.byteorder == "little"

@@ -3,12 +3,15 @@
 Two families, as in the TypeScript SDK: :class:`ServerError` carries a wire error (a stable
 ``ENV_ERR_*`` code, the server's message and details), with one subclass per code so callers can
 ``except InvalidActionError``; :class:`SdkError` subclasses are local conditions (connection lost,
-timed out, version mismatch) that never cross the wire.
+timed out, version mismatch) that never cross the wire. Every class carries its code; the codes,
+their faults and summaries come from ``_protocol.py``, generated from the TypeScript protocol.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
+
+from ._protocol import ERROR_CODES, SDK_ERROR_CODES
 
 
 class GymwireError(Exception):
@@ -16,14 +19,21 @@ class GymwireError(Exception):
 
 
 class SdkError(GymwireError):
-    """A local client condition; ``code`` mirrors the TypeScript SdkError codes."""
+    """A local client condition; ``code`` is one of the SDKs' local codes (``SDK_ERROR_CODES``)."""
 
-    code = "SDK_ERROR"
+    #: The family's own code; every subclass carries one of ``SDK_ERROR_CODES``.
+    code: ClassVar[str] = "SDK_ERROR"
 
     def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.details = details or {}
+
+
+class NotConnectedError(SdkError):
+    """The client is not connected (yet, or any more) and cannot send."""
+
+    code = "NOT_CONNECTED"
 
 
 class ConnectFailedError(SdkError):
@@ -71,7 +81,7 @@ class VersionMismatchError(SdkError):
 class ServerError(GymwireError):
     """An error answered by the server: ``code`` (``ENV_ERR_*``), ``message``, ``details``."""
 
-    code = "ENV_ERR_INTERNAL"
+    code: str = "ENV_ERR_INTERNAL"
 
     def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(f"{code}: {message}")
@@ -80,62 +90,129 @@ class ServerError(GymwireError):
         self.details = details or {}
 
 
-class BadFrameError(ServerError): ...
-class FrameTooLargeError(ServerError): ...
-class UnknownTypeError(ServerError): ...
-class InvalidMessageError(ServerError): ...
-class BadTensorError(ServerError): ...
-class HandshakeRequiredError(ServerError): ...
-class UnauthorizedError(ServerError): ...
-class UnknownEnvError(ServerError): ...
-class InvalidKwargsError(ServerError): ...
-class UnknownSessionError(ServerError): ...
-class ResetNeededError(ServerError): ...
-class InvalidOptionsError(ServerError): ...
-class InvalidActionError(ServerError, ValueError): ...
-class UnknownToolError(ServerError): ...
-class InvalidToolArgsError(ServerError): ...
-class InvalidStateError(ServerError): ...
-class UnsupportedError(ServerError): ...
-class TooManySessionsError(ServerError): ...
-class TooManyPendingError(ServerError): ...
-class ShuttingDownError(ServerError): ...
-class EnvFailureError(ServerError): ...
-class InternalServerError(ServerError): ...
+class BadFrameError(ServerError):
+    code = "ENV_ERR_BAD_FRAME"
+
+
+class FrameTooLargeError(ServerError):
+    code = "ENV_ERR_FRAME_TOO_LARGE"
+
+
+class UnknownTypeError(ServerError):
+    code = "ENV_ERR_UNKNOWN_TYPE"
+
+
+class InvalidMessageError(ServerError):
+    code = "ENV_ERR_INVALID_MESSAGE"
+
+
+class BadTensorError(ServerError):
+    code = "ENV_ERR_BAD_TENSOR"
+
+
+class HandshakeRequiredError(ServerError):
+    code = "ENV_ERR_HANDSHAKE_REQUIRED"
+
+
+class UnauthorizedError(ServerError):
+    code = "ENV_ERR_UNAUTHORIZED"
+
+
+class UnknownEnvError(ServerError):
+    code = "ENV_ERR_UNKNOWN_ENV"
+
+
+class InvalidKwargsError(ServerError):
+    code = "ENV_ERR_INVALID_KWARGS"
+
+
+class UnknownSessionError(ServerError):
+    code = "ENV_ERR_UNKNOWN_SESSION"
+
+
+class ResetNeededError(ServerError):
+    code = "ENV_ERR_RESET_NEEDED"
+
+
+class InvalidOptionsError(ServerError):
+    code = "ENV_ERR_INVALID_OPTIONS"
+
+
+class InvalidActionError(ServerError, ValueError):
+    code = "ENV_ERR_INVALID_ACTION"
+
+
+class UnknownToolError(ServerError):
+    code = "ENV_ERR_UNKNOWN_TOOL"
+
+
+class InvalidToolArgsError(ServerError):
+    code = "ENV_ERR_INVALID_TOOL_ARGS"
+
+
+class InvalidStateError(ServerError):
+    code = "ENV_ERR_INVALID_STATE"
+
+
+class UnsupportedError(ServerError):
+    code = "ENV_ERR_UNSUPPORTED"
+
+
+class TooManySessionsError(ServerError):
+    code = "ENV_ERR_TOO_MANY_SESSIONS"
+
+
+class TooManyPendingError(ServerError):
+    code = "ENV_ERR_TOO_MANY_PENDING"
+
+
+class ShuttingDownError(ServerError):
+    code = "ENV_ERR_SHUTTING_DOWN"
+
+
+class EnvFailureError(ServerError):
+    code = "ENV_ERR_ENV_FAILURE"
+
+
+class InternalServerError(ServerError):
+    code = "ENV_ERR_INTERNAL"
 
 
 class ServerVersionMismatchError(ServerError, VersionMismatchError):
     """The server refused our hello with ENV_ERR_VERSION_MISMATCH; ``details['supported']`` lists its versions."""
 
+    code = "ENV_ERR_VERSION_MISMATCH"
+
     def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
         ServerError.__init__(self, code, message, details)
 
 
-ERROR_CLASSES: dict[str, type[ServerError]] = {
-    "ENV_ERR_BAD_FRAME": BadFrameError,
-    "ENV_ERR_FRAME_TOO_LARGE": FrameTooLargeError,
-    "ENV_ERR_UNKNOWN_TYPE": UnknownTypeError,
-    "ENV_ERR_INVALID_MESSAGE": InvalidMessageError,
-    "ENV_ERR_BAD_TENSOR": BadTensorError,
-    "ENV_ERR_HANDSHAKE_REQUIRED": HandshakeRequiredError,
-    "ENV_ERR_VERSION_MISMATCH": ServerVersionMismatchError,
-    "ENV_ERR_UNAUTHORIZED": UnauthorizedError,
-    "ENV_ERR_UNKNOWN_ENV": UnknownEnvError,
-    "ENV_ERR_INVALID_KWARGS": InvalidKwargsError,
-    "ENV_ERR_UNKNOWN_SESSION": UnknownSessionError,
-    "ENV_ERR_RESET_NEEDED": ResetNeededError,
-    "ENV_ERR_INVALID_OPTIONS": InvalidOptionsError,
-    "ENV_ERR_INVALID_ACTION": InvalidActionError,
-    "ENV_ERR_UNKNOWN_TOOL": UnknownToolError,
-    "ENV_ERR_INVALID_TOOL_ARGS": InvalidToolArgsError,
-    "ENV_ERR_INVALID_STATE": InvalidStateError,
-    "ENV_ERR_UNSUPPORTED": UnsupportedError,
-    "ENV_ERR_TOO_MANY_SESSIONS": TooManySessionsError,
-    "ENV_ERR_TOO_MANY_PENDING": TooManyPendingError,
-    "ENV_ERR_SHUTTING_DOWN": ShuttingDownError,
-    "ENV_ERR_ENV_FAILURE": EnvFailureError,
-    "ENV_ERR_INTERNAL": InternalServerError,
-}
+class ReplyExpiredError(ServerError):
+    """A retried request had already run, but its answer was no longer held; it was not applied again."""
+
+    code = "ENV_ERR_REPLY_EXPIRED"
+
+
+def _by_code(base: type[Any]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    stack = list(base.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        found.setdefault(cls.__dict__.get("code", ""), cls)
+    found.pop("", None)
+    return found
+
+
+#: The exception class of every wire error code (each class carries its code).
+ERROR_CLASSES: dict[str, type[ServerError]] = {code: cls for code, cls in _by_code(ServerError).items() if code in ERROR_CODES}
+#: The exception class of every local SDK error code.
+SDK_ERROR_CLASSES: dict[str, type[SdkError]] = {code: cls for code, cls in _by_code(SdkError).items() if code in SDK_ERROR_CODES}
+
+
+def fault_of(code: str) -> str:
+    """Who is at fault for a wire error code: ``"client"``, ``"server"`` or ``"env"`` (unknown codes: ``"server"``)."""
+    return ERROR_CODES.get(code, ("server", ""))[0]
 
 
 def server_error(error: dict[str, Any]) -> ServerError:

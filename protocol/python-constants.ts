@@ -1,0 +1,51 @@
+/**
+ * Renders the Python SDK's protocol constants (client/python/src/gymwire/_protocol.py) from the
+ * TypeScript protocol, the single source of truth: versions, dtypes, the tensor extension type,
+ * close codes, wire error codes with their fault and summary, and the SDK's local error codes.
+ * `npm run gen:python` writes the file; a test fails when the committed copy is stale.
+ */
+import { CLOSE_CODES, FATAL_CLOSE_CODES } from './close-codes.ts';
+import { ERROR_CODES } from './errors.ts';
+import { AUTORESET_MODES, PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from './messages.ts';
+import { SDK_ERROR_CODES } from './sdk-errors.ts';
+import { DTYPES, TENSOR_EXT_TYPE } from './tensor.ts';
+
+const py = (value: unknown): string => JSON.stringify(value);
+/** A Python tuple literal (a one-element tuple keeps its comma). */
+const tuple = (values: readonly unknown[]): string => (values.length === 1 ? `(${py(values[0])},)` : `(${values.map(py).join(', ')})`);
+
+export function renderPythonConstants(): string {
+  const lines: string[] = [
+    '# Generated from the TypeScript protocol by `npm run gen:python` (protocol/python-constants.ts).',
+    '# Do not edit: change protocol/*.ts and regenerate; a test fails when this file is stale.',
+    '"""Protocol constants shared with the TypeScript server and SDK."""',
+    '',
+    'from __future__ import annotations',
+    '',
+    'from typing import Final',
+    '',
+    `PROTOCOL_VERSION: Final = ${PROTOCOL_VERSION}`,
+    `SUPPORTED_PROTOCOL_VERSIONS: Final = ${tuple(SUPPORTED_PROTOCOL_VERSIONS)}`,
+    '',
+    '#: Wire dtype names in code order: a dtype\'s code is its index here.',
+    `DTYPES: Final = ${tuple(DTYPES)}`,
+    `TENSOR_EXT_TYPE: Final = ${TENSOR_EXT_TYPE}`,
+    `AUTORESET_MODES: Final = ${tuple(AUTORESET_MODES)}`,
+    '',
+    '#: WebSocket close codes the server uses.',
+    ...Object.entries(CLOSE_CODES).map(([name, code]) => `CLOSE_${name}: Final = ${code}`),
+    `FATAL_CLOSE_CODES: Final = ${tuple(FATAL_CLOSE_CODES)}`,
+    '',
+    '#: Every wire error code: who is at fault ("client", "server" or "env") and what it means.',
+    'ERROR_CODES: Final[dict[str, tuple[str, str]]] = {',
+    ...Object.entries(ERROR_CODES).map(([code, { fault, summary }]) => `    ${py(code)}: (${py(fault)}, ${py(summary)}),`),
+    '}',
+    '',
+    '#: The SDKs\' local error codes (never sent over the wire) and what each means.',
+    'SDK_ERROR_CODES: Final[dict[str, str]] = {',
+    ...Object.entries(SDK_ERROR_CODES).map(([code, summary]) => `    ${py(code)}: ${py(summary)},`),
+    '}',
+    '',
+  ];
+  return lines.join('\n');
+}

@@ -1,0 +1,49 @@
+/**
+ * Mutation testing of the conformance suite: each mutant server (test/conformance/mutants.ts: the
+ * real server behind a proxy with one protocol bug) must fail at least one case, and the faithful
+ * proxy must pass every case. Mutants no black-box check can tell from a correct server are listed
+ * with the reason, and the test checks they do survive, so docs/conformance.md stays true.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { runConformance } from '../../conformance/suite.ts';
+import { wsConnector } from '../../client/ts/transport.ts';
+import { startServer } from '../../server/index.ts';
+import type { RunningServer } from '../../server/index.ts';
+import { MUTANTS, mutantConnector } from './mutants.ts';
+import type { MutantName } from './mutants.ts';
+
+/** Mutants the suite cannot kill, and why. */
+const SURVIVORS: Partial<Record<MutantName, string>> = {
+  'rewards-zero': 'a reward of 0 everywhere is a legal env; the suite has no reference rewards',
+  'infinite-bounds-finite': 'finite bounds of ±3.4e38 are legal; the suite has no reference spaces',
+};
+// CartPole for stacking and the time limit of a long episode; the conformance env for every space type and tools.
+const ENV_IDS = ['gymwire/Conformance-v0', 'gymwire/CartPole-v1'];
+
+let server: RunningServer;
+beforeAll(async () => {
+  server = await startServer({ port: 0, transport: 'ws', limits: { max_frame_bytes: 1024 * 1024, max_sessions_per_client: 16, resume_grace_ms: 1000 } });
+});
+afterAll(async () => server.close(2000));
+
+async function failures(mutant: MutantName, failFast: boolean): Promise<string[]> {
+  const target = { connector: mutantConnector(wsConnector(server.url), mutant), name: mutant };
+  const reports = await runConformance(target, { envIds: ENV_IDS, maxSteps: 300, failFast });
+  return reports.filter((r) => r.status === 'fail').map((r) => `${r.env}: ${r.name}: ${r.message}`);
+}
+
+describe('the conformance suite against mutant servers', () => {
+  it('passes every case through the faithful proxy', { timeout: 300_000 }, async () => {
+    expect(await failures('none', false)).toEqual([]);
+  });
+
+  for (const mutant of Object.keys(MUTANTS).filter((m) => m !== 'none') as MutantName[]) {
+    const survives = SURVIVORS[mutant];
+    it(`${survives ? 'cannot kill' : 'kills'} ${mutant}: ${MUTANTS[mutant]}`, { timeout: 300_000 }, async () => {
+      const failed = await failures(mutant, true);
+      if (survives) expect(failed, `${mutant} is listed as a survivor (${survives}) but the suite killed it: update SURVIVORS and docs/conformance.md`).toEqual([]);
+      else expect(failed.length, `the suite did not catch ${mutant}`).toBeGreaterThan(0);
+    });
+  }
+});
