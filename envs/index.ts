@@ -5,11 +5,13 @@
 import { registerBench2Drive } from './bench2drive/index.ts';
 import { registerClassic } from './classic/index.ts';
 import { Registry } from './core/registry.ts';
+import type { RegistryOptions } from './core/registry.ts';
 import { registerNavsim } from './navsim/index.ts';
 import { registerEvac } from './evac/index.ts';
 
-export function defaultRegistry(): Registry {
-  const registry = new Registry();
+/** `opts.dataRoots`: where path kwargs (model_dir, scene_dir...) may point besides the bundled assets. */
+export function defaultRegistry(opts: RegistryOptions = {}): Registry {
+  const registry = new Registry(opts);
   registerClassic(registry);
   registerNavsim(registry);
   const evac = registerEvac(registry);

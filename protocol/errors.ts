@@ -22,7 +22,7 @@ export const ERROR_CODES = {
   ENV_ERR_VERSION_MISMATCH: { fault: 'client', summary: 'The client’s protocol version is not supported; details.supported lists those that are.' },
   ENV_ERR_UNAUTHORIZED: { fault: 'client', summary: 'The auth token is missing or wrong.' },
   ENV_ERR_UNKNOWN_ENV: { fault: 'client', summary: 'No env is registered under that id; details.available lists the ids.' },
-  ENV_ERR_INVALID_KWARGS: { fault: 'client', summary: 'The make kwargs do not match the env’s kwargs schema.' },
+  ENV_ERR_INVALID_KWARGS: { fault: 'client', summary: 'The make kwargs do not match the env’s kwargs schema, or a path kwarg points outside the server’s data roots or at data that does not load.' },
   ENV_ERR_UNKNOWN_SESSION: { fault: 'client', summary: 'No open session has that id (never made, closed, or reaped).' },
   ENV_ERR_RESET_NEEDED: { fault: 'client', summary: 'step or render was called before reset, or after the episode ended without a reset.' },
   ENV_ERR_INVALID_OPTIONS: { fault: 'client', summary: 'The reset options are invalid for this env (unknown scene index, bad value).' },

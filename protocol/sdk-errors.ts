@@ -11,6 +11,7 @@ export const SDK_ERROR_CODES = {
   CONNECT_FAILED: 'The connection or its handshake could not be established.',
   REQUEST_TIMEOUT: 'A request got no answer within its timeout.',
   CONNECTION_LOST: 'The connection dropped and could not be resumed (or reconnecting is off).',
+  SERVER_SHUTDOWN: 'The server announced its shutdown: waiting requests and requests for its sessions fail at once.',
   SESSION_LOST: 'Reconnected, but the server no longer had this client’s sessions.',
   CLOSED: 'The client was closed.',
   BAD_RESPONSE: 'The server sent an answer the client cannot read.',

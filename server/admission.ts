@@ -10,7 +10,7 @@
  * hello deadline.
  *
  * @example
- * const admission = new Admission({ maxConnections: 4096, maxPreAuthPerIp: 64, helloTimeoutMs: 5000 });
+ * const admission = new Admission({ maxConnections: 4096, maxPreAuthPerIp: 256, helloTimeoutMs: 5000 });
  * const pass = admission.enter('10.0.0.7', () => conn.close(1008, 'no hello'));
  * if ('refused' in pass) close(1013, pass.reason); else on hello: pass.greeted(); on close: pass.leave();
  */
@@ -35,7 +35,7 @@ export const PRE_HELLO_MAX_FRAME_BYTES = 64 * 1024;
 
 export const DEFAULT_ADMISSION_LIMITS: AdmissionLimits = {
   maxConnections: 4096,
-  maxPreAuthPerIp: 64,
+  maxPreAuthPerIp: 256,
   helloTimeoutMs: 5000,
 };
 

@@ -337,6 +337,8 @@ export class ServerCore {
       conn.log.info({ hello_timeout_ms: ms }, 'no hello in time; closing');
       this.fail(conn, null, new ProtocolError('ENV_ERR_HANDSHAKE_REQUIRED', `no hello within ${ms} ms of connecting`));
       transport.close(1008, 'no hello in time');
+      // A peer that ignores the close handshake too loses the socket at once, not after the library's own timeout.
+      setTimeout(() => conn.closed || transport.terminate(), 1000).unref();
     });
     if ('refused' in pass) {
       // Upgrades that raced past the transport's check: the WebSocket exists, so close it (1013: try again later).
@@ -959,24 +961,35 @@ export class ServerCore {
   // -------------------------------------------------------------------------------------------
   // Shutdown
 
-  /** Stops taking requests, answers those in flight (up to timeoutMs), then closes every session and connection. */
+  /**
+   * Stops taking requests, answers those in flight, sends every connection the `shutdown` event and
+   * a 1001 close behind its queued answers, and waits for the peers to read them; all within
+   * `timeoutMs` (the drain time), after which connections still open are dropped. Then closes every
+   * session.
+   */
   async shutdown(timeoutMs = 10_000): Promise<void> {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
+    const deadline = Date.now() + timeoutMs;
+    const waitUntil = async (done: () => boolean) => {
+      while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    };
     this.poller?.stop();
     if (this.reaper) clearInterval(this.reaper);
-    const drained = (async () => {
-      while (this.inFlight > 0) await new Promise((r) => setTimeout(r, 5));
-    })();
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([drained, new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
-    clearTimeout(timer);
-    // Let the last answers reach the sockets before they close.
+    await waitUntil(() => this.inFlight === 0);
+    // Let the last answers reach the sockets before the event and the close frame queue behind them.
     await new Promise((r) => setImmediate(r));
     const event = encode({ type: 'event', event: 'shutdown', reason: 'the server is shutting down' } satisfies ServerEvent);
     for (const conn of this.connections) {
       conn.send(event);
       conn.transport.close(1001, 'server shutting down');
+    }
+    // A slow reader still has answers queued ahead of the close frame: it answers the close once it
+    // has read them all, which is when its connection ends.
+    await waitUntil(() => this.connections.size === 0);
+    for (const conn of [...this.connections]) {
+      conn.log.warn({ drain_ms: timeoutMs }, 'peer did not read its answers within the drain time; dropping the connection');
+      conn.transport.terminate();
     }
     await Promise.all([...this.sessions.values()].map((s) => this.closeSession(s, 'server shutting down', false)));
     this.log.info('server shut down');

@@ -38,12 +38,16 @@ export function webSocketPathAllowed(url: string, routes?: HttpRoutes): boolean 
 export class HttpRoutes {
   private readonly exact = new Map<string, HttpHandler>();
   private readonly prefixes: [string, HttpHandler][] = [];
+  /** Handlers that answer a foreign Origin themselves (in their own protocol's error format). */
+  private readonly ownOriginCheck = new Set<HttpHandler>();
 
   constructor(private readonly origins?: OriginPolicy) {}
 
-  add(path: string, handler: HttpHandler): this {
+  /** `opts.checksOrigin`: the handler refuses foreign Origins itself; the Host is still checked here. */
+  add(path: string, handler: HttpHandler, opts: { checksOrigin?: boolean } = {}): this {
     if (path.endsWith('/*')) this.prefixes.push([path.slice(0, -1), handler]);
     else this.exact.set(path, handler);
+    if (opts.checksOrigin) this.ownOriginCheck.add(handler);
     return this;
   }
 
@@ -53,12 +57,12 @@ export class HttpRoutes {
   }
 
   handle(req: IncomingMessage, res: ServerResponse, onError: (err: unknown) => void): void {
-    const verdict = this.origins?.check(req.headers);
+    const handler = this.find(req.url ?? '/');
+    const verdict = this.origins?.check(handler && this.ownOriginCheck.has(handler) ? { host: req.headers.host } : req.headers);
     if (verdict && !verdict.allowed) {
       res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ error: verdict.reason }));
       return;
     }
-    const handler = this.find(req.url ?? '/');
     if (!handler) {
       // The URL is not echoed: it may carry ?token=.
       res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'not found' }));

@@ -8,6 +8,7 @@
  */
 import type { Logger } from 'pino';
 
+import { DataRoots } from '../envs/core/data-roots.ts';
 import type { Registry } from '../envs/core/registry.ts';
 import { defaultRegistry } from '../envs/index.ts';
 import type { BusyPollSetting } from '../protocol/busy-poll.ts';
@@ -30,6 +31,11 @@ export interface ServerOptions {
   port?: number;
   transport?: TransportName;
   registry?: Registry;
+  /**
+   * Directories that path kwargs (EVAC's model_dir and dataset_dir, NAVSIM's scene_dir) may point
+   * into, besides each env family's bundled assets; for the registry built here (not `registry`).
+   */
+  dataRoots?: readonly string[];
   logger?: Logger;
   token?: string | null;
   limits?: Partial<Limits>;
@@ -56,14 +62,18 @@ export interface RunningServer {
   readonly port: number;
   /** ws://host:port (empty for the memory transport). */
   readonly url: string;
-  /** Graceful: answers in-flight requests, then closes sessions, connections and the socket. */
+  /**
+   * Graceful: stops accepting, answers in-flight requests and lets every client read its answers,
+   * the `shutdown` event and a 1001 close, all within `timeoutMs` (default 10 s; connections still
+   * open then are dropped); then closes sessions and the transport.
+   */
   close(timeoutMs?: number): Promise<void>;
 }
 
 export async function startServer(opts: ServerOptions = {}): Promise<RunningServer> {
   const host = opts.host ?? '127.0.0.1';
   // A registry we build is ours to close (it may hold model runtimes); one passed in is the caller's.
-  const ownRegistry = opts.registry ? null : defaultRegistry();
+  const ownRegistry = opts.registry ? null : defaultRegistry({ dataRoots: new DataRoots(opts.dataRoots), logger: opts.logger });
   const core = new ServerCore({
     registry: opts.registry ?? ownRegistry!,
     logger: opts.logger,
@@ -95,6 +105,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     url,
     close(timeoutMs?: number) {
       closing ??= (async () => {
+        transport.stopAccepting?.();
         await core.shutdown(timeoutMs);
         await transport.close();
         await ownRegistry?.close();

@@ -40,6 +40,11 @@ export interface ServerTransport {
   readonly name: string;
   /** Starts accepting; resolves with the bound port (port 0 picks a free one). */
   listen(core: ServerCore, opts: ListenOptions): Promise<{ port: number }>;
+  /**
+   * Closes the listening socket so no new connection arrives while the core drains (shutdown);
+   * open connections stay. close() does it too when it was not called.
+   */
+  stopAccepting?(): void;
   /** Stops accepting and closes the listening socket. Existing connections are closed by the core. */
   close(): Promise<void>;
 }

@@ -14,7 +14,7 @@ import type { Command } from 'commander';
 
 import { connect } from '../../client/ts/client.ts';
 import type { GymwireClient } from '../../client/ts/client.ts';
-import { TrajectoryWriter } from '../../client/ts/dataset/writer.ts';
+import { DatasetWriteError, TrajectoryWriter } from '../../client/ts/dataset/writer.ts';
 import type { ImageFormat } from '../../client/ts/dataset/columns.ts';
 import { OnnxPolicy } from '../../client/ts/policies/onnx.ts';
 import { perSessionPolicy, RandomPolicy } from '../../client/ts/policy.ts';
@@ -51,6 +51,8 @@ export interface RolloutCliOptions {
   progress: boolean;
   /** 'auto' (default), 0 or µs: how the clients wait for answers (ClientOptions.busyPoll). */
   busyPollUs?: string;
+  /** How long (ms) a lost server may take to come back before the rollout fails (default 60 s). */
+  reconnectTimeout?: string;
 }
 
 /** Baselines the CLI knows, by name: each builds a policy and may add make kwargs. */
@@ -144,6 +146,7 @@ export function registerRollout(program: Command): void {
     .option('--preview-episodes <n>', 'episodes in the preview', '3')
     .option('--no-progress', 'no progress bar')
     .option('--busy-poll-us <us>', "how the clients wait for answers: 'auto' polls the socket for a window adapted to how soon answers come (saves waking an idle core; stays off against a remote or slow server), N polls N µs after every request, 0 never polls", 'auto')
+    .option('--reconnect-timeout <ms>', 'how long a lost server may take to come back (its sessions resumed or remade) before the rollout fails', '60000')
     .action(async (opts: RolloutCliOptions) => {
       const summary = await runRolloutCommand(opts);
       process.exitCode = summary.episodes + summary.incomplete > 0 ? 0 : 1;
@@ -155,6 +158,8 @@ export async function runRolloutCommand(opts: RolloutCliOptions, out: NodeJS.Wri
   if (!['raw', 'png', 'jpeg'].includes(opts.images)) throw new Error(`--images must be raw, png or jpeg, got ${opts.images}`);
   if (!['keep', 'discard', 'finish'].includes(opts.onStop)) throw new Error(`--on-stop must be keep, discard or finish, got ${opts.onStop}`);
   const busyPoll = parseBusyPoll(opts.busyPollUs ?? 'auto');
+  const reconnectTimeoutMs = Number(opts.reconnectTimeout ?? 60_000);
+  if (!Number.isInteger(reconnectTimeoutMs) || reconnectTimeoutMs < 0) throw new Error(`--reconnect-timeout must be a non-negative integer (ms), got ${opts.reconnectTimeout}`);
   const { policy, kwargs: policyKwargs } = await buildPolicy(opts.policy, opts);
   const wantPreview = opts.preview !== undefined && opts.preview !== false;
   let userKwargs: Record<string, unknown>;
@@ -168,7 +173,7 @@ export async function runRolloutCommand(opts: RolloutCliOptions, out: NodeJS.Wri
   const token = opts.token ?? process.env.GYMWIRE_TOKEN;
   const clients: GymwireClient[] = [];
   try {
-    for (const url of opts.url) clients.push(await connect(url, { busyPoll, ...(token ? { token } : {}) }));
+    for (const url of opts.url) clients.push(await connect(url, { busyPoll, reconnectTimeoutMs, ...(token ? { token } : {}) }));
     const total = Number(opts.sessions);
     const targets = clients.map((client, i) => ({ client, url: opts.url[i]!, sessions: Math.floor(total / clients.length) + (i < total % clients.length ? 1 : 0) }));
     const probe = await clients[0]!.make(opts.env, kwargs);
@@ -224,9 +229,13 @@ export async function runRolloutCommand(opts: RolloutCliOptions, out: NodeJS.Wri
     try {
       summary = await rollout.run();
     } catch (err) {
-      // Keep what was collected (the running episodes are already marked incomplete).
-      await writer?.close({ policy: policy.name, servers: opts.url, sessions: total }).catch(() => {});
-      throw err;
+      // Keep what was collected (the running episodes are already marked incomplete). A failed
+      // write is the better message: it says which parts were kept.
+      const closing = await writer?.close({ policy: policy.name, servers: opts.url, sessions: total }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      throw closing instanceof DatasetWriteError ? closing : err;
     } finally {
       process.off('SIGINT', onSigint);
       bar?.update(rollout.progress().episodes);

@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { parseBusyPoll } from '../../protocol/busy-poll.ts';
 import { DEFAULT_ADMISSION_LIMITS } from '../../server/admission.ts';
 import { startServer } from '../../server/index.ts';
-import { mountMcp } from '../../server/mcp/index.ts';
+import { MCP_DEFAULTS, mountMcp } from '../../server/mcp/index.ts';
 import { mountViewer } from '../../server/viewer/index.ts';
 import type { TransportName } from '../../server/index.ts';
 import { stderrLogger } from './logger.ts';
@@ -22,6 +22,7 @@ export interface ServeOptions {
   maxFrameBytes: string;
   resumeGrace: string;
   busyPollUs: string;
+  drainTimeout: string;
   check?: boolean;
   mcpAllowOrigin?: string[];
   tokenFile?: string;
@@ -30,6 +31,10 @@ export interface ServeOptions {
   maxConnections: string;
   maxPreauthPerIp: string;
   helloTimeout: string;
+  mcpMaxSessions: string;
+  mcpMaxSessionsPerCaller: string;
+  mcpMaxBodyBytes: string;
+  dataRoot: string[];
 }
 
 /** The server's token: --token, --token-file or GYMWIRE_TOKEN (at most one of the flags), or null. */
@@ -60,6 +65,7 @@ export function registerServe(program: Command): void {
     .option('--max-frame-bytes <n>', 'largest frame accepted (bytes)', String(64 * 1024 * 1024))
     .option('--resume-grace <ms>', 'how long a disconnected client may resume its sessions', '60000')
     .option('--busy-poll-us <us>', "poll the sockets after each answer instead of sleeping, saving a core wake-up for clients that send again soon (pipelined rollouts on the same host): 'auto' adapts the window to the gaps between answers and requests (off for clients that answer late), N polls N µs after every answer, 0 never polls", 'auto')
+    .option('--drain-timeout <ms>', 'on SIGTERM or Ctrl-C: time to answer in-flight requests and let clients read their answers before connections are dropped', '10000')
     .option('--check', 'check every observation against its space (slower; for env development)')
     .option('--allow-origin <origin...>', "browser origins (https://app.example:8443) allowed besides loopback ones on the WebSocket and every HTTP route; others get 403; '*' allows any")
     .option('--allow-host <name...>', "Host names served besides IP addresses, loopback names and this machine's hostname; checked only without a token; '*' allows any")
@@ -67,9 +73,13 @@ export function registerServe(program: Command): void {
     .option('--max-connections <n>', 'connections open at once, greeted or not (0: no cap)', String(DEFAULT_ADMISSION_LIMITS.maxConnections))
     .option('--max-preauth-per-ip <n>', 'connections from one IP address that have not said hello yet (0: no cap)', String(DEFAULT_ADMISSION_LIMITS.maxPreAuthPerIp))
     .option('--hello-timeout <ms>', 'close connections that send no valid hello within this long (0: never)', String(DEFAULT_ADMISSION_LIMITS.helloTimeoutMs))
+    .option('--data-root <dir>', 'a directory whose data clients may name in make kwargs (model_dir, dataset_dir, scene_dir); repeatable; without it only the bundled assets', (dir: string, dirs: string[]) => [...dirs, dir], [] as string[])
+    .option('--mcp-max-sessions <n>', 'MCP sessions open at once at most; when full, the least recently used idle session of the caller holding the most gives way', String(MCP_DEFAULTS.maxSessions))
+    .option('--mcp-max-sessions-per-caller <n>', "MCP sessions one remote address holds at most; its next one ends its own least recently used idle session", String(MCP_DEFAULTS.maxSessionsPerCaller))
+    .option('--mcp-max-body-bytes <n>', 'largest /mcp request body read (bytes); larger ones get 413 unread', String(MCP_DEFAULTS.maxBodyBytes))
     .action(async (opts: ServeOptions) => {
       if (opts.transport !== 'ws' && opts.transport !== 'uws') throw new Error(`--transport must be ws or uws, got ${opts.transport}`);
-      for (const [flag, value] of Object.entries({ '--port': opts.port, '--idle-timeout': opts.idleTimeout, '--max-sessions': opts.maxSessions, '--max-sessions-per-client': opts.maxSessionsPerClient, '--max-frame-bytes': opts.maxFrameBytes, '--resume-grace': opts.resumeGrace, '--max-connections': opts.maxConnections, '--max-preauth-per-ip': opts.maxPreauthPerIp, '--hello-timeout': opts.helloTimeout })) {
+      for (const [flag, value] of Object.entries({ '--port': opts.port, '--idle-timeout': opts.idleTimeout, '--max-sessions': opts.maxSessions, '--max-sessions-per-client': opts.maxSessionsPerClient, '--max-frame-bytes': opts.maxFrameBytes, '--resume-grace': opts.resumeGrace, '--max-connections': opts.maxConnections, '--max-preauth-per-ip': opts.maxPreauthPerIp, '--hello-timeout': opts.helloTimeout, '--mcp-max-sessions': opts.mcpMaxSessions, '--mcp-max-sessions-per-caller': opts.mcpMaxSessionsPerCaller, '--mcp-max-body-bytes': opts.mcpMaxBodyBytes, '--drain-timeout': opts.drainTimeout })) {
         if (!/^\d+$/.test(value)) throw new Error(`${flag} must be a non-negative integer, got ${JSON.stringify(value)}`);
       }
       const busyPollUs = parseBusyPoll(opts.busyPollUs);
@@ -83,6 +93,7 @@ export function registerServe(program: Command): void {
         token,
         logger,
         checkEnvs: opts.check ?? false,
+        dataRoots: opts.dataRoot,
         busyPollUs,
         limits: {
           idle_timeout_ms: Number(opts.idleTimeout),
@@ -95,7 +106,13 @@ export function registerServe(program: Command): void {
         origins: { allowedOrigins, allowedHosts: opts.allowHost ?? [] },
         // MCP (and the viewer) need HTTP routes, which the ws transport serves.
         mountRoutes: (routes, core) => {
-          void mountMcp(routes, core, { logger, allowedOrigins });
+          void mountMcp(routes, core, {
+            logger,
+            allowedOrigins,
+            maxSessions: Number(opts.mcpMaxSessions),
+            maxSessionsPerCaller: Number(opts.mcpMaxSessionsPerCaller),
+            maxBodyBytes: Number(opts.mcpMaxBodyBytes),
+          });
           mountViewer(routes, core);
         },
       });
@@ -105,7 +122,7 @@ export function registerServe(program: Command): void {
         if (stopping) process.exit(1);
         stopping = true;
         logger.info({ signal }, 'shutting down: answering in-flight requests');
-        void server.close(10_000).then(() => process.exit(0));
+        void server.close(Number(opts.drainTimeout)).then(() => process.exit(0));
       };
       process.on('SIGINT', () => stop('SIGINT'));
       process.on('SIGTERM', () => stop('SIGTERM'));

@@ -39,6 +39,13 @@ export interface ClientOptions {
   /** First backoff delay; doubles up to 2 s. */
   reconnectDelayMs?: number;
   connectTimeoutMs?: number;
+  /**
+   * Keepalive for a silent link (no FIN or RST, e.g. a frozen NAT entry): after this long without a
+   * byte from the server the client sends a WebSocket ping (ms; default 15 s; 0 turns keepalive off).
+   */
+  keepaliveIntervalMs?: number;
+  /** A ping unanswered this long (ms; default 30 s) drops the connection, and the client reconnects and resumes. */
+  keepaliveTimeoutMs?: number;
   /** Called for server events (session closed by the reaper, shutdown) and reconnects. */
   onEvent?: (event: ClientEvent) => void;
   /**
@@ -75,6 +82,10 @@ export class GymwireClient {
   private resumeToken: string | undefined;
   private readonly envs = new Map<string, RemoteEnv>();
   private reconnecting: Promise<void> | null = null;
+  /** Set when the server's shutdown closed the client (no reconnects): later requests fail with it rather than CLOSED. */
+  private closedBy: SdkError | null = null;
+  /** Set from the server's `shutdown` event until a reconnect succeeds: requests for its (gone) sessions fail with it at once. */
+  private shutdownError: SdkError | null = null;
   private sweeper: NodeJS.Timeout | null = null;
   /** How this client waits for answers (see ClientOptions.busyPoll); null when busyPoll is 0. */
   readonly poller: BusyPoller | null;
@@ -90,7 +101,7 @@ export class GymwireClient {
 
   /** Connects and performs the hello/welcome handshake. */
   static async connect(target: string | Connector, opts: ClientOptions = {}): Promise<GymwireClient> {
-    const connector = typeof target === 'string' ? wsConnector(target, { connectTimeoutMs: opts.connectTimeoutMs }) : target;
+    const connector = typeof target === 'string' ? wsConnector(target, { connectTimeoutMs: opts.connectTimeoutMs, keepaliveIntervalMs: opts.keepaliveIntervalMs, keepaliveTimeoutMs: opts.keepaliveTimeoutMs }) : target;
     const client = new GymwireClient(connector, opts);
     await client.open();
     return client;
@@ -136,7 +147,8 @@ export class GymwireClient {
 
   /** Sends one request and resolves with its validated result. Requests may be pipelined. */
   request<T extends RequestType>(type: T, fields: RequestInput<T>): Promise<ResultOf<T>> {
-    if (this.state === 'closed') return Promise.reject(new SdkError('CLOSED', 'the client is closed'));
+    if (this.state === 'closed') return Promise.reject(this.closedBy ?? new SdkError('CLOSED', 'the client is closed'));
+    if (this.shutdownError && ('session_id' in fields || 'session_ids' in fields)) return Promise.reject(this.shutdownError);
     const id = this.nextId++;
     // Everything below the oldest unanswered request has been received: the server may forget those
     // answers. Ids only grow, so the oldest is found by walking up from where it was last time.
@@ -183,13 +195,17 @@ export class GymwireClient {
 
   /** Closes the connection; the server reaps this client's sessions after its grace period (close envs first to free them now). */
   async close(): Promise<void> {
-    if (this.state === 'closed') return;
+    if (this.state !== 'closed') this.shut(new SdkError('CLOSED', 'the client was closed'));
+    this.transport?.close();
+    this.transport = null;
+  }
+
+  /** Ends the client: no more requests, no reconnects; whatever waits fails with `err`. */
+  private shut(err: SdkError): void {
     this.state = 'closed';
     this.poller?.stop();
     if (this.sweeper) clearInterval(this.sweeper);
-    this.failAll(new SdkError('CLOSED', 'the client was closed'));
-    this.transport?.close();
-    this.transport = null;
+    this.failAll(err);
   }
 
   /** Closes every session this client made, then the connection. */
@@ -279,6 +295,7 @@ export class GymwireClient {
     }
     if (msg.type === 'event') {
       if (msg.event === 'session_closed' && msg.session_id) this.envs.get(msg.session_id)?.markClosed(msg.reason);
+      if (msg.event === 'shutdown' && this.state !== 'closed') this.onServerShutdown(msg.reason);
       this.opts.onEvent?.(msg);
       return;
     }
@@ -307,13 +324,25 @@ export class GymwireClient {
     entry.resolve(parsed.data);
   }
 
+  /**
+   * The server answered everything in flight before its `shutdown` event and closes next, taking its
+   * sessions with it: what still waits, and any request for a session, fails now instead of after a
+   * timeout. The client still reconnects (a restarted server takes new sessions); requests that need
+   * no session wait for that, up to the reconnect timeout.
+   */
+  private onServerShutdown(reason: string | undefined): void {
+    this.shutdownError = new SdkError('SERVER_SHUTDOWN', `the server shut down${reason ? ` (${reason})` : ''}; its sessions are gone`);
+    for (const env of [...this.envs.values()]) env.markClosed('the server shut down');
+    this.failAll(this.shutdownError);
+  }
+
   private onDisconnect(code: number, reason: string): void {
     if (this.state === 'closed') return;
     this.opts.onEvent?.({ type: 'disconnected', code, reason });
     const fatal = code === 1008 || code === 1002; // unauthorized or version mismatch: retrying cannot help
     if (this.opts.reconnect === false || fatal || this.state === 'connecting') {
-      this.state = 'closed';
-      this.failAll(new SdkError('CONNECTION_LOST', `connection closed (${code}${reason ? `: ${reason}` : ''})`, { code }));
+      this.closedBy = this.shutdownError;
+      this.shut(this.shutdownError ?? new SdkError('CONNECTION_LOST', `connection closed (${code}${reason ? `: ${reason}` : ''})`, { code }));
       return;
     }
     this.state = 'reconnecting';
@@ -338,6 +367,7 @@ export class GymwireClient {
         this.welcomeInfo = welcome;
         this.resumeToken = welcome.resume_token;
         this.state = 'open';
+        this.shutdownError = null;
         if (!welcome.resumed) {
           // The server forgot us (restarted, or the grace period passed): sessions are gone.
           for (const env of this.envs.values()) env.markClosed('the server did not resume this client’s sessions');
@@ -353,10 +383,7 @@ export class GymwireClient {
         if (err instanceof ProtocolError) break; // refused (auth, version): retrying will not help
       }
     }
-    if (this.state === 'reconnecting') {
-      this.state = 'closed';
-      this.failAll(new SdkError('CONNECTION_LOST', `could not reconnect: ${(lastError as Error | null)?.message ?? 'timed out'}`));
-    }
+    if (this.state === 'reconnecting') this.shut(new SdkError('CONNECTION_LOST', `could not reconnect: ${(lastError as Error | null)?.message ?? 'timed out'}`));
   }
 
   private failAll(err: Error, which: (p: Pending) => boolean = () => true): void {

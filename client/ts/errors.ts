@@ -12,6 +12,7 @@ export const SdkErrorCode = {
   ConnectFailed: 'CONNECT_FAILED',
   RequestTimeout: 'REQUEST_TIMEOUT',
   ConnectionLost: 'CONNECTION_LOST',
+  ServerShutdown: 'SERVER_SHUTDOWN',
   SessionLost: 'SESSION_LOST',
   Closed: 'CLOSED',
   BadResponse: 'BAD_RESPONSE',

@@ -3,16 +3,20 @@
  * standard wrappers stacked by `make` (PassiveEnvChecker, OrderEnforcing, TimeLimit).
  *
  * A registry is an ordinary object: the server gets one injected; `defaultRegistry()` builds one
- * holding every built-in env.
+ * holding every built-in env. Its options ({@link RegistryOptions}: the data roots path kwargs may
+ * point into, a logger) reach each entry point as the {@link MakeContext}.
  *
  * @example
  * const registry = new Registry();
  * registry.register({ id: 'gymwire/CartPole-v1', entryPoint: () => new CartPoleEnv(), maxEpisodeSteps: 500 });
  * const env = await registry.make('gymwire/CartPole-v1');
  */
+import type { Logger } from 'pino';
 import { z } from 'zod';
 
+import { DataRoots } from './data-roots.ts';
 import type { Env, MaybePromise } from './env.ts';
+import { InvalidKwargsError } from './kwargs-error.ts';
 import { OrderEnforcing, PassiveEnvChecker, TimeLimit } from './wrappers.ts';
 
 export const ENV_ID_RE = /^(?:(?<namespace>[\w:.-]+)\/)?(?<name>[\w:.-]+?)(?:-v(?<version>\d+))?$/;
@@ -21,7 +25,7 @@ export interface EnvSpec<K = Record<string, unknown>> {
   id: string;
   description?: string;
   /** Builds the unwrapped env from validated kwargs. */
-  entryPoint(kwargs: K): MaybePromise<Env>;
+  entryPoint(kwargs: K, ctx: MakeContext): MaybePromise<Env>;
   /** Validates make kwargs; unknown keys are rejected unless the schema allows them. */
   kwargsSchema?: z.ZodType<K>;
   /** Applies TimeLimit when set (Gymnasium's max_episode_steps). */
@@ -48,14 +52,20 @@ export class UnknownEnvError extends Error {
   }
 }
 
-export class InvalidKwargsError extends Error {
-  override readonly name = 'InvalidKwargsError';
-  constructor(
-    message: string,
-    readonly issues: { path: string; message: string }[],
-  ) {
-    super(message);
-  }
+export { InvalidKwargsError };
+
+/** What `make` hands an entry point besides its kwargs: the registry owner's policy, not globals. */
+export interface MakeContext {
+  /** Where path kwargs may point (docs/security.md, "Data roots"). */
+  readonly dataRoots: DataRoots;
+  /** For what a client must not see, such as why its data does not load. */
+  readonly log?: Logger;
+}
+
+export interface RegistryOptions {
+  /** Where path kwargs may point; default none beyond each family's bundled assets. */
+  dataRoots?: DataRoots;
+  logger?: Logger;
 }
 
 export interface MakeOptions {
@@ -68,6 +78,11 @@ export interface MakeOptions {
 export class Registry {
   private readonly specs = new Map<string, EnvSpec<never>>();
   private readonly closeHooks: (() => unknown)[] = [];
+  private readonly context: MakeContext;
+
+  constructor(opts: RegistryOptions = {}) {
+    this.context = { dataRoots: opts.dataRoots ?? new DataRoots(), log: opts.logger };
+  }
 
   /** Registers something to release when the registry's owner shuts down (model runtimes, worker pools). */
   onClose(hook: () => unknown): void {
@@ -139,7 +154,7 @@ export class Registry {
         { path: Object.keys(kwargs)[0]!, message: 'unexpected kwarg' },
       ]);
     }
-    let env: Env = await spec.entryPoint(parsed);
+    let env: Env = await spec.entryPoint(parsed, this.context);
     if (opts.check) env = new PassiveEnvChecker(env);
     const limit = opts.maxEpisodeSteps === undefined ? spec.maxEpisodeSteps : opts.maxEpisodeSteps;
     if (limit != null) env = new TimeLimit(env, limit);

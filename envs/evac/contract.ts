@@ -15,6 +15,8 @@ import { readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 
+import type { ConfinePath } from '../core/data-roots.ts';
+
 export const MANIFEST_FORMAT = 'gymwire.world-model/v1';
 
 const FileEntry = z.object({ path: z.string().min(1), sha256: z.string().regex(/^[0-9a-f]{64}$/, 'a lowercase hex sha256') }).strict();
@@ -85,12 +87,14 @@ export function sha256(bytes: Uint8Array): string {
 }
 
 /** Reads and checks a model directory: manifest schema, files present, hashes matching. */
-export async function readModelDir(dir: string): Promise<ModelDir> {
+export async function readModelDir(dir: string, opts: { confine?: ConfinePath } = {}): Promise<ModelDir> {
+  const confine = opts.confine ?? ((path: string) => path);
   const root = resolve(dir);
   const manifestPath = join(root, 'manifest.json');
+  const manifestFile = confine(manifestPath);
   let raw: unknown;
   try {
-    raw = JSON.parse(await readFile(manifestPath, 'utf8'));
+    raw = JSON.parse(await readFile(manifestFile, 'utf8'));
   } catch (err) {
     throw new ModelContractError(`cannot read ${manifestPath}: ${(err as Error).message}`);
   }
@@ -109,9 +113,10 @@ export async function readModelDir(dir: string): Promise<ModelDir> {
     const entry = manifest.files[key];
     if (!entry) continue;
     const path = join(root, entry.path);
+    const file = confine(path);
     let bytes: Uint8Array;
     try {
-      bytes = await readFile(path);
+      bytes = await readFile(file);
     } catch {
       throw new ModelContractError(`model file ${key} is missing: ${path} (listed in manifest.files.${key})`);
     }
@@ -119,11 +124,11 @@ export async function readModelDir(dir: string): Promise<ModelDir> {
     if (actual !== entry.sha256) {
       throw new ModelContractError(`model file ${key} (${path}) has sha256 ${actual}, the manifest says ${entry.sha256}; regenerate it or fix the manifest`);
     }
-    files[key] = path;
+    files[key] = file;
   }
   let datasetDir: string | null = null;
   if (manifest.dataset) {
-    datasetDir = join(root, manifest.dataset);
+    datasetDir = confine(join(root, manifest.dataset));
     const st = await stat(datasetDir).catch(() => null);
     if (!st?.isDirectory()) throw new ModelContractError(`reset dataset folder ${datasetDir} (manifest.dataset) is missing`);
   }

@@ -13,6 +13,7 @@ import sharp from 'sharp';
 import { z } from 'zod';
 
 import { ModelContractError } from './contract.ts';
+import type { ConfinePath } from '../core/data-roots.ts';
 
 export const DATASET_FORMAT = 'gymwire.evac-reset/v1';
 
@@ -42,11 +43,14 @@ export interface ResetEpisode {
   frame: Uint8Array;
 }
 
-export async function readResetDataset(dir: string, height: number, width: number): Promise<ResetEpisode[]> {
+/** `opts.confine`: where the loader may read (a server's data roots for a client-named folder). */
+export async function readResetDataset(dir: string, height: number, width: number, opts: { confine?: ConfinePath } = {}): Promise<ResetEpisode[]> {
+  const confine = opts.confine ?? ((p: string) => p);
   const path = join(dir, 'episodes.json');
+  const file = confine(path);
   let raw: unknown;
   try {
-    raw = JSON.parse(await readFile(path, 'utf8'));
+    raw = JSON.parse(await readFile(file, 'utf8'));
   } catch (err) {
     throw new ModelContractError(`cannot read reset dataset ${path}: ${(err as Error).message}`);
   }
@@ -57,7 +61,7 @@ export async function readResetDataset(dir: string, height: number, width: numbe
   return Promise.all(
     parsed.data.episodes.map(async (ep) => {
       const file = join(dir, ep.image);
-      const { data } = await sharp(file)
+      const { data } = await sharp(confine(file))
         .removeAlpha()
         .resize(width, height, { fit: 'fill', kernel: 'linear' })
         .raw()

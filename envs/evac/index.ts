@@ -14,7 +14,9 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
 import type { Registry } from '../core/registry.ts';
+import { loadClientData } from '../core/data-roots.ts';
 import { InvalidOptionsError } from '../core/env.ts';
+import { ModelContractError } from './contract.ts';
 import { readResetDataset } from './dataset.ts';
 import type { ResetEpisode } from './dataset.ts';
 import { EvacWorldModelEnv } from './env.ts';
@@ -27,6 +29,9 @@ export { ModelContractError, readModelDir, checkSessions } from './contract.ts';
 
 export const EVAC_ENV_ID = 'gymwire/EvacWorldModel-v0';
 
+/** The bundled assets (tiny models and their datasets): clients may always name paths inside. */
+export const EVAC_ASSETS_DIR = fileURLToPath(new URL('./assets', import.meta.url));
+
 /** The bundled tiny model directory for a resolution (64, 128 or 256). */
 export function tinyModelDir(resolution: 64 | 128 | 256 = 64): string {
   return fileURLToPath(new URL(`./assets/tiny-${resolution}`, import.meta.url));
@@ -34,9 +39,9 @@ export function tinyModelDir(resolution: 64 | 128 | 256 = 64): string {
 
 export const EvacKwargsSchema = z
   .object({
-    model_dir: z.string().min(1).optional().describe('A model directory following docs/world-models.md; default: the bundled tiny model'),
+    model_dir: z.string().min(1).optional().describe("A model directory following docs/world-models.md, inside the server's data roots (relative to one, or absolute); default: the bundled tiny model"),
     resolution: z.union([z.literal(64), z.literal(128), z.literal(256)]).optional().describe('Bundled tiny model resolution (default 64)'),
-    dataset_dir: z.string().min(1).optional().describe("Reset dataset folder; default: the model's"),
+    dataset_dir: z.string().min(1).optional().describe("Reset dataset folder inside the server's data roots; default: the model's"),
     device: z.enum(['cpu', 'cuda']).optional().describe('Execution provider; CUDA falls back to the CPU (logged) when unavailable'),
     use_rel_reward: z.boolean().optional(),
     reward_coef: z.number().optional(),
@@ -60,19 +65,27 @@ export function registerEvac(registry: Registry, opts: RegisterEvacOptions = {})
     description: "RLinf's EVAC world-model simulator: an ONNX world model generates each action chunk's frames and a classifier scores them (bundled: a tiny tabletop pick-and-lift).",
     kwargsSchema: EvacKwargsSchema,
     tags: ['world-model', 'vla', 'evac'],
-    entryPoint: async (kwargs) => {
+    entryPoint: async (kwargs, ctx) => {
       if (kwargs.model_dir && kwargs.resolution) throw new InvalidOptionsError('give model_dir or resolution, not both (resolution picks a bundled tiny model)');
-      const model = await runtime.load(kwargs.model_dir ?? tinyModelDir(kwargs.resolution ?? 64), { device: kwargs.device });
-      const dir = kwargs.dataset_dir ?? model.dir.datasetDir;
-      if (!dir) throw new InvalidOptionsError(`model ${model.manifest.name} has no reset dataset; pass dataset_dir`);
+      const roots = ctx.dataRoots.with([EVAC_ASSETS_DIR]);
+      // Paths a client names are held to the data roots, and so is every file their data names.
+      const named = (kwarg: string) => ({ confine: (path: string) => roots.confine(kwarg, path) });
+      const load = <T>(kwarg: string, what: string, run: () => Promise<T>) => loadClientData(kwarg, what, run, (err) => err instanceof ModelContractError, ctx.log);
+      const model = kwargs.model_dir
+        ? await load('model_dir', 'a gymwire world model (docs/world-models.md)', () => runtime.load(roots.resolve('model_dir', kwargs.model_dir!, 'dir'), { device: kwargs.device, ...named('model_dir') }))
+        : await runtime.load(tinyModelDir(kwargs.resolution ?? 64), { device: kwargs.device });
+      const datasetKwarg = kwargs.dataset_dir ? 'dataset_dir' : kwargs.model_dir ? 'model_dir' : null;
+      const dir = kwargs.dataset_dir ? roots.resolve('dataset_dir', kwargs.dataset_dir, 'dir') : model.dir.datasetDir;
+      if (!dir) throw new InvalidOptionsError('the model has no reset dataset (manifest.dataset); pass dataset_dir');
       const key = `${dir}|${model.manifest.height}x${model.manifest.width}`;
       let episodes = datasets.get(key);
       if (!episodes) {
-        episodes = readResetDataset(dir, model.manifest.height, model.manifest.width);
+        episodes = readResetDataset(dir, model.manifest.height, model.manifest.width, datasetKwarg ? named(datasetKwarg) : {});
         datasets.set(key, episodes);
         episodes.catch(() => datasets.delete(key));
       }
-      return new EvacWorldModelEnv(model, await episodes, kwargs);
+      const loaded = datasetKwarg ? await load(datasetKwarg, 'a gymwire reset dataset (docs/world-models.md)', () => episodes) : await episodes;
+      return new EvacWorldModelEnv(model, loaded, kwargs);
     },
   });
   return runtime;

@@ -24,11 +24,15 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { pino } from 'pino';
 
+import type { ConfinePath } from '../core/data-roots.ts';
 import type { Manifest, ModelDir, WorldModelInputs } from './contract.ts';
-import { checkSessions, readModelDir } from './contract.ts';
+import { ModelContractError, checkSessions, readModelDir } from './contract.ts';
 import type { WorkerRequest, WorkerResponse } from './protocol.ts';
 
 export type Device = 'cpu' | 'cuda';
+
+/** The worker's own error answer to a request (as opposed to the worker failing). */
+class WorkerRefusal extends Error {}
 
 export interface RuntimeOptions {
   logger?: Logger;
@@ -308,13 +312,13 @@ export class WorldModelRuntime {
    * Loads (once) and checks a model directory; later calls with the same directory and device share
    * the sessions. Throws ModelContractError for a missing file, a bad hash or a contract mismatch.
    */
-  load(dir: string, opts: { device?: Device } = {}): Promise<LoadedWorldModel> {
+  load(dir: string, opts: { device?: Device; confine?: ConfinePath } = {}): Promise<LoadedWorldModel> {
     if (this.closed) return Promise.reject(new Error('the world-model runtime is closed'));
     const device = opts.device ?? this.device;
     const key = `${dir}|${device}`;
     let model = this.models.get(key);
     if (!model) {
-      model = this.loadUncached(dir, device, key);
+      model = this.loadUncached(dir, device, key, opts.confine);
       this.models.set(key, model);
       // A failed load is not cached, so fixing the directory and retrying works.
       model.catch(() => this.models.delete(key));
@@ -322,9 +326,13 @@ export class WorldModelRuntime {
     return model;
   }
 
-  private async loadUncached(dir: string, device: Device, key: string): Promise<LoadedWorldModel> {
-    const modelDir = await readModelDir(dir);
-    const res = await this.request({ id: 0, type: 'load', key, files: modelDir.files, device, deviceId: this.deviceId, threads: this.threads });
+  private async loadUncached(dir: string, device: Device, key: string, confine?: ConfinePath): Promise<LoadedWorldModel> {
+    const modelDir = await readModelDir(dir, { confine });
+    const res = await this.request({ id: 0, type: 'load', key, files: modelDir.files, device, deviceId: this.deviceId, threads: this.threads }).catch((err: unknown) => {
+      // The worker answered: onnxruntime refused the files, which is the model's fault, not the server's.
+      if (err instanceof WorkerRefusal) throw new ModelContractError(`the ONNX files do not load: ${err.message}`);
+      throw err;
+    });
     if (res.type !== 'loaded') throw new Error(`worker answered ${res.type} to a load`);
     if (res.fallback !== null && !this.fallbackLogged) {
       this.fallbackLogged = true;
@@ -348,7 +356,7 @@ export class WorldModelRuntime {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.waiting.set(id, {
-        resolve: (r) => (r.ok ? resolve(r) : reject(new Error(r.error))),
+        resolve: (r) => (r.ok ? resolve(r) : reject(new WorkerRefusal(r.error))),
         reject,
       });
       worker.ref();

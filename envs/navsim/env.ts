@@ -14,6 +14,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
+import type { Logger } from 'pino';
 import { z } from 'zod';
 
 import { Random } from '../../protocol/random.ts';
@@ -22,6 +23,8 @@ import { box, dict } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import type { Env, EnvMetadata, EnvTool, Info, ResetOptions, ResetResult, StepResult } from '../core/env.ts';
 import { InvalidActionError, InvalidOptionsError, InvalidStateError, defineTool } from '../core/env.ts';
+import type { ConfinePath } from '../core/data-roots.ts';
+import { clientDataFailure, isFsError } from '../core/data-roots.ts';
 import { packState, unpackState } from '../core/state.ts';
 import { stateAt } from '../driving/agents.ts';
 import { relativePose } from '../driving/geometry.ts';
@@ -34,7 +37,7 @@ import { SPLITS, generateScene } from './generator.ts';
 import type { Version } from './pdm.ts';
 import { twoStageScore, twoStageWeights } from './pdm.ts';
 import type { Scene } from './scene.ts';
-import { parseScene } from './scene.ts';
+import { SceneFormatError, parseScene } from './scene.ts';
 import { endpoint, followUpScenes } from './two-stage.ts';
 
 export const NavsimKwargsSchema = z
@@ -95,13 +98,35 @@ export function parseAction(action: unknown): { poses: number[][]; interval: num
   return { poses: rows, interval };
 }
 
+/**
+ * A directory of scene files that a client named (make kwarg `scene_dir`), already resolved inside
+ * the server's data roots: every file read goes through `confine`, and a file that does not load is
+ * the client's fault, reported without its path or content (envs/core/data-roots.ts).
+ */
+export interface ClientSceneDir {
+  dir: string;
+  confine: ConfinePath;
+  log?: Logger;
+}
+
+const SCENE_DATA = 'gymwire NAVSIM scenes (docs/navsim-scenes.md)';
+const isSceneDataFault = (err: unknown) => err instanceof SceneFormatError || err instanceof SyntaxError || isFsError(err);
+
 /** The scene source of an env: a synthetic split, or a directory of scene files. */
 export class SceneSource {
   private readonly files: string[] | null;
   private readonly cache = new Map<number, { scene: Scene; scorer: SceneScorer | null; grid: SemanticGrid | null }>();
-  constructor(readonly split: SplitName, readonly dir: string | null = null) {
-    this.files = dir ? readdirSync(dir).filter((f) => f.endsWith('.json')).sort() : null;
-    if (this.files && this.files.length === 0) throw new InvalidOptionsError(`no scene files (*.json) in ${dir ?? ''}`);
+  private readonly client: ClientSceneDir | null;
+  readonly dir: string | null;
+  constructor(readonly split: SplitName, dir: string | ClientSceneDir | null = null) {
+    this.client = typeof dir === 'object' ? dir : null;
+    this.dir = this.client ? this.client.dir : (dir as string | null);
+    try {
+      this.files = this.dir ? readdirSync(this.dir).filter((f) => f.endsWith('.json')).sort() : null;
+    } catch (err) {
+      throw this.client ? clientDataFailure('scene_dir', SCENE_DATA, err, isSceneDataFault, this.client.log) : err;
+    }
+    if (this.files && this.files.length === 0) throw new InvalidOptionsError(`no scene files (*.json) in ${this.client ? 'scene_dir' : (this.dir ?? '')}`);
   }
   get size(): number {
     return this.files ? this.files.length : SPLITS[this.split].size;
@@ -112,7 +137,14 @@ export class SceneSource {
       let scene: Scene;
       if (this.files) {
         const path = join(this.dir as string, this.files[i] as string);
-        scene = parseScene(JSON.parse(readFileSync(path, 'utf8')), path);
+        const client = this.client;
+        if (client) {
+          try {
+            scene = parseScene(JSON.parse(readFileSync(client.confine(path), 'utf8')), path);
+          } catch (err) {
+            throw clientDataFailure('scene_dir', SCENE_DATA, err, isSceneDataFault, client.log);
+          }
+        } else scene = parseScene(JSON.parse(readFileSync(path, 'utf8')), path);
       } else scene = parseScene(generateScene(this.split, i));
       // A small per-env cache: resets of recent scenes reuse their map index and PDM-Closed.
       if (this.cache.size >= 32) this.cache.delete(this.cache.keys().next().value as number);
@@ -168,12 +200,13 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
   /** Two-stage state: stage-1 score and poses once stage 1 is done. */
   private stage1: { score: number; poses: number[][]; interval: number; endpoint: { x: number; y: number }; ups: Scene[]; shown: number } | null = null;
 
-  constructor(version: Version, kwargs: NavsimKwargs = {}) {
+  /** `sceneDir`: the scene directory a client named, resolved by the registry (kwargs.scene_dir is then only its name). */
+  constructor(version: Version, kwargs: NavsimKwargs = {}, sceneDir?: ClientSceneDir) {
     this.version = version;
     this.opts = NavsimKwargsSchema.parse(kwargs);
     this.renderMode = this.opts.render_mode ?? null;
     if (this.opts.two_stage && version !== 2) throw new InvalidOptionsError('two_stage is a NAVSIM v2 option: make gymwire/NavsimEnv-v2');
-    this.source = new SceneSource(this.opts.split, this.opts.scene_dir ?? null);
+    this.source = new SceneSource(this.opts.split, sceneDir ?? this.opts.scene_dir ?? null);
     const o = this.opts;
     const spaces: Record<string, Space> = {
       ego_status: box({ low: -Infinity, high: Infinity, shape: [4, 7], dtype: 'float32' }),

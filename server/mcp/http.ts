@@ -5,8 +5,12 @@
  * connection ({@link coreLink}), opened at `initialize` with the bearer token as hello's token: a
  * token the core refuses is an HTTP 401, and every later request of that MCP session must carry
  * the same token. Limits, validation and the core's session reaper are those of any WebSocket
- * client. When the MCP session ends (DELETE, idle timeout, server shutdown) its gymwire sessions
- * are closed and its connection with them.
+ * client. When the MCP session ends (DELETE, idle timeout, eviction, server shutdown) its gymwire
+ * sessions are closed and its connection with them.
+ *
+ * The front door costs an unauthenticated caller nothing: the origin and the token are checked
+ * from the headers before a byte of the body is read, and bodies are bounded (413 past the
+ * bound, without buffering it). Sessions are capped per caller and in all ({@link CallerCaps}).
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -18,7 +22,10 @@ import type { Logger } from 'pino';
 import { ProtocolError } from '../../protocol/errors.ts';
 import type { ServerCore } from '../core.ts';
 import { bearerToken } from '../http.ts';
+import { originAllowed } from '../origin.ts';
 import type { HttpRoutes } from '../http.ts';
+import { drainThenClose, readBoundedJson } from './body.ts';
+import { CallerCaps, callerOf } from './caller-caps.ts';
 import { coreLink } from './link.ts';
 import type { CoreLink } from './link.ts';
 import { GymwireMcp } from './tools.ts';
@@ -29,8 +36,18 @@ export interface McpHttpOptions {
   logger?: Logger;
   /** MCP sessions with no request for this long are closed; default the core's idle_timeout_ms; 0 never. */
   idleTimeoutMs?: number;
-  /** MCP sessions open at once at most (default 1024); initialize beyond it is answered 503. */
+  /**
+   * MCP sessions open at once at most (default 1024). When full, an initialize ends the least
+   * recently used idle session of the caller holding the most; 503 when none is idle.
+   */
   maxSessions?: number;
+  /**
+   * MCP sessions one caller (remote address) holds at most (default 64). Its next initialize ends
+   * its own least recently used idle session; 429 when all of them are busy.
+   */
+  maxSessionsPerCaller?: number;
+  /** Largest request body read, in bytes (default 4 MiB); larger ones get 413 unread. */
+  maxBodyBytes?: number;
   /**
    * Browser origins allowed besides loopback ones (http://localhost:3000, say). A request that
    * carries any other Origin is refused with 403: a web page must not reach a local server through
@@ -39,18 +56,8 @@ export interface McpHttpOptions {
   allowedOrigins?: readonly string[];
 }
 
-const LOOPBACK_HOSTNAMES: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]']);
-
-/** Whether a request's Origin may use the endpoint: absent, a loopback origin, or one allowed by name. */
-export function originAllowed(origin: string | undefined, allowed: readonly string[] = []): boolean {
-  if (origin === undefined) return true;
-  if (allowed.includes(origin)) return true;
-  try {
-    return LOOPBACK_HOSTNAMES.has(new URL(origin).hostname);
-  } catch {
-    return false;
-  }
-}
+// One origin rule for the whole server (server/origin.ts); re-exported for existing importers.
+export { originAllowed } from '../origin.ts';
 
 /** The mounted endpoint, for tests and the admin side. */
 export interface McpEndpoint {
@@ -60,8 +67,12 @@ export interface McpEndpoint {
   close(): Promise<void>;
 }
 
+/** Defaults of the front door's limits. */
+export const MCP_DEFAULTS = { maxSessions: 1024, maxSessionsPerCaller: 64, maxBodyBytes: 4 * 1024 * 1024 } as const;
+
 interface McpSession {
   id: string | null;
+  caller: string;
   token: string | undefined;
   link: CoreLink;
   mcp: GymwireMcp;
@@ -83,7 +94,12 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
   const path = opts.path ?? '/mcp';
   const log = (opts.logger ?? core.log).child({ component: 'mcp' });
   const idleMs = opts.idleTimeoutMs ?? core.limits.idle_timeout_ms;
-  const maxSessions = opts.maxSessions ?? 1024;
+  const maxBodyBytes = opts.maxBodyBytes ?? MCP_DEFAULTS.maxBodyBytes;
+  if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1) throw new RangeError(`maxBodyBytes must be a positive integer, got ${String(maxBodyBytes)}`);
+  const caps = new CallerCaps<McpSession>({
+    total: opts.maxSessions ?? MCP_DEFAULTS.maxSessions,
+    perCaller: opts.maxSessionsPerCaller ?? MCP_DEFAULTS.maxSessionsPerCaller,
+  });
   const sessions = new Map<string, McpSession>();
   /** Sessions between initialize and the transport assigning their id. */
   const starting = new Set<McpSession>();
@@ -92,6 +108,7 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
     s.ended ??= (async () => {
       if (s.id) sessions.delete(s.id);
       starting.delete(s);
+      caps.remove(s);
       log.debug({ mcp_session: s.id, reason }, 'MCP session ended');
       if (!s.link.closed) await s.mcp.closeSessions(reason);
       s.link.close();
@@ -113,11 +130,27 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
       : null;
   reaper?.unref();
 
+  /** The parsed body of a POST, or undefined once the request has been answered (413, 400). */
+  async function readBody(req: IncomingMessage, res: ServerResponse): Promise<{ value: unknown } | undefined> {
+    const body = await readBoundedJson(req, maxBodyBytes);
+    if (body.kind === 'too_large') {
+      log.warn({ caller: callerOf(req.socket.remoteAddress), max_body_bytes: maxBodyBytes }, 'MCP request body too large');
+      drainThenClose(req, res);
+      jsonRpcError(res, 413, -32000, `Payload Too Large: the request body must not exceed ${maxBodyBytes} bytes (gymwire serve --mcp-max-body-bytes)`);
+      return undefined;
+    }
+    if (body.kind === 'not_json') {
+      jsonRpcError(res, 400, -32700, 'Parse error: the body is not JSON');
+      return undefined;
+    }
+    return { value: body.value };
+  }
+
   async function open(req: IncomingMessage, res: ServerResponse, token: string | undefined): Promise<void> {
-    const body = await readJson(req, core.limits.max_frame_bytes);
-    if (body === undefined) return jsonRpcError(res, 400, -32700, 'Parse error: the body is not JSON');
+    const read = await readBody(req, res);
+    if (!read) return;
+    const body = read.value;
     if (!isInitializeRequest(body)) return jsonRpcError(res, 400, -32000, 'Bad Request: no valid Mcp-Session-Id header, and the request is not initialize');
-    if (sessions.size + starting.size >= maxSessions) return jsonRpcError(res, 503, -32000, `too many MCP sessions (at most ${maxSessions})`);
     let link: CoreLink;
     try {
       link = await coreLink(core, { token, clientName: 'gymwire-mcp-http', remoteAddress: req.socket.remoteAddress ?? 'mcp' });
@@ -128,6 +161,19 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
       }
       const message = err instanceof Error ? err.message : String(err);
       return jsonRpcError(res, 503, -32603, `gymwire refused the connection: ${message}`);
+    }
+    // From here to caps.add() nothing awaits: concurrent initializes cannot all pass one check.
+    const caller = callerOf(req.socket.remoteAddress);
+    const room = caps.makeRoom(caller);
+    if (room.kind === 'refused') {
+      link.close();
+      log.warn({ caller, held: caps.held(caller), total: caps.size }, 'MCP initialize refused: sessions full');
+      return jsonRpcError(res, room.status, -32000, room.message);
+    }
+    for (const victim of room.evict) {
+      const reason = victim.caller === caller ? 'evicted: its caller opened another one past the per-caller cap' : 'evicted: the endpoint is full';
+      log.info({ mcp_session: victim.id, caller: victim.caller, reason }, 'MCP session evicted');
+      void end(victim, reason);
     }
     const mcp = new GymwireMcp(link, { logger: log });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
@@ -140,8 +186,9 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
         log.debug({ mcp_session: id, conn_token: token !== undefined }, 'MCP session opened');
       },
     });
-    const s: McpSession = { id: null, token, link, mcp, transport, lastActive: Date.now(), busy: 1, ended: null };
+    const s: McpSession = { id: null, caller, token, link, mcp, transport, lastActive: Date.now(), busy: 1, ended: null };
     starting.add(s);
+    caps.add(s);
     link.onEvent = (event) => mcp.handleEvent(event);
     link.onClose = (reason) => void end(s, `gymwire connection closed: ${reason}`);
     transport.onclose = () => void end(s, 'closed by the client');
@@ -162,6 +209,13 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
       return jsonRpcError(res, 403, -32000, `Forbidden: Origin ${origin} may not use this endpoint (DNS-rebinding protection); allow it with gymwire serve --mcp-allow-origin ${origin}`);
     }
     const token = bearerToken(req);
+    // Before anything is read or allocated for the request: an unauthenticated body costs nothing.
+    if (!core.authorizes(token)) {
+      res.setHeader('WWW-Authenticate', 'Bearer realm="gymwire"');
+      const why = token === undefined ? 'this server needs an auth token' : 'the auth token is wrong';
+      drainThenClose(req, res);
+      return jsonRpcError(res, 401, -32001, `Unauthorized: ${why}; send Authorization: Bearer <token>`);
+    }
     const sid = req.headers['mcp-session-id'];
     if (typeof sid !== 'string') {
       if (req.method !== 'POST') return jsonRpcError(res, 400, -32000, 'Bad Request: no Mcp-Session-Id header; start with an initialize POST');
@@ -177,12 +231,15 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
     if (counts) s.busy++;
     s.lastActive = Date.now();
     try {
-      await s.transport.handleRequest(req, res);
+      if (counts) {
+        const read = await readBody(req, res);
+        if (read) await s.transport.handleRequest(req, res, read.value);
+      } else await s.transport.handleRequest(req, res);
     } finally {
       if (counts) s.busy--;
       s.lastActive = Date.now();
     }
-  });
+  }, { checksOrigin: true });
 
   return {
     path,
@@ -194,21 +251,6 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
       await Promise.all([...sessions.values(), ...starting].map((s) => end(s, 'the MCP endpoint closed')));
     },
   };
-}
-
-async function readJson(req: IncomingMessage, maxBytes: number): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.byteLength;
-    if (size > maxBytes) return undefined;
-    chunks.push(chunk);
-  }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-  } catch {
-    return undefined;
-  }
 }
 
 function jsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {

@@ -5,7 +5,7 @@
  * import { mountMcp } from './server/mcp/index.ts';
  * const server = await startServer({ port: 0, mountRoutes: (routes, core) => mountMcp(routes, core) });
  */
-export { mountMcp } from './http.ts';
+export { MCP_DEFAULTS, mountMcp } from './http.ts';
 export type { McpEndpoint, McpHttpOptions } from './http.ts';
 export { coreLink } from './link.ts';
 export type { CoreLink, GymwireLink } from './link.ts';

@@ -131,9 +131,14 @@ export class UwsTransport implements ServerTransport {
     return { port };
   }
 
-  async close(): Promise<void> {
+  /** Closes the listening socket at once; open connections stay until the core has drained and closed them. */
+  stopAccepting(): void {
     if (this.listenSocket && this.uws) this.uws.us_listen_socket_close(this.listenSocket);
     this.listenSocket = null;
+  }
+
+  async close(): Promise<void> {
+    this.stopAccepting();
     for (const ws of [...this.sockets]) {
       const data = ws.getUserData();
       if (!data.closed) ws.close();

@@ -49,6 +49,8 @@ export class WsTransport implements ServerTransport {
   private wss: WebSocketServer | null = null;
   private heartbeat: NodeJS.Timeout | null = null;
   private readonly tracked = new Set<Tracked>();
+  /** Resolves when the HTTP server has closed, once stopAccepting ran. */
+  private stopped: Promise<void> | null = null;
 
   /** @param routes HTTP routes to serve besides the WebSocket upgrade (defaults to /healthz and /metrics). */
   constructor(private readonly routes?: HttpRoutes) {}
@@ -157,14 +159,21 @@ export class WsTransport implements ServerTransport {
     return { port: typeof addr === 'object' && addr ? addr.port : opts.port };
   }
 
+  /** Closes the listening socket at once; open connections stay until the core has drained and closed them. */
+  stopAccepting(): void {
+    const http = this.http;
+    if (!http || this.stopped) return;
+    this.stopped = new Promise<void>((resolve) => http.close(() => resolve()));
+  }
+
   async close(): Promise<void> {
     if (this.heartbeat) clearInterval(this.heartbeat);
     for (const t of this.tracked) t.ws.terminate();
     this.wss?.close();
-    const http = this.http;
-    if (http) {
-      http.closeAllConnections?.();
-      await new Promise<void>((resolve) => http.close(() => resolve()));
+    if (this.http) {
+      this.stopAccepting();
+      this.http.closeAllConnections?.();
+      await this.stopped;
     }
     this.http = null;
   }

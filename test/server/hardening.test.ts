@@ -23,6 +23,7 @@ import { PROTOCOL_VERSION } from '../../protocol/messages.ts';
 import { PRE_HELLO_MAX_FRAME_BYTES } from '../../server/admission.ts';
 import { startServer } from '../../server/index.ts';
 import type { RunningServer, ServerOptions } from '../../server/index.ts';
+import { mountMcp } from '../../server/mcp/index.ts';
 import { mountViewer } from '../../server/viewer/index.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -231,11 +232,13 @@ describe.each(NET_TRANSPORTS)('origins, hosts and paths (%s)', (transport) => {
     }));
 });
 
-describe('viewer routes', () => {
-  it("Host: evil.example cannot read the viewer's session list", () =>
-    withServer({ transport: 'ws', mountRoutes: (routes, core) => mountViewer(routes, core) }, async (srv) => {
+describe('mounted routes (viewer, MCP)', () => {
+  it("Host: evil.example cannot read the viewer's session list or reach /mcp", () =>
+    withServer({ transport: 'ws', mountRoutes: (routes, core) => (mountViewer(routes, core), void mountMcp(routes, core)) }, async (srv) => {
       expect((await get(srv.port, '/api/sessions', { host: 'evil.example' })).status).toBe(403);
       expect((await get(srv.port, '/api/sessions', { host: `127.0.0.1:${srv.port}` })).status).toBe(200);
+      expect((await get(srv.port, '/api/sessions', { host: `127.0.0.1:${srv.port}`, origin: 'https://evil.example' })).status).toBe(403);
+      expect((await get(srv.port, '/mcp', { host: 'evil.example' })).status).toBe(403);
     }));
 });
 

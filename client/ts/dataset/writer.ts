@@ -9,8 +9,14 @@
  * await writer.ready();
  * writer.add(episode);
  * const manifest = await writer.close({ policy: 'random' });
+ *
+ * A failed write (a full disk, a vanished directory) stops the writer: `ready()` rejects, later
+ * episodes are dropped, and `close()` removes the part file being written, writes the episodes
+ * table and manifest for the finished parts (each stays readable) and rejects with a
+ * {@link DatasetWriteError}.
  */
 import { createWriteStream } from 'node:fs';
+import type { WriteStream } from 'node:fs';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { once } from 'node:events';
@@ -78,6 +84,22 @@ export interface WriterOptions {
 /** The files a dataset directory holds (docs/datasets.md). */
 const DATASET_FILE = /^(dataset\.json|episodes\.arrow|steps-\d+\.arrow)$/;
 
+/**
+ * Writing the dataset failed (e.g. ENOSPC). `kept` lists the finished steps files (readable, and in
+ * the manifest when it could still be written); `removed` is the part file that was being written.
+ */
+export class DatasetWriteError extends Error {
+  override readonly name = 'DatasetWriteError';
+  constructor(
+    message: string,
+    readonly kept: string[],
+    readonly removed: string | null,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
 /** `TrajectoryWriter.create` was pointed at a directory that already holds a dataset. */
 export class DatasetExistsError extends Error {
   override readonly name = 'DatasetExistsError';
@@ -103,6 +125,7 @@ export interface DatasetManifest {
 interface Part {
   name: string;
   writer: RecordBatchFileWriter;
+  out: WriteStream;
   pump: Promise<void>;
   rows: number;
 }
@@ -232,9 +255,9 @@ export class TrajectoryWriter {
     return new Promise((resolve, reject) => this.waiters.push(() => (this.failure ? reject(this.failure) : resolve())));
   }
 
-  /** Queues an episode; its rows are written contiguously. */
+  /** Queues an episode; its rows are written contiguously. After a failed write it is dropped (close() reports the failure). */
   add(ep: EpisodeRecord): void {
-    if (this.failure) throw this.failure;
+    if (this.failure) return;
     this.queue.push(ep);
     this.queuedSteps += ep.steps.length;
     this.draining ??= this.drain().finally(() => (this.draining = null));
@@ -248,10 +271,63 @@ export class TrajectoryWriter {
   /** Writes what is queued, the episodes table and dataset.json; returns the manifest. */
   async close(meta: { policy: string; servers?: string[]; sessions?: number }): Promise<DatasetManifest> {
     while (this.draining) await this.draining;
-    if (this.failure) throw this.failure;
-    await this.flushBuffer();
-    if (this.files.length === 0) this.startPart(); // an empty steps file still carries the schema
-    await this.finishPart();
+    if (!this.failure) {
+      try {
+        await this.flushBuffer();
+        if (this.files.length === 0) this.startPart(); // an empty steps file still carries the schema
+        await this.finishPart();
+      } catch (err) {
+        this.fail(err);
+      }
+    }
+    if (this.failure) return this.closeAfterFailure(this.failure, meta);
+    return this.writeTables(meta);
+  }
+
+  /** Removes the part being written, keeps the finished ones readable and listed, then rejects. */
+  private async closeAfterFailure(failure: Error, meta: { policy: string; servers?: string[]; sessions?: number }): Promise<never> {
+    const broken = this.part;
+    this.part = null;
+    if (broken) {
+      broken.out.destroy();
+      // Finishing the Arrow writer ends the pump's wait for its next chunk (the pump then stops at the failure).
+      try {
+        broken.writer.finish();
+      } catch {
+        // already finished
+      }
+      await broken.pump.catch(() => {});
+      await rm(join(this.dir, broken.name), { force: true }).catch(() => {});
+      this.files.splice(this.files.indexOf(broken.name), 1);
+      // Its episodes went with it: the table and the counts describe only what is on disk.
+      for (let i = this.episodes.length - 1; i >= 0; i--) {
+        const e = this.episodes[i]!;
+        if (e.file !== broken.name) continue;
+        this.episodes.splice(i, 1);
+        this.counts.steps -= e.steps;
+        this.counts.episodes -= 1;
+        this.counts[e.status as EpisodeStatus] -= 1;
+      }
+    }
+    let tables = 'the episodes table and dataset.json list them';
+    if (this.files.length > 0) {
+      try {
+        await this.writeTables(meta);
+      } catch (err) {
+        tables = `the episodes table and dataset.json could not be written either (${(err as Error).message})`;
+      }
+    } else tables = 'no steps file was finished, so no dataset was written';
+    const kept = [...this.files];
+    throw new DatasetWriteError(
+      `writing the dataset in ${this.dir} failed: ${failure.message}; ${kept.length} finished steps file(s) kept (${this.counts.episodes} episodes), ${tables}${broken ? `; the unfinished ${broken.name} was removed` : ''}`,
+      kept,
+      broken?.name ?? null,
+      { cause: failure },
+    );
+  }
+
+  /** Writes the episodes table and dataset.json for the steps files written so far. */
+  private async writeTables(meta: { policy: string; servers?: string[]; sessions?: number }): Promise<DatasetManifest> {
     const epSchema = new Schema([
       new Field('episode_id', new Int64(), false),
       new Field('session', new Utf8(), false),
@@ -298,15 +374,26 @@ export class TrajectoryWriter {
   private async drain(): Promise<void> {
     try {
       while (this.queue.length > 0) {
+        if (this.failure) {
+          // Nothing more reaches the disk; close() reports why.
+          this.queue.length = 0;
+          this.queuedSteps = 0;
+          break;
+        }
         const ep = this.queue.shift()!;
         await this.writeEpisode(ep);
         this.queuedSteps -= ep.steps.length;
         this.wake();
       }
     } catch (err) {
-      this.failure = err instanceof Error ? err : new Error(String(err));
-      this.wake(true);
+      this.fail(err);
     }
+  }
+
+  /** Records the first failure and releases everyone waiting in ready(). */
+  private fail(err: unknown): void {
+    this.failure ??= err instanceof Error ? err : new Error(String(err));
+    this.wake(true);
   }
 
   private wake(all = false): void {
@@ -375,14 +462,21 @@ export class TrajectoryWriter {
     const writer = new RecordBatchFileWriter();
     writer.reset(undefined, this.schema);
     const out = createWriteStream(join(this.dir, name));
+    // A write error may come while the pump waits for the next chunk: record it at once (no
+    // 'error' listener would crash the process) and let the pump end instead of waiting forever.
+    const broken = new Promise<never>((_, reject) => out.once('error', reject));
+    broken.catch((err: unknown) => this.fail(err));
     const pump = (async () => {
       for await (const chunk of writer) {
-        if (!out.write(chunk)) await once(out, 'drain');
+        if (this.failure) return;
+        if (!out.write(chunk)) await Promise.race([once(out, 'drain'), broken]);
       }
       out.end();
-      await once(out, 'finish');
+      await Promise.race([once(out, 'finish'), broken]);
     })();
-    this.part = { name, writer, pump, rows: 0 };
+    // Its failure is reported through this.failure (ready(), close()), never as an unhandled rejection.
+    pump.catch((err: unknown) => this.fail(err));
+    this.part = { name, writer, out, pump, rows: 0 };
     return this.part;
   }
 
@@ -396,10 +490,12 @@ export class TrajectoryWriter {
   }
 
   private async finishPart(): Promise<void> {
-    if (!this.part) return;
     const part = this.part;
-    this.part = null;
+    if (!part) return;
     part.writer.finish();
     await part.pump;
+    if (this.failure) throw this.failure;
+    // Only a part whose every byte reached the file stops being the one a failure removes.
+    this.part = null;
   }
 }

@@ -14,7 +14,9 @@
  * incomplete, `'discard'` drops them (counted in the manifest). A dropped connection is
  * resumed by the client (steps in flight are answered once, never applied twice); when the server no
  * longer has the sessions, their running episodes are written as incomplete and fresh sessions are
- * made on the reconnected server.
+ * made on the reconnected server. A server gone for good (the client gave up reconnecting: the
+ * server did not come back within the client's reconnect timeout) ends the rollout with a
+ * {@link ServerLostError}, running episodes kept as incomplete.
  *
  * @example
  * const rollout = new Rollout({ envId: 'gymwire/CartPole-v1', targets: [{ client, url, sessions: 64 }], policy, episodes: 1000, writer });
@@ -29,12 +31,31 @@ import { unstack } from './batch.ts';
 
 export type PartialMode = 'finish' | 'keep' | 'discard';
 
-/** Errors meaning "the server no longer has this session" (as opposed to a bad action or a bug). */
-const SESSION_LOSS = new Set(['SESSION_LOST', 'CONNECTION_LOST', 'CLOSED', 'ENV_ERR_UNKNOWN_SESSION', 'ENV_ERR_SHUTTING_DOWN']);
+/**
+ * Errors meaning "the server no longer has this session": fresh sessions replace it once the client
+ * has reconnected (a restarted server).
+ */
+const SESSION_LOSS = new Set(['SESSION_LOST', 'SERVER_SHUTDOWN', 'ENV_ERR_UNKNOWN_SESSION', 'ENV_ERR_SHUTTING_DOWN']);
+/** Errors meaning "the server is gone for good" (reconnecting gave up, or the client was closed): the rollout fails. */
+const SERVER_GONE = new Set(['CONNECTION_LOST', 'CLOSED']);
 
-function isSessionLoss(err: unknown): boolean {
+function codeOf(err: unknown): string | null {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && SESSION_LOSS.has(code);
+  return typeof code === 'string' ? code : null;
+}
+
+const isSessionLoss = (err: unknown) => SESSION_LOSS.has(codeOf(err) ?? '');
+const isServerGone = (err: unknown) => SERVER_GONE.has(codeOf(err) ?? '');
+
+/** A rollout ended because one of its servers went away for good (the episodes it ran are kept as incomplete). */
+export class ServerLostError extends Error {
+  override readonly name = 'ServerLostError';
+  constructor(
+    readonly url: string,
+    cause: unknown,
+  ) {
+    super(`lost the server at ${url}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
 }
 
 export interface RolloutTarget {
@@ -327,6 +348,7 @@ export class Rollout {
     try {
       r = await target.client.request('step_batch', { session_ids: slots.map((s) => s.env.sessionId), actions, autoreset_mode: 'same_step' });
     } catch (err) {
+      if (isServerGone(err)) throw new ServerLostError(target.url, err);
       if (!isSessionLoss(err)) throw err;
       await this.onLostSessions(target, slots, err as Error);
       return;
@@ -387,7 +409,8 @@ export class Rollout {
       try {
         const rr = await s.env.reset();
         this.beginEpisode(s, rr.obs, rr.info, null);
-      } catch {
+      } catch (err) {
+        if (isServerGone(err)) throw new ServerLostError(target.url, err);
         s.lost = true;
         this.lost++;
       }
@@ -415,7 +438,8 @@ export class Rollout {
           const r = await env.reset();
           this.beginEpisode(s, r.obs, r.info, null);
         }
-      } catch {
+      } catch (err) {
+        if (isServerGone(err)) throw new ServerLostError(target.url, err);
         this.lost++;
       }
     }

@@ -26,6 +26,7 @@ from .errors import (
     RequestTimeoutError,
     SdkError,
     ServerError,
+    ServerShutdownError,
     SessionLostError,
     VersionMismatchError,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "RequestTimeoutError",
     "SdkError",
     "ServerError",
+    "ServerShutdownError",
     "SessionLostError",
     "ToolEnvironment",
     "ToolSet",

@@ -51,7 +51,10 @@ class AsyncClient:
 
     Options: ``token`` (auth), ``request_timeout`` (seconds per request, default 120; ``None``
     disables), ``reconnect`` (default True), ``reconnect_timeout`` (give up after, default 60 s),
-    ``connect_timeout`` (default 10 s), ``on_event`` (called with server events and
+    ``connect_timeout`` (default 10 s), ``keepalive_interval`` (send a WebSocket ping this often, in
+    seconds, default 15; ``None`` turns keepalive off) and ``keepalive_timeout`` (a ping unanswered
+    this long, default 30 s, drops the connection, which is then reconnected and resumed: a link
+    that went silent without a FIN or RST is noticed), ``on_event`` (called with server events and
     ``{"type": "reconnected"|"disconnected", ...}``), ``protocol_version`` (for tests).
     """
 
@@ -66,6 +69,8 @@ class AsyncClient:
         reconnect_timeout: float = 60.0,
         reconnect_delay: float = 0.05,
         connect_timeout: float = 10.0,
+        keepalive_interval: float | None = 15.0,
+        keepalive_timeout: float = 30.0,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         protocol_version: int = PROTOCOL_VERSION,
     ) -> None:
@@ -77,6 +82,8 @@ class AsyncClient:
         self.reconnect_timeout = reconnect_timeout
         self.reconnect_delay = reconnect_delay
         self.connect_timeout = connect_timeout
+        self.keepalive_interval = keepalive_interval
+        self.keepalive_timeout = keepalive_timeout
         self.on_event = on_event
         self.protocol_version = protocol_version
         self._ws: ClientConnection | None = None
@@ -88,6 +95,12 @@ class AsyncClient:
         self._envs: dict[str, Any] = {}
         self._reconnecting: asyncio.Task[None] | None = None
         self._readers: set[asyncio.Task[None]] = set()
+        #: Set from the server's ``shutdown`` event until a reconnect succeeds: requests for its (gone)
+        #: sessions raise it at once.
+        self._shutdown_error: E.ServerShutdownError | None = None
+        #: Set when the server's shutdown closed the client (no reconnects): later requests raise it
+        #: rather than ClientClosedError.
+        self._closed_by: E.SdkError | None = None
 
     @classmethod
     async def connect(cls, url: str, **opts: Any) -> AsyncClient:
@@ -140,7 +153,9 @@ class AsyncClient:
     async def request(self, type: str, fields: dict[str, Any], timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
         """Sends one request and waits for its result (requests may be pipelined)."""
         if self._state == "closed":
-            raise E.ClientClosedError("the client is closed")
+            raise self._closed_by or E.ClientClosedError("the client is closed")
+        if self._shutdown_error is not None and ("session_id" in fields or "session_ids" in fields):
+            raise self._shutdown_error
         timeout = self.request_timeout if timeout is ... else timeout
         rid = self._next_id
         self._next_id += 1
@@ -169,10 +184,9 @@ class AsyncClient:
 
     async def close(self) -> None:
         """Closes the connection; the server reaps this client's sessions after its grace period."""
-        if self._state == "closed":
-            return
-        self._state = "closed"
-        self._fail_all(E.ClientClosedError("the client was closed"))
+        if self._state != "closed":
+            self._state = "closed"
+            self._fail_all(E.ClientClosedError("the client was closed"))
         if self._reconnecting is not None:
             self._reconnecting.cancel()
         ws, self._ws = self._ws, None
@@ -211,7 +225,18 @@ class AsyncClient:
     async def _dial(self) -> ClientConnection:
         try:
             ws = await asyncio.wait_for(
-                ws_connect(self.url, compression=None, max_size=None, open_timeout=self.connect_timeout, ping_interval=None),
+                ws_connect(
+                    self.url,
+                    compression=None,
+                    max_size=None,
+                    open_timeout=self.connect_timeout,
+                    # websockets' keepalive: a ping unanswered within ping_timeout fails the connection,
+                    # and the reader then reconnects and resumes as after any other drop.
+                    ping_interval=self.keepalive_interval,
+                    ping_timeout=self.keepalive_timeout,
+                    # The closing handshake of a dead link cannot complete: do not wait long for it.
+                    close_timeout=min(self.keepalive_timeout, 5.0),
+                ),
                 self.connect_timeout,
             )
         except (OSError, asyncio.TimeoutError, websockets.exceptions.WebSocketException) as err:
@@ -291,6 +316,8 @@ class AsyncClient:
         if kind == "event":
             if msg.get("event") == "session_closed" and msg.get("session_id") in self._envs:
                 self._envs[msg["session_id"]].mark_closed(msg.get("reason", ""))
+            if msg.get("event") == "shutdown" and self._state != "closed":
+                self._on_server_shutdown(str(msg.get("reason") or ""))
             self._emit(msg)
             return
         rid = msg.get("id")
@@ -315,13 +342,24 @@ class AsyncClient:
             except Exception:  # noqa: BLE001 - a user callback must not break the connection
                 pass
 
+    def _on_server_shutdown(self, reason: str) -> None:
+        # The server answered everything in flight before its shutdown event and closes next, taking
+        # its sessions with it: what still waits, and any request for a session, fails now instead of
+        # after a timeout. The client still reconnects (a restarted server takes new sessions);
+        # requests that need no session wait for that, up to reconnect_timeout.
+        self._shutdown_error = E.ServerShutdownError(f"the server shut down{f' ({reason})' if reason else ''}; its sessions are gone", {"reason": reason})
+        for env in list(self._envs.values()):
+            env.mark_closed("the server shut down")
+        self._fail_all(self._shutdown_error)
+
     def _on_disconnect(self, code: int, reason: str) -> None:
         if self._state == "closed":
             return
         self._emit({"type": "disconnected", "code": code, "reason": reason})
         if not self.reconnect or code in FATAL_CLOSE_CODES or self._state == "connecting":
             self._state = "closed"
-            self._fail_all(E.ConnectionLostError(f"connection closed ({code}{': ' + reason if reason else ''})", {"code": code}))
+            self._closed_by = self._shutdown_error
+            self._fail_all(self._shutdown_error or E.ConnectionLostError(f"connection closed ({code}{': ' + reason if reason else ''})", {"code": code}))
             return
         self._state = "reconnecting"
         if self._reconnecting is None:
@@ -350,6 +388,7 @@ class AsyncClient:
                     continue
                 self._accept_welcome(welcome)
                 self._state = "open"
+                self._shutdown_error = None
                 if not welcome.get("resumed"):
                     # The server forgot us (restarted, or the grace period passed): sessions are gone.
                     for env in list(self._envs.values()):

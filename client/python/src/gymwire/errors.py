@@ -46,6 +46,12 @@ class ConnectionLostError(SdkError):
     code = "CONNECTION_LOST"
 
 
+class ServerShutdownError(ConnectionLostError):
+    """The server said it is shutting down (its ``shutdown`` event): its sessions are gone."""
+
+    code = "SERVER_SHUTDOWN"
+
+
 class SessionLostError(ConnectionLostError):
     """Reconnected, but the server no longer had this client's sessions."""
 

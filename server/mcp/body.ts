@@ -1,0 +1,79 @@
+/**
+ * Reading an MCP request body with a bound: a declared Content-Length past the bound is refused
+ * before a byte is read, and a body that grows past it while streaming stops being read (what
+ * arrived is dropped), so a refused body costs at most the bound in memory.
+ *
+ * @example
+ * const body = await readBoundedJson(req, 4 * 1024 * 1024);
+ * if (body.kind === 'too_large') return refuse(413);
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+export type BoundedBody = { kind: 'json'; value: unknown } | { kind: 'too_large' } | { kind: 'not_json' };
+
+/** Reads the whole body as JSON unless it is larger than `maxBytes`. */
+export function readBoundedJson(req: IncomingMessage, maxBytes: number): Promise<BoundedBody> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) return Promise.resolve({ kind: 'too_large' });
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size > maxBytes) {
+        stop();
+        // Paused, not destroyed: the socket must stay open to carry the 413.
+        req.pause();
+        chunks.length = 0;
+        resolve({ kind: 'too_large' });
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      stop();
+      try {
+        resolve({ kind: 'json', value: JSON.parse(Buffer.concat(chunks, size).toString('utf8')) as unknown });
+      } catch {
+        resolve({ kind: 'not_json' });
+      }
+    };
+    const onError = (err: Error) => {
+      stop();
+      reject(err);
+    };
+    // A client that goes away mid-body may close the request without an error.
+    const onClose = () => onError(new Error('the client closed the request before its body ended'));
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
+}
+
+/** How long a refused request's unread body is drained before its connection is closed. */
+export const DRAIN_MS = 2000;
+
+/**
+ * For an answer that leaves the body unread (401, 413): once the answer is written, what the
+ * client still sends is read and dropped (no memory) for up to `ms`, so the client reads the
+ * answer instead of a connection reset, and then the connection is closed unless the body ended.
+ * Call it before ending the response.
+ */
+export function drainThenClose(req: IncomingMessage, res: ServerResponse, ms = DRAIN_MS): void {
+  res.once('finish', () => {
+    if (req.complete) return;
+    const timer = setTimeout(() => req.socket.destroy(), ms);
+    timer.unref();
+    const done = () => clearTimeout(timer);
+    req.once('end', done);
+    req.once('close', done);
+    req.resume();
+  });
+}

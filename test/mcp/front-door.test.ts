@@ -1,0 +1,143 @@
+/**
+ * The /mcp front door under the probes of issue 23: bodies are read only after the token check and
+ * never past the bound, and one caller filling its session cap locks out nobody else.
+ */
+import { request } from 'node:http';
+
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterEach, describe, expect, it } from 'vitest';
+
+import { callOk, httpClient, startMcpServer } from './helpers.ts';
+import type { McpTestServer } from './helpers.ts';
+import { INITIALIZE, rawInitialize, rawPost, rawToolsList } from './raw-http.ts';
+
+const MiB = 1024 * 1024;
+const CARTPOLE = 'gymwire/CartPole-v1';
+/** Another caller on the same machine: Linux routes all of 127/8 to loopback. */
+const OTHER_CALLER = '127.0.0.2';
+
+let t: McpTestServer | null = null;
+const clients: Client[] = [];
+afterEach(async () => {
+  await Promise.allSettled(clients.splice(0).map((c) => c.close()));
+  await t?.server.close();
+  t = null;
+});
+
+async function client(token?: string): Promise<Client> {
+  const c = await httpClient(t!.mcpUrl, token);
+  clients.push(c);
+  return c;
+}
+
+describe('MCP request bodies', () => {
+  it('answers a request without the token with 401 before reading its body', async () => {
+    t = await startMcpServer({ token: 'sekret' });
+    // 64 MiB declared and nothing sent: only an answer from the headers alone can arrive.
+    for (const headers of [{ 'content-length': String(64 * MiB) }, { 'content-length': String(64 * MiB), authorization: 'Bearer wrong' }] as Record<string, string>[]) {
+      const answer = await rawPost(t.mcpUrl, { headers, withholdBody: true });
+      expect(answer.status).toBe(401);
+      expect(answer.headers['www-authenticate']).toMatch(/^Bearer/);
+      expect(JSON.parse(answer.body)).toMatchObject({ error: { code: -32001, message: expect.stringMatching(/^Unauthorized: /) } });
+    }
+    // A session id does not get past the token either.
+    const withSession = await rawPost(t.mcpUrl, { headers: { 'mcp-session-id': 'made-up', 'content-length': String(64 * MiB) }, withholdBody: true });
+    expect(withSession.status).toBe(401);
+    expect(t.server.core.connectionCount).toBe(0);
+  });
+
+  it('answers a declared length past the bound with 413 before reading the body', async () => {
+    t = await startMcpServer({ token: 'sekret', mcp: { maxBodyBytes: MiB } });
+    const answer = await rawPost(t.mcpUrl, { headers: { authorization: 'Bearer sekret', 'content-length': String(MiB + 1) }, withholdBody: true });
+    expect(answer.status).toBe(413);
+    expect(JSON.parse(answer.body)).toMatchObject({ error: { message: `Payload Too Large: the request body must not exceed ${MiB} bytes (gymwire serve --mcp-max-body-bytes)` } });
+    expect(t.endpoint.sessionCount).toBe(0);
+  });
+
+  it('stops reading a chunked body once it passes the bound, on initialize and on a session', async () => {
+    t = await startMcpServer({ mcp: { maxBodyBytes: MiB } });
+    const fresh = await rawPost(t.mcpUrl, { bodyBytes: 32 * MiB });
+    expect(fresh.status).toBe(413);
+    expect(fresh.sent).toBeLessThan(32 * MiB);
+    const c = await client();
+    const sid = (c.transport as { sessionId?: string }).sessionId!;
+    const onSession = await rawPost(t.mcpUrl, { bodyBytes: 32 * MiB, headers: { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' } });
+    expect(onSession.status).toBe(413);
+    // The session itself is unharmed, and bodies under the bound are served as before.
+    expect((await callOk(c, 'list_envs')).envs).toBeInstanceOf(Array);
+    expect(await rawPost(t.mcpUrl, { json: INITIALIZE }).then((a) => a.status)).toBe(200);
+  });
+
+  it('lets go of a request whose client leaves mid-body', async () => {
+    t = await startMcpServer();
+    const gone = request(t.mcpUrl, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' } });
+    gone.on('error', () => {});
+    gone.write('{"jsonrpc": "2.0", "id": 1, "method": "initia');
+    await new Promise((r) => setTimeout(r, 100));
+    gone.destroy();
+    expect(await rawPost(t.mcpUrl, { json: INITIALIZE }).then((a) => a.status)).toBe(200);
+    expect(t.endpoint.sessionCount).toBe(1);
+  });
+
+  it('answers a body that is not JSON with a JSON-RPC parse error', async () => {
+    t = await startMcpServer();
+    const answer = await rawPost(t.mcpUrl, { bodyBytes: 1000 });
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body)).toMatchObject({ error: { code: -32700 } });
+  });
+});
+
+describe('MCP session caps', () => {
+  it('makes a caller past its cap give up its own least recently used idle session, locking out nobody else', async () => {
+    t = await startMcpServer({ mcp: { maxSessionsPerCaller: 3 } });
+    const opened: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const init = await rawInitialize(t.mcpUrl, { localAddress: OTHER_CALLER });
+      expect(init.status).toBe(200);
+      opened.push(init.sessionId!);
+    }
+    expect(t.endpoint.sessionCount).toBe(3);
+    // The oldest ones were ended; the newest three live.
+    expect(await rawToolsList(t.mcpUrl, opened[0]!, { localAddress: OTHER_CALLER })).toBe(404);
+    for (const sid of opened.slice(-3)) expect(await rawToolsList(t.mcpUrl, sid, { localAddress: OTHER_CALLER })).toBe(200);
+    // Another caller is not affected by the first one's sessions.
+    const c = await client();
+    const id = (await callOk(c, 'make_env', { env_id: CARTPOLE })).session_id as string;
+    await callOk(c, 'reset', { session_id: id, seed: 1 });
+    expect(await callOk(c, 'step', { session_id: id, action: 0 })).toMatchObject({ reward: 1 });
+    expect(t.endpoint.sessionCount).toBe(4);
+  });
+
+  it('holds the cap against concurrent initializes from one caller', async () => {
+    t = await startMcpServer({ mcp: { maxSessionsPerCaller: 3 } });
+    const answers = await Promise.all(Array.from({ length: 20 }, () => rawInitialize(t!.mcpUrl, { localAddress: OTHER_CALLER })));
+    for (const a of answers) expect([200, 429]).toContain(a.status);
+    expect(answers.filter((a) => a.status === 200).length).toBeGreaterThanOrEqual(3);
+    expect(t.endpoint.sessionCount).toBeLessThanOrEqual(3);
+    await expect.poll(() => t!.server.core.connectionCount).toBeLessThanOrEqual(3);
+  });
+
+  it('keeps the global cap by taking an idle session from the caller holding the most', async () => {
+    t = await startMcpServer({ mcp: { maxSessions: 4, maxSessionsPerCaller: 3 } });
+    const heavy: string[] = [];
+    for (let i = 0; i < 3; i++) heavy.push((await rawInitialize(t.mcpUrl, { localAddress: OTHER_CALLER })).sessionId!);
+    const first = await client();
+    const second = await client();
+    expect(t.endpoint.sessionCount).toBe(4);
+    // The heavy caller's least recently used session gave way; the light caller's first one did not.
+    expect(await rawToolsList(t.mcpUrl, heavy[0]!, { localAddress: OTHER_CALLER })).toBe(404);
+    expect(await rawToolsList(t.mcpUrl, heavy[2]!, { localAddress: OTHER_CALLER })).toBe(200);
+    for (const c of [first, second]) expect((await callOk(c, 'list_envs')).envs).toBeInstanceOf(Array);
+  });
+
+  it('closes the gymwire sessions of an evicted MCP session', async () => {
+    t = await startMcpServer({ mcp: { maxSessionsPerCaller: 1 } });
+    const c = await client();
+    await callOk(c, 'make_env', { env_id: CARTPOLE });
+    expect(t.server.core.sessionCount).toBe(1);
+    await client();
+    expect(t.endpoint.sessionCount).toBe(1);
+    await expect.poll(() => t!.server.core.sessionCount).toBe(0);
+    await expect(c.callTool({ name: 'list_envs', arguments: {} })).rejects.toThrow(/404|Session not found/);
+  });
+});
