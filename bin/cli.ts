@@ -3,6 +3,7 @@
  */
 import { Command } from 'commander';
 
+import { GYMWIRE_VERSION } from '../protocol/version.ts';
 import { registerCheck } from './commands/check.ts';
 import { registerEnvs } from './commands/envs.ts';
 import { registerEval } from './commands/eval.ts';
@@ -13,7 +14,7 @@ import { registerServe } from './commands/serve.ts';
 export function buildProgram(): Command {
   const program = new Command('gymwire')
     .description('Gymnasium-compatible environments over WebSockets')
-    .version('0.1.0')
+    .version(GYMWIRE_VERSION)
     .showHelpAfterError();
   registerServe(program);
   registerEnvs(program);

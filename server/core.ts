@@ -31,6 +31,7 @@ import { AUTORESET_MODES, PROTOCOL_VERSION, REQUEST_SCHEMAS, SUPPORTED_PROTOCOL_
 import type { Limits, RequestOf, RequestType, ResultOf, ServerEvent } from '../protocol/messages.ts';
 import { contains, isPlainObject, spaceBytes, stackTensors } from '../protocol/spaces.ts';
 import { Tensor, TensorFormatError } from '../protocol/tensor.ts';
+import { GYMWIRE_VERSION } from '../protocol/version.ts';
 import { Admission, PRE_HELLO_MAX_FRAME_BYTES } from './admission.ts';
 import type { AdmissionLimits, AdmissionPass } from './admission.ts';
 import { boundDepartedReplies, MemoryBudget } from './budgets.ts';
@@ -58,7 +59,7 @@ export interface SessionSummary {
 }
 
 type RenderFrameOf = Tensor | string;
-export const SERVER_VERSION = '0.1.0';
+export const SERVER_VERSION = GYMWIRE_VERSION;
 
 export const DEFAULT_LIMITS: Limits = {
   max_frame_bytes: 64 * 1024 * 1024,

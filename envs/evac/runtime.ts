@@ -17,6 +17,7 @@
  * const { frames, probs } = await model.step({ context, actions, pose, noise });
  * await runtime.close();
  */
+import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
@@ -366,6 +367,7 @@ export class WorldModelRuntime {
   private ensureWorker(): Worker {
     if (this.closed) throw new Error('the world-model runtime is closed');
     if (this.worker) return this.worker;
+    assertOnnxRuntimeInstalled();
     const worker = startModuleWorker(new URL('./worker.ts', import.meta.url), import.meta.url);
     worker.on('message', (res: WorkerResponse) => {
       const w = this.waiting.get(res.id);
@@ -400,5 +402,21 @@ export class WorldModelRuntime {
     if (worker) await worker.terminate();
     this.worker = null;
     this.models.clear();
+  }
+}
+
+/**
+ * onnxruntime-node is an optional peer dependency of the package (its install script downloads CUDA
+ * libraries unless told not to), so a default install lacks it: say how to add it, before the
+ * worker fails to import it.
+ */
+function assertOnnxRuntimeInstalled(): void {
+  try {
+    createRequire(import.meta.url).resolve('onnxruntime-node');
+  } catch {
+    throw new Error(
+      'the EVAC world-model env needs onnxruntime-node, an optional peer dependency of gymwire: ' +
+        'install it next to gymwire with `ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node` (the variable skips its CUDA download; leave it out for CUDA)',
+    );
   }
 }

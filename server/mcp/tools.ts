@@ -27,6 +27,7 @@ import { z } from 'zod';
 
 import { ProtocolError } from '../../protocol/errors.ts';
 import type { ErrorCode } from '../../protocol/errors.ts';
+import { GYMWIRE_VERSION } from '../../protocol/version.ts';
 import {
   CloseRequestSchema,
   ExecuteRequestSchema,
@@ -147,7 +148,7 @@ export class GymwireMcp {
   ) {
     this.log = opts.logger ?? pino({ level: 'silent' });
     this.server = new Server(
-      { name: opts.name ?? 'gymwire', version: opts.version ?? '0.1.0' },
+      { name: opts.name ?? 'gymwire', version: opts.version ?? GYMWIRE_VERSION },
       {
         capabilities: { tools: { listChanged: true } },
         instructions:

@@ -15,13 +15,16 @@ import type * as UwsModule from 'uws';
 type Uws = typeof UwsModule;
 type UwsSocket = UwsModule.WebSocket<{ conn?: Connection; closed?: boolean }>;
 
-/** Loads uWebSockets.js, or explains how to get it. */
+/** @internal Loads uWebSockets.js, or explains how to get it (internal: its type is the optional peer `uws`). */
 export async function loadUws(): Promise<Uws> {
   try {
     const mod = (await import('uws')) as Uws & { default?: Uws };
     return mod.default ?? mod;
   } catch (err) {
-    throw new Error(`the uws transport needs the optional dependency "uws" (npm alias of @trufflesuite/uws-js-unofficial); install it with npm install, or use --transport ws (${(err as Error).message})`, { cause: err });
+    throw new Error(
+      `the uws transport needs uWebSockets.js, an optional peer dependency of gymwire: install it next to gymwire with \`npm install uws@npm:@trufflesuite/uws-js-unofficial@^20.30.0-unofficial.0\`, or use --transport ws (${(err as Error).message})`,
+      { cause: err },
+    );
   }
 }
 

@@ -17,6 +17,8 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$STAMP" 2>/dev/null || true)" != "$wan
   .venv/bin/python -c 'import site, sys; open(site.getsitepackages()[0] + "/gymwire-src.pth", "w").write(sys.argv[1] + "\n")' "$PWD/src"
   echo "$want" > "$STAMP"
 fi
+# --venv-only: make the venv (scripts/format.mjs takes ruff from it) and run nothing.
+[ "${1:-}" = "--venv-only" ] && exit 0
 
 set +e
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

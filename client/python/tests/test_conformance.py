@@ -181,7 +181,7 @@ def test_async_client_pipelines_requests(url: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# The remaining cases of test/conformance/suite.ts, at the wire level where the SDK would hide them.
+# The remaining cases of conformance/suite.ts, at the wire level where the SDK would hide them.
 
 
 async def _raw(url: str, frames: list[bytes], hello: bool = True) -> list[dict]:

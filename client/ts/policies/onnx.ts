@@ -20,6 +20,7 @@
  * const { actions, logProbs, values } = await policy.act(observations, { sessions });
  * await policy.close();
  */
+import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
 import type { InferenceSession, Tensor as OrtTensor } from 'onnxruntime-node';
@@ -183,6 +184,7 @@ export class OnnxPolicy implements Policy {
    */
   static async load(path: string, opts: OnnxPolicyOptions = {}): Promise<OnnxPolicy> {
     const thread = opts.thread ?? 'auto';
+    assertOnnxRuntimeInstalled();
     const worker = new Worker(new URL('./onnx-worker.mjs', import.meta.url), {
       workerData: { path, device: opts.device ?? 'cpu', deviceId: opts.deviceId ?? 0, threads: opts.threads ?? 1, probeRows: thread === 'auto' ? PROBE_ROWS : 0 },
     });
@@ -530,4 +532,19 @@ function toFloat64(data: ArrayLike<number | bigint>, n: number): Float64Array {
   const out = new Float64Array(n);
   for (let i = 0; i < n; i++) out[i] = Number(data[i]);
   return out;
+}
+
+/**
+ * onnxruntime-node is an optional peer dependency of the package (its install script downloads CUDA
+ * libraries unless told not to): say how to add it, before the worker fails to import it.
+ */
+function assertOnnxRuntimeInstalled(): void {
+  try {
+    createRequire(import.meta.url).resolve('onnxruntime-node');
+  } catch {
+    throw new Error(
+      'ONNX policies need onnxruntime-node, an optional peer dependency of gymwire: ' +
+        'install it next to gymwire with `ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node` (the variable skips its CUDA download; leave it out for CUDA)',
+    );
+  }
 }

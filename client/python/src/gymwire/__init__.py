@@ -3,7 +3,8 @@
 ``gymwire.make(url, env_id, **kwargs)`` returns a ``gymnasium.Env`` for a remote session;
 ``gymwire.make_vec(url, env_id, num_envs)`` a ``gymnasium.vector.VectorEnv`` stepping all its
 sessions in one frame; :class:`Client`/:class:`AsyncClient` share one connection between many
-sessions. See docs/python-sdk.md.
+sessions. Importing the package registers the bundled envs with Gymnasium, so
+``gymnasium.make("gymwire/CartPole-v1", url=...)`` works too. See docs/python-sdk.md.
 
 Example::
 
@@ -12,6 +13,7 @@ Example::
     obs, info = env.reset(seed=0)
 """
 
+from ._version import __version__
 from .client import PROTOCOL_VERSION, AsyncClient, Client
 from .dataset import DatasetExistsError, collect, episodes_to_arrays, load_dataset
 from .env import AsyncRemoteEnv, GymwireEnv, make
@@ -30,9 +32,10 @@ from .errors import (
 )
 from .policies import Policy, PolicyOutput, WaypointPID, make_policy, register_policy
 from .tools import ToolEnvironment, ToolSet
+from .registration import BUNDLED_ENV_IDS, register_bundled_envs, register_env, register_server_envs
 from .vector import AsyncRemoteVectorEnv, GymwireVectorEnv, make_vec
 
-__version__ = "0.1.0"
+register_bundled_envs()
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -66,4 +69,9 @@ __all__ = [
     "make_policy",
     "make_vec",
     "register_policy",
+    "BUNDLED_ENV_IDS",
+    "register_bundled_envs",
+    "register_env",
+    "register_server_envs",
+    "__version__",
 ]

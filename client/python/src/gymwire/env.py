@@ -109,7 +109,14 @@ class GymwireEnv(gym.Env[Any, Any]):
 
     Besides the Gymnasium API it offers ``tools`` (a :class:`~gymwire.tools.ToolSet` of OpenAI
     schemas with ``execute``), ``call_tool``, ``get_state``/``set_state`` and ``session_id``.
+
+    Envs made by :func:`gymwire.make` or ``gymnasium.make`` pickle (for ``AsyncVectorEnv`` and
+    other process pools): unpickling connects again and opens a new session of the same env with the
+    same kwargs, so the copy starts unreset, like a freshly made env.
     """
+
+    #: ``(url, env_id, kwargs, client_options)`` for pickling; set by :func:`make`.
+    reopen_args: tuple[str, str, dict[str, Any], dict[str, Any] | None] | None = None
 
     def __init__(self, client: Client, remote: AsyncRemoteEnv, *, owns_client: bool = False) -> None:
         self._client = client
@@ -178,6 +185,19 @@ class GymwireEnv(gym.Env[Any, Any]):
     def __repr__(self) -> str:
         return f"<GymwireEnv {self.env_id} session={self.session_id}>"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self.reopen_args is None:
+            raise TypeError(
+                f"{self!r} shares a Client made elsewhere and cannot be pickled; "
+                "make it with gymwire.make(url, env_id, ...) or gymnasium.make(env_id, url=...) to pickle it"
+            )
+        # The spec travels as state: gymnasium.make sets it after construction, and wrappers read it.
+        return (_reopen, self.reopen_args, {"spec": self.spec})
+
+
+def _reopen(url: str, env_id: str, kwargs: dict[str, Any], client_options: dict[str, Any] | None) -> GymwireEnv:
+    return make(url, env_id, client_options=client_options, **kwargs)
+
 
 def make(url: str, env_id: str, *, client_options: dict[str, Any] | None = None, **kwargs: Any) -> GymwireEnv:
     """Connects to ``url`` and makes a session of ``env_id`` with ``kwargs`` as a ``gymnasium.Env``.
@@ -185,4 +205,6 @@ def make(url: str, env_id: str, *, client_options: dict[str, Any] | None = None,
     The env owns its connection and closes it in ``close()``. ``client_options`` go to
     :class:`~gymwire.client.AsyncClient` (token, request_timeout, reconnect, ...).
     """
-    return with_owned_client(url, client_options, lambda c: GymwireEnv(c, c.run(c.aclient.make(env_id, kwargs)), owns_client=True))
+    env = with_owned_client(url, client_options, lambda c: GymwireEnv(c, c.run(c.aclient.make(env_id, kwargs)), owns_client=True))
+    env.reopen_args = (url, env_id, dict(kwargs), dict(client_options) if client_options is not None else None)
+    return env
