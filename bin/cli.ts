@@ -12,10 +12,7 @@ import { registerRollout } from './commands/rollout.ts';
 import { registerServe } from './commands/serve.ts';
 
 export function buildProgram(): Command {
-  const program = new Command('gymwire')
-    .description('Gymnasium-compatible environments over WebSockets')
-    .version(GYMWIRE_VERSION)
-    .showHelpAfterError();
+  const program = new Command('gymwire').description('Gymnasium-compatible environments over WebSockets').version(GYMWIRE_VERSION).showHelpAfterError();
   registerServe(program);
   registerEnvs(program);
   registerCheck(program);

@@ -9,7 +9,28 @@ import { REQUEST_TYPES } from '../protocol/messages.ts';
 import type { Random } from '../protocol/random.ts';
 import { Tensor } from '../protocol/tensor.ts';
 
-const FIELDS = ['id', 'type', 'session_id', 'session_ids', 'action', 'actions', 'seed', 'seeds', 'options', 'env_id', 'kwargs', 'autoreset_mode', 'tool', 'arguments', 'state', 'ack', 'token', 'protocol_version', 'payload', 'mode'];
+const FIELDS = [
+  'id',
+  'type',
+  'session_id',
+  'session_ids',
+  'action',
+  'actions',
+  'seed',
+  'seeds',
+  'options',
+  'env_id',
+  'kwargs',
+  'autoreset_mode',
+  'tool',
+  'arguments',
+  'state',
+  'ack',
+  'token',
+  'protocol_version',
+  'payload',
+  'mode',
+];
 const ENV_IDS = ['gymwire/CartPole-v1', 'gymwire/Conformance-v0', 'nope/Nothing-v0'];
 
 /** A random wire value, nested up to `depth` levels; `own` is a session id the fuzzer may hit. */
@@ -37,7 +58,10 @@ function value(rng: Random, own: string, depth = 2): unknown {
     case 9:
       return Uint8Array.from({ length: rng.integer(0, 40) }, () => rng.integer(0, 256));
     case 10:
-      return Tensor.zeros((['float32', 'float64', 'int64', 'uint8', 'bool'] as const)[rng.integer(0, 5)]!, Array.from({ length: rng.integer(0, 3) }, () => rng.integer(0, 4)));
+      return Tensor.zeros(
+        (['float32', 'float64', 'int64', 'uint8', 'bool'] as const)[rng.integer(0, 5)]!,
+        Array.from({ length: rng.integer(0, 3) }, () => rng.integer(0, 4)),
+      );
     case 11:
       return REQUEST_TYPES[rng.integer(0, REQUEST_TYPES.length)];
     case 12:

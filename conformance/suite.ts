@@ -175,7 +175,15 @@ function invalidActions(space: Space): { what: string; action: unknown }[] {
       const values = space.low.toNumbers().map((lo, i) => (i === 0 ? above : Number.isFinite(lo) ? lo : 0));
       out.push({ what: 'above high', action: Tensor.from(space.dtype, t.shape, values) });
     }
-    if (space.dtype.startsWith('float') && space.low.size) out.push({ what: 'NaN', action: Tensor.from(space.dtype, space.shape, space.low.toNumbers().map(() => Number.NaN)) });
+    if (space.dtype.startsWith('float') && space.low.size)
+      out.push({
+        what: 'NaN',
+        action: Tensor.from(
+          space.dtype,
+          space.shape,
+          space.low.toNumbers().map(() => Number.NaN),
+        ),
+      });
   } else if (space.type === 'discrete') {
     out.push({ what: 'out of range', action: space.start + space.n });
     out.push({ what: 'non-integer', action: space.start + 0.5 });
@@ -276,7 +284,12 @@ export const CASES: ConformanceCase[] = [
         4,
       );
       // {id: 6, t: <a tensor with dtype code 200>}
-      await expect('unknown dtype code', 'ENV_ERR_BAD_TENSOR', () => raw.sendBytes(new Uint8Array([0x82, 0xa2, 0x69, 0x64, 0x06, 0xa1, 0x74, 0xd5, 0x01, 200, 0])), 6);
+      await expect(
+        'unknown dtype code',
+        'ENV_ERR_BAD_TENSOR',
+        () => raw.sendBytes(new Uint8Array([0x82, 0xa2, 0x69, 0x64, 0x06, 0xa1, 0x74, 0xd5, 0x01, 200, 0])),
+        6,
+      );
       if (raw.transport.sendText) await expect('a text frame', 'ENV_ERR_BAD_FRAME', () => raw.transport.sendText!('{"id": 7, "type": "ping"}'));
       raw.send({ id: 9, type: 'ping', payload: 'still here' });
       const pong = await raw.next();
@@ -300,7 +313,7 @@ export const CASES: ConformanceCase[] = [
         check(made.type === 'result', `make failed: ${JSON.stringify(made.error)}`);
         own.push((made.result as { session_id: string }).session_id);
         raw.send({ id: id++, type: 'reset', session_id: own[i], seed: i });
-        check((await raw.next()).type === 'result', 'reset of the fuzzer\'s session failed');
+        check((await raw.next()).type === 'result', "reset of the fuzzer's session failed");
       }
       const rng = new Random(FUZZ_SEED);
       const action = sample(theirs.actionSpace, rng);
@@ -312,7 +325,10 @@ export const CASES: ConformanceCase[] = [
           const { code, message } = answer.error as { code: unknown; message: string };
           check(isErrorCode(code), `frame ${i}: ${String(code)} is not a protocol error code`);
           // Bad input is the client's fault: the server and the env must say so, not fault.
-          check(code !== 'ENV_ERR_INTERNAL' && code !== 'ENV_ERR_ENV_FAILURE', `frame ${i} (seed ${FUZZ_SEED}) made the server report its own fault: ${code}: ${message}`);
+          check(
+            code !== 'ENV_ERR_INTERNAL' && code !== 'ENV_ERR_ENV_FAILURE',
+            `frame ${i} (seed ${FUZZ_SEED}) made the server report its own fault: ${code}: ${message}`,
+          );
         }
         if (i % 50 === 0) {
           const r = await theirs.step(sample(theirs.actionSpace, rng));
@@ -329,7 +345,10 @@ export const CASES: ConformanceCase[] = [
     async run(ctx) {
       const c = await ctx.client();
       const envs = await c.listEnvs();
-      check(envs.some((e) => e.id === ctx.envId), `${ctx.envId} missing from list_envs`);
+      check(
+        envs.some((e) => e.id === ctx.envId),
+        `${ctx.envId} missing from list_envs`,
+      );
       const err = await expectCode(c.make('gymwire/NoSuchEnv-v0'), 'ENV_ERR_UNKNOWN_ENV', 'unknown env');
       check(Array.isArray(err.details.available), 'details.available missing');
       await expectCode(c.make(ctx.envId, { no_such_kwarg_for_conformance: 1 }), 'ENV_ERR_INVALID_KWARGS', 'bad kwargs');
@@ -407,7 +426,8 @@ export const CASES: ConformanceCase[] = [
       const end = await runEpisode(env, ctx.maxSteps, new Random(5));
       if (!end) return { status: 'skip', reason: `no episode ended within ${ctx.maxSteps} random steps` };
       check(!(end.terminated && end.truncated) || end.steps === env.maxEpisodeSteps, 'terminated and truncated together before the time limit');
-      if (end.truncated && !end.terminated && env.maxEpisodeSteps !== null) check(end.steps === env.maxEpisodeSteps, `truncated at step ${end.steps}, limit ${env.maxEpisodeSteps}`);
+      if (end.truncated && !end.terminated && env.maxEpisodeSteps !== null)
+        check(end.steps === env.maxEpisodeSteps, `truncated at step ${end.steps}, limit ${env.maxEpisodeSteps}`);
       await expectCode(env.step(sample(env.actionSpace, new Random(0))), 'ENV_ERR_RESET_NEEDED', 'step after the episode ended');
       await env.reset();
       return { status: 'pass' };
@@ -492,7 +512,11 @@ export const CASES: ConformanceCase[] = [
       const withRequired = tools.find((t) => Array.isArray(t.function.parameters.required) && (t.function.parameters.required as unknown[]).length > 0);
       if (!withRequired) return tools.length ? { status: 'pass' } : { status: 'skip', reason: 'the env has no tools' };
       await env.reset({ seed: 1 });
-      await expectCode(env.callTool(withRequired.function.name, {}), 'ENV_ERR_INVALID_TOOL_ARGS', `${withRequired.function.name} without its required arguments`);
+      await expectCode(
+        env.callTool(withRequired.function.name, {}),
+        'ENV_ERR_INVALID_TOOL_ARGS',
+        `${withRequired.function.name} without its required arguments`,
+      );
       return { status: 'pass' };
     },
   },
@@ -603,7 +627,8 @@ export const CASES: ConformanceCase[] = [
         ...(probed.includes('frame') ? [] : [`max_frame_bytes ${limits.max_frame_bytes} > 16 MiB`]),
         ...(probed.includes('sessions') ? [] : [`max_sessions_per_client ${limits.max_sessions_per_client} > 64`]),
       ];
-      if (!probed.length) return { status: 'skip', reason: `limits too large to probe cheaply: ${unprobed.join('; ')} (start the server with smaller limits to probe them)` };
+      if (!probed.length)
+        return { status: 'skip', reason: `limits too large to probe cheaply: ${unprobed.join('; ')} (start the server with smaller limits to probe them)` };
       return { status: 'pass' };
     },
   },
@@ -625,7 +650,10 @@ export const CASES: ConformanceCase[] = [
       const b1 = await b.step(actions[0]);
       const b2 = await b.step(actions[1]);
       check(c.welcome.resumed, 'the reconnect did not resume the client');
-      check(valuesEqual(a1.obs, b1.obs) && valuesEqual(a2.obs, b2.obs) && a2.reward === b2.reward, 'the session after the reconnect diverged from its twin: a step was lost or applied twice');
+      check(
+        valuesEqual(a1.obs, b1.obs) && valuesEqual(a2.obs, b2.obs) && a2.reward === b2.reward,
+        'the session after the reconnect diverged from its twin: a step was lost or applied twice',
+      );
       return { status: 'pass' };
     },
   },
@@ -638,13 +666,19 @@ export const CASES: ConformanceCase[] = [
       const payload = { nested: [1, 'two', null, 2.5], bytes: new Uint8Array([1, 2, 3]) };
       raw.send({ id: 1, type: 'ping', payload });
       const echo = await raw.next();
-      check(echo.type === 'result' && echo.id === 1 && valuesEqual((echo.result as { payload: unknown }).payload, payload), `ping payload not echoed: ${previewValue(echo, 200)}`);
+      check(
+        echo.type === 'result' && echo.id === 1 && valuesEqual((echo.result as { payload: unknown }).payload, payload),
+        `ping payload not echoed: ${previewValue(echo, 200)}`,
+      );
       raw.send({ id: 2, type: 'ping' });
       const bare = await raw.next();
       const result = bare.result as Record<string, unknown>;
       check(bare.type === 'result' && typeof result.server_time_ms === 'number', `ping without payload: ${previewValue(bare, 200)}`);
       // msgpackr reads an absent value (ext type 0, which the protocol does not define) back as undefined.
-      check(!Object.hasOwn(result, 'payload') || result.payload !== undefined, 'ping without payload answered with a payload the protocol cannot name (msgpack ext type 0)');
+      check(
+        !Object.hasOwn(result, 'payload') || result.payload !== undefined,
+        'ping without payload answered with a payload the protocol cannot name (msgpack ext type 0)',
+      );
     },
   },
   {
@@ -667,15 +701,24 @@ export const CASES: ConformanceCase[] = [
       check(valuesEqual(first, again), 'a resent request id was not answered with the remembered answer');
       raw.send({ id: 10, type: 'close', session_id });
       const reused = await raw.next();
-      check(errorCode(reused) === 'ENV_ERR_INVALID_MESSAGE' && reused.id === 10, `an id reused for another type: expected ENV_ERR_INVALID_MESSAGE, got ${previewValue(reused, 200)}`);
+      check(
+        errorCode(reused) === 'ENV_ERR_INVALID_MESSAGE' && reused.id === 10,
+        `an id reused for another type: expected ENV_ERR_INVALID_MESSAGE, got ${previewValue(reused, 200)}`,
+      );
       raw.send({ id: 5, type: 'reset', session_id, seed: 3 });
       const hole = await raw.next();
-      check(errorCode(hole) === 'ENV_ERR_REPLY_EXPIRED' && hole.id === 5, `a never-used id below the highest: expected ENV_ERR_REPLY_EXPIRED, got ${previewValue(hole, 200)}`);
+      check(
+        errorCode(hole) === 'ENV_ERR_REPLY_EXPIRED' && hole.id === 5,
+        `a never-used id below the highest: expected ENV_ERR_REPLY_EXPIRED, got ${previewValue(hole, 200)}`,
+      );
       raw.send({ id: 11, type: 'ping', ack: 10 });
       check((await raw.next()).type === 'result', 'ping with ack failed');
       raw.send({ id: 10, type: 'reset', session_id, seed: 2 });
       const acked = await raw.next();
-      check(errorCode(acked) === 'ENV_ERR_INVALID_MESSAGE' && acked.id === 10, `an id at or below the ack: expected ENV_ERR_INVALID_MESSAGE, got ${previewValue(acked, 200)}`);
+      check(
+        errorCode(acked) === 'ENV_ERR_INVALID_MESSAGE' && acked.id === 10,
+        `an id at or below the ack: expected ENV_ERR_INVALID_MESSAGE, got ${previewValue(acked, 200)}`,
+      );
     },
   },
   {
@@ -689,18 +732,39 @@ export const CASES: ConformanceCase[] = [
       first.close();
       await first.closedWith();
       const back = await ctx.raw();
-      back.send({ id: 2, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: 'conformance', resume_token: welcome.resume_token, ...(ctx.target.token ? { token: ctx.target.token } : {}) });
+      back.send({
+        id: 2,
+        type: 'hello',
+        protocol_version: PROTOCOL_VERSION,
+        client_name: 'conformance',
+        resume_token: welcome.resume_token,
+        ...(ctx.target.token ? { token: ctx.target.token } : {}),
+      });
       const resumed = (await back.next()).result as { resumed: boolean; sessions: string[]; resume_token: string };
       check(resumed.resumed && resumed.sessions.includes(session_id), `resume within the grace period: ${previewValue(resumed, 200)}`);
       const grace = welcome.limits.resume_grace_ms;
-      if (grace > 3000) return { status: 'skip', reason: `resume within the grace period passed; expiry not probed: resume_grace_ms is ${grace} ms (start the server with --resume-grace 1s to probe it)` };
+      if (grace > 3000)
+        return {
+          status: 'skip',
+          reason: `resume within the grace period passed; expiry not probed: resume_grace_ms is ${grace} ms (start the server with --resume-grace 1s to probe it)`,
+        };
       back.close();
       await back.closedWith();
       await new Promise((r) => setTimeout(r, grace * 2 + 500));
       const late = await ctx.raw();
-      late.send({ id: 3, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: 'conformance', resume_token: resumed.resume_token, ...(ctx.target.token ? { token: ctx.target.token } : {}) });
+      late.send({
+        id: 3,
+        type: 'hello',
+        protocol_version: PROTOCOL_VERSION,
+        client_name: 'conformance',
+        resume_token: resumed.resume_token,
+        ...(ctx.target.token ? { token: ctx.target.token } : {}),
+      });
       const expired = (await late.next()).result as { resumed: boolean; sessions: string[] };
-      check(!expired.resumed && expired.sessions.length === 0, `resume after the grace period: expected resumed false and no sessions, got ${previewValue(expired, 200)}`);
+      check(
+        !expired.resumed && expired.sessions.length === 0,
+        `resume after the grace period: expected resumed false and no sessions, got ${previewValue(expired, 200)}`,
+      );
       return { status: 'pass' };
     },
   },
@@ -756,7 +820,7 @@ export const CASES: ConformanceCase[] = [
       check(cut, 'the connection was not cut');
       check(c.welcome.resumed, 'the reconnect did not resume the client');
       const b1 = await b.step(actions[0]);
-      check(valuesEqual(a1.obs, b1.obs) && a1.reward === b1.reward, 'the answer to the retried step differs from its twin\'s first step');
+      check(valuesEqual(a1.obs, b1.obs) && a1.reward === b1.reward, "the answer to the retried step differs from its twin's first step");
       if (a1.terminated || a1.truncated) return { status: 'pass' };
       const [a2, b2] = [await a.step(actions[1]), await b.step(actions[1])];
       check(valuesEqual(a2.obs, b2.obs) && a2.reward === b2.reward, 'the session diverged from its twin after the retry: the cut step ran twice');
@@ -811,7 +875,11 @@ export const CASES: ConformanceCase[] = [
       const rng = new Random(71);
       const good = vec.envs.map((e) => sample(e.actionSpace, rng));
       const bad = invalidActions(vec.envs[0]!.actionSpace)[0]!.action;
-      await expectCode(c.request('step_batch', { session_ids: vec.sessionIds, actions: [good[0], bad], autoreset_mode: 'disabled' }), 'ENV_ERR_INVALID_ACTION', 'a batch with one invalid action');
+      await expectCode(
+        c.request('step_batch', { session_ids: vec.sessionIds, actions: [good[0], bad], autoreset_mode: 'disabled' }),
+        'ENV_ERR_INVALID_ACTION',
+        'a batch with one invalid action',
+      );
       const [out, ref] = [await vec.step(good), await twin.step(good)];
       check(valuesEqual(out.obs, ref.obs) && out.rewards.every((r, i) => r === ref.rewards[i]), 'a refused batch stepped some of its sessions');
     },
@@ -824,11 +892,17 @@ export const CASES: ConformanceCase[] = [
       const space = vec.singleObservationSpace;
       if (space.type !== 'box' && space.type !== 'discrete') return { status: 'skip', reason: `observations are a ${space.type} space, which is not stacked` };
       const r = await vec.reset({ seed: 81 });
-      check(r.obs instanceof Tensor && r.obs.shape[0] === 2, `reset_batch observations are not one tensor stacked over 2 sessions: ${Array.isArray(r.obs) ? 'an array' : typeof r.obs}`);
+      check(
+        r.obs instanceof Tensor && r.obs.shape[0] === 2,
+        `reset_batch observations are not one tensor stacked over 2 sessions: ${Array.isArray(r.obs) ? 'an array' : typeof r.obs}`,
+      );
       const s = await vec.step(vec.envs.map((e) => sample(e.actionSpace, new Random(81))));
       check(s.obs instanceof Tensor && s.obs.shape[0] === 2, 'step_batch observations are not one tensor stacked over 2 sessions');
       const inner = space.type === 'box' ? space.shape : [];
-      check(s.obs.shape.length === inner.length + 1 && inner.every((d, i) => s.obs instanceof Tensor && s.obs.shape[i + 1] === d), `stacked shape [${s.obs.shape.join(', ')}] is not [2, ${inner.join(', ')}]`);
+      check(
+        s.obs.shape.length === inner.length + 1 && inner.every((d, i) => s.obs instanceof Tensor && s.obs.shape[i + 1] === d),
+        `stacked shape [${s.obs.shape.join(', ')}] is not [2, ${inner.join(', ')}]`,
+      );
       return { status: 'pass' };
     },
   },
@@ -838,14 +912,25 @@ export const CASES: ConformanceCase[] = [
       const c = await ctx.client();
       const env = await c.make(ctx.envId);
       await env.reset({ seed: 1 });
-      const wrongFor: Record<string, unknown> = { number: 'not a number', integer: 'not an integer', string: 12345, boolean: 'yes', array: 'not an array', object: 'not an object' };
+      const wrongFor: Record<string, unknown> = {
+        number: 'not a number',
+        integer: 'not an integer',
+        string: 12345,
+        boolean: 'yes',
+        array: 'not an array',
+        object: 'not an object',
+      };
       for (const tool of await env.listTools()) {
         const params = tool.function.parameters as { properties?: Record<string, { type?: unknown }>; required?: string[] };
         for (const [name, prop] of Object.entries(params.properties ?? {})) {
           const kind = typeof prop.type === 'string' ? prop.type : null;
           // Only a tool whose other arguments are all optional can be called with one wrong argument alone.
           if (!kind || !(kind in wrongFor) || (params.required ?? []).some((r) => r !== name)) continue;
-          await expectCode(env.callTool(tool.function.name, { [name]: wrongFor[kind] }), 'ENV_ERR_INVALID_TOOL_ARGS', `${tool.function.name}(${name}: ${JSON.stringify(wrongFor[kind])})`);
+          await expectCode(
+            env.callTool(tool.function.name, { [name]: wrongFor[kind] }),
+            'ENV_ERR_INVALID_TOOL_ARGS',
+            `${tool.function.name}(${name}: ${JSON.stringify(wrongFor[kind])})`,
+          );
           return { status: 'pass' };
         }
       }
@@ -899,7 +984,10 @@ export async function runConformance(target: ConformanceTarget, opts: RunOptions
   const cases = CASES.filter((c) => !opts.filter || c.name.includes(opts.filter));
   const serverCases = cases.filter((c) => c.perServer);
   const envCases = cases.filter((c) => !c.perServer);
-  const jobs: [string, ConformanceCase][] = [...serverCases.map((c) => ['(server)', c] as [string, ConformanceCase]), ...envIds.flatMap((id) => envCases.map((c) => [id, c] as [string, ConformanceCase]))];
+  const jobs: [string, ConformanceCase][] = [
+    ...serverCases.map((c) => ['(server)', c] as [string, ConformanceCase]),
+    ...envIds.flatMap((id) => envCases.map((c) => [id, c] as [string, ConformanceCase])),
+  ];
   for (const [envId, kase] of jobs) {
     const clients: GymwireClient[] = [];
     const raws: RawConnection[] = [];
@@ -908,7 +996,13 @@ export async function runConformance(target: ConformanceTarget, opts: RunOptions
       envId: envId === '(server)' ? (envIds[0] ?? 'gymwire/CartPole-v1') : envId,
       maxSteps: opts.maxSteps ?? 600,
       client: async ({ connector = target.connector, ...o } = {}) => {
-        const c = await connect(connector, { token: target.token, reconnectDelayMs: 10, requestTimeoutMs: REQUEST_TIMEOUT_MS, clientName: 'gymwire-conformance', ...o });
+        const c = await connect(connector, {
+          token: target.token,
+          reconnectDelayMs: 10,
+          requestTimeoutMs: REQUEST_TIMEOUT_MS,
+          clientName: 'gymwire-conformance',
+          ...o,
+        });
         clients.push(c);
         return c;
       },
@@ -923,12 +1017,27 @@ export async function runConformance(target: ConformanceTarget, opts: RunOptions
     let deadline: NodeJS.Timeout | undefined;
     try {
       const overdue = new Promise<never>((_, reject) => {
-        deadline = setTimeout(() => reject(new ConformanceFailure(`the case did not finish within ${opts.caseDeadlineMs ?? CASE_DEADLINE_MS} ms`)), opts.caseDeadlineMs ?? CASE_DEADLINE_MS);
+        deadline = setTimeout(
+          () => reject(new ConformanceFailure(`the case did not finish within ${opts.caseDeadlineMs ?? CASE_DEADLINE_MS} ms`)),
+          opts.caseDeadlineMs ?? CASE_DEADLINE_MS,
+        );
       });
       const result = (await Promise.race([kase.run(ctx), overdue])) ?? { status: 'pass' };
-      report = { env: envId, name: kase.name, status: result.status, ms: performance.now() - start, ...(result.status === 'skip' ? { message: result.reason } : {}) };
+      report = {
+        env: envId,
+        name: kase.name,
+        status: result.status,
+        ms: performance.now() - start,
+        ...(result.status === 'skip' ? { message: result.reason } : {}),
+      };
     } catch (err) {
-      report = { env: envId, name: kase.name, status: 'fail', ms: performance.now() - start, message: err instanceof Error ? `${err.name}: ${err.message}` : String(err) };
+      report = {
+        env: envId,
+        name: kase.name,
+        status: 'fail',
+        ms: performance.now() - start,
+        message: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+      };
     } finally {
       clearTimeout(deadline);
       await Promise.allSettled(clients.map((c) => c.closeAll()));

@@ -78,8 +78,17 @@ class AdaptiveWindow {
   private backoff: number;
 
   constructor(private readonly o: AdaptiveOptions) {
-    const ok = o.startUs > 0 && o.maxUs >= o.startUs && Number.isFinite(o.maxUs) && [o.probeEvery, o.trialEvery, o.trialLength, o.backoff].every((n) => Number.isInteger(n) && n > 0) && o.trialEvery >= o.trialLength && o.keepBelow > 0;
-    if (!ok) throw new RangeError(`adaptive busy-poll needs 0 < startUs <= maxUs, positive integer counts, trialEvery >= trialLength and keepBelow > 0, got ${JSON.stringify(o)}`);
+    const ok =
+      o.startUs > 0 &&
+      o.maxUs >= o.startUs &&
+      Number.isFinite(o.maxUs) &&
+      [o.probeEvery, o.trialEvery, o.trialLength, o.backoff].every((n) => Number.isInteger(n) && n > 0) &&
+      o.trialEvery >= o.trialLength &&
+      o.keepBelow > 0;
+    if (!ok)
+      throw new RangeError(
+        `adaptive busy-poll needs 0 < startUs <= maxUs, positive integer counts, trialEvery >= trialLength and keepBelow > 0, got ${JSON.stringify(o)}`,
+      );
     this.backoff = o.backoff;
   }
 

@@ -22,7 +22,10 @@ export const ERROR_CODES = {
   ENV_ERR_VERSION_MISMATCH: { fault: 'client', summary: 'The client’s protocol version is not supported; details.supported lists those that are.' },
   ENV_ERR_UNAUTHORIZED: { fault: 'client', summary: 'The auth token is missing or wrong.' },
   ENV_ERR_UNKNOWN_ENV: { fault: 'client', summary: 'No env is registered under that id; details.available lists the ids.' },
-  ENV_ERR_INVALID_KWARGS: { fault: 'client', summary: 'The make kwargs do not match the env’s kwargs schema, or a path kwarg points outside the server’s data roots or at data that does not load.' },
+  ENV_ERR_INVALID_KWARGS: {
+    fault: 'client',
+    summary: 'The make kwargs do not match the env’s kwargs schema, or a path kwarg points outside the server’s data roots or at data that does not load.',
+  },
   ENV_ERR_UNKNOWN_SESSION: { fault: 'client', summary: 'No open session has that id (never made, closed, or reaped).' },
   ENV_ERR_RESET_NEEDED: { fault: 'client', summary: 'step or render was called before reset, or after the episode ended without a reset.' },
   ENV_ERR_INVALID_OPTIONS: { fault: 'client', summary: 'The reset options are invalid for this env (unknown scene index, bad value).' },
@@ -32,11 +35,22 @@ export const ERROR_CODES = {
   ENV_ERR_INVALID_STATE: { fault: 'client', summary: 'set_state was given bytes that this env cannot restore.' },
   ENV_ERR_UNSUPPORTED: { fault: 'client', summary: 'The env does not support the operation (no render mode, no state, no such format).' },
   ENV_ERR_TOO_MANY_SESSIONS: { fault: 'client', summary: 'A session limit (per connection or per server) is reached.' },
-  ENV_ERR_MEMORY_BUDGET: { fault: 'client', summary: 'make would take a session past a memory budget (max_memory_bytes_per_client or max_memory_bytes from the welcome); details give the session’s estimated bytes, the limit and what is in use. Nothing was built.' },
+  ENV_ERR_MEMORY_BUDGET: {
+    fault: 'client',
+    summary:
+      'make would take a session past a memory budget (max_memory_bytes_per_client or max_memory_bytes from the welcome); details give the session’s estimated bytes, the limit and what is in use. Nothing was built.',
+  },
   ENV_ERR_TOO_MANY_PENDING: { fault: 'client', summary: 'Too many requests are waiting on one session.' },
-  ENV_ERR_REPLY_EXPIRED: { fault: 'client', summary: 'A request id below the highest this client sent has no held answer: it ran and its answer was evicted (too many unacknowledged answers), or the id was never used (ids must increase). It was not run.' },
+  ENV_ERR_REPLY_EXPIRED: {
+    fault: 'client',
+    summary:
+      'A request id below the highest this client sent has no held answer: it ran and its answer was evicted (too many unacknowledged answers), or the id was never used (ids must increase). It was not run.',
+  },
   ENV_ERR_SHUTTING_DOWN: { fault: 'server', summary: 'The server is shutting down and accepts no new work.' },
-  ENV_ERR_ENV_FAILURE: { fault: 'env', summary: 'The env raised an exception while handling the request, or returned a value msgpack cannot carry; other sessions are unaffected.' },
+  ENV_ERR_ENV_FAILURE: {
+    fault: 'env',
+    summary: 'The env raised an exception while handling the request, or returned a value msgpack cannot carry; other sessions are unaffected.',
+  },
   ENV_ERR_INTERNAL: { fault: 'server', summary: 'An unexpected server fault; the message says what failed.' },
 } as const satisfies Record<string, { fault: Fault; summary: string }>;
 

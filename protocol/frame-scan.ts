@@ -98,29 +98,51 @@ function readItem(b: Uint8Array, pos: number, end: number, out: Item): boolean {
   if (t <= 0xbf) return setRaw(out, p, t & 0x1f, 'string', end);
   let n: number;
   switch (t) {
-    case 0xc4: case 0xc5: case 0xc6:
+    case 0xc4:
+    case 0xc5:
+    case 0xc6:
       n = uint(b, p, 1 << (t - 0xc4), end);
       return n >= 0 && setRaw(out, p + (1 << (t - 0xc4)), n, 'bytes', end);
     // ext 8/16/32: the length, the type byte, then the body.
-    case 0xc7: case 0xc8: case 0xc9:
+    case 0xc7:
+    case 0xc8:
+    case 0xc9:
       n = uint(b, p, 1 << (t - 0xc7), end);
       return n >= 0 && setRaw(out, p + (1 << (t - 0xc7)) + 1, n, 'bytes', end);
-    case 0xca: return setRaw(out, p, 4, 'float', end);
-    case 0xcb: return setRaw(out, p, 8, 'float', end);
-    case 0xcc: case 0xd0: return setRaw(out, p, 1, 'scalar', end);
-    case 0xcd: case 0xd1: return setRaw(out, p, 2, 'scalar', end);
-    case 0xce: case 0xd2: return setRaw(out, p, 4, 'float', end);
-    case 0xcf: case 0xd3: return setRaw(out, p, 8, 'float', end);
+    case 0xca:
+      return setRaw(out, p, 4, 'float', end);
+    case 0xcb:
+      return setRaw(out, p, 8, 'float', end);
+    case 0xcc:
+    case 0xd0:
+      return setRaw(out, p, 1, 'scalar', end);
+    case 0xcd:
+    case 0xd1:
+      return setRaw(out, p, 2, 'scalar', end);
+    case 0xce:
+    case 0xd2:
+      return setRaw(out, p, 4, 'float', end);
+    case 0xcf:
+    case 0xd3:
+      return setRaw(out, p, 8, 'float', end);
     // fixext 1/2/4/8/16: the type byte, then the body.
-    case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8:
+    case 0xd4:
+    case 0xd5:
+    case 0xd6:
+    case 0xd7:
+    case 0xd8:
       return setRaw(out, p + 1, 1 << (t - 0xd4), 'bytes', end);
-    case 0xd9: case 0xda: case 0xdb:
+    case 0xd9:
+    case 0xda:
+    case 0xdb:
       n = uint(b, p, 1 << (t - 0xd9), end);
       return n >= 0 && setRaw(out, p + (1 << (t - 0xd9)), n, 'string', end);
-    case 0xdc: case 0xdd:
+    case 0xdc:
+    case 0xdd:
       n = uint(b, p, 2 << (t - 0xdc), end);
       return n >= 0 && setContainer(out, p + (2 << (t - 0xdc)), n, 'array', end);
-    case 0xde: case 0xdf:
+    case 0xde:
+    case 0xdf:
       n = uint(b, p, 2 << (t - 0xde), end);
       return n >= 0 && setContainer(out, p + (2 << (t - 0xde)), n, 'map', end);
     default:
@@ -130,13 +152,19 @@ function readItem(b: Uint8Array, pos: number, end: number, out: Item): boolean {
 
 function itemCost(item: Item): number {
   switch (item.kind) {
-    case 'map': return COST.map + COST.mapEntry * item.length;
-    case 'array': return COST.array + COST.arrayItem * item.length;
-    case 'string': return COST.string + item.length;
+    case 'map':
+      return COST.map + COST.mapEntry * item.length;
+    case 'array':
+      return COST.array + COST.arrayItem * item.length;
+    case 'string':
+      return COST.string + item.length;
     // Tensors decode to views, but copy when their data is misaligned: count the bytes too.
-    case 'bytes': return COST.bytes + item.length;
-    case 'float': return COST.heapNumber;
-    default: return 0;
+    case 'bytes':
+      return COST.bytes + item.length;
+    case 'float':
+      return COST.heapNumber;
+    default:
+      return 0;
   }
 }
 
@@ -159,13 +187,21 @@ export function checkFrame(bytes: Uint8Array, bounds: FrameBounds): void {
       continue;
     }
     if (!readItem(bytes, pos, end, item)) {
-      throw new FrameScanError('malformed', pos >= end ? `the frame ends inside a value (at byte ${pos})` : `byte 0x${bytes[pos]!.toString(16)} at ${pos} starts no msgpack value, or its length runs past the frame`);
+      throw new FrameScanError(
+        'malformed',
+        pos >= end
+          ? `the frame ends inside a value (at byte ${pos})`
+          : `byte 0x${bytes[pos]!.toString(16)} at ${pos} starts no msgpack value, or its length runs past the frame`,
+      );
     }
     remaining[depth]!--;
     pos = item.next;
     cost += itemCost(item);
     if (cost > bounds.maxDecodedBytes) {
-      throw new FrameScanError('too_costly', `the frame would decode to more than ${bounds.maxDecodedBytes} bytes of values (${end} bytes on the wire: too many small maps, arrays or strings)`);
+      throw new FrameScanError(
+        'too_costly',
+        `the frame would decode to more than ${bounds.maxDecodedBytes} bytes of values (${end} bytes on the wire: too many small maps, arrays or strings)`,
+      );
     }
     if (item.children > 0) {
       if (depth + 1 > bounds.maxDepth) throw new FrameScanError('too_deep', `the frame nests maps and arrays deeper than ${bounds.maxDepth} levels`);

@@ -49,12 +49,26 @@ export function goldenMessages(): Record<string, unknown> {
     'request.step.box': { id: 8, type: 'step', session_id: 's_abc', action: Tensor.from('float32', [2], [0.25, -1]) },
     'request.set_state': { id: 9, type: 'set_state', session_id: 's_abc', state: new Uint8Array([0, 1, 2, 255]) },
     'request.reset.big_seed_rejected': { id: 10, type: 'reset', session_id: 's_abc', seed: 2n ** 60n },
-    'result.step': { id: 11, type: 'result', result: { obs: Tensor.from('float32', [4], [0.1, -0.2, 0.3, -0.4]), reward: 1, terminated: false, truncated: true, info: { nested: { list: [1, 'two', null], ok: true }, pdms: 0.875 } } },
+    'result.step': {
+      id: 11,
+      type: 'result',
+      result: {
+        obs: Tensor.from('float32', [4], [0.1, -0.2, 0.3, -0.4]),
+        reward: 1,
+        terminated: false,
+        truncated: true,
+        info: { nested: { list: [1, 'two', null], ok: true }, pdms: 0.875 },
+      },
+    },
     'result.step_batch': {
       id: 12,
       type: 'result',
       result: {
-        obs: Tensor.from('uint8', [2, 2, 2, 3], Array.from({ length: 24 }, (_, i) => i * 10)),
+        obs: Tensor.from(
+          'uint8',
+          [2, 2, 2, 3],
+          Array.from({ length: 24 }, (_, i) => i * 10),
+        ),
         rewards: Tensor.from('float64', [2], [1, -0.5]),
         terminated: Tensor.from('bool', [2], [0, 1]),
         truncated: Tensor.from('bool', [2], [0, 0]),
@@ -63,8 +77,16 @@ export function goldenMessages(): Record<string, unknown> {
       },
     },
     'result.tensors.every_dtype': { id: 13, type: 'result', result: Object.fromEntries(DTYPES.map((d) => [d, sample(d)])) },
-    'result.tensors.edge_shapes': { id: 14, type: 'result', result: { scalar: Tensor.from('float64', [], [3.5]), empty: Tensor.zeros('int32', [0, 3]), big_int: 2n ** 62n, negative_big_int: -(2n ** 62n) } },
-    'response.error': { id: 15, type: 'error', error: { code: 'ENV_ERR_INVALID_ACTION', message: 'action 3 is above high 1', details: { session_id: 's_abc' } } },
+    'result.tensors.edge_shapes': {
+      id: 14,
+      type: 'result',
+      result: { scalar: Tensor.from('float64', [], [3.5]), empty: Tensor.zeros('int32', [0, 3]), big_int: 2n ** 62n, negative_big_int: -(2n ** 62n) },
+    },
+    'response.error': {
+      id: 15,
+      type: 'error',
+      error: { code: 'ENV_ERR_INVALID_ACTION', message: 'action 3 is above high 1', details: { session_id: 's_abc' } },
+    },
     'event.shutdown': { type: 'event', event: 'shutdown', reason: 'the server is shutting down' },
   };
 }

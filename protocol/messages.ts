@@ -211,7 +211,9 @@ export const StepBatchResultSchema = z.object({
   terminated: TensorSchema.describe('bool [N]'),
   truncated: TensorSchema.describe('bool [N]'),
   infos: z.array(z.record(z.string(), z.unknown())).describe('same_step mode adds final_obs and final_info to a session that ended and was reset'),
-  errors: z.array(BatchErrorSchema).describe('per session: null, or the env failure that stopped that step (the session stays usable, as after a failed single step)'),
+  errors: z
+    .array(BatchErrorSchema)
+    .describe('per session: null, or the env failure that stopped that step (the session stays usable, as after a failed single step)'),
 });
 export const RenderResultSchema = z.object({
   format: z.enum(RENDER_FORMATS),

@@ -29,8 +29,12 @@ export const BoxSpaceSchema = z.object({
   type: z.literal('box'),
   dtype: DTypeSchema,
   shape: ShapeSchema,
-  low: TensorSchema.describe('lower bounds in the box’s dtype; shaped like the box or a suffix of its shape, broadcast ([] is one value for every element); -inf kept'),
-  high: TensorSchema.describe('upper bounds in the box’s dtype; shaped like the box or a suffix of its shape, broadcast ([] is one value for every element); +inf kept'),
+  low: TensorSchema.describe(
+    'lower bounds in the box’s dtype; shaped like the box or a suffix of its shape, broadcast ([] is one value for every element); -inf kept',
+  ),
+  high: TensorSchema.describe(
+    'upper bounds in the box’s dtype; shaped like the box or a suffix of its shape, broadcast ([] is one value for every element); +inf kept',
+  ),
 });
 export const DiscreteSpaceSchema = z.object({
   type: z.literal('discrete'),
@@ -80,16 +84,7 @@ export interface OneOfSpace {
   spaces: Space[];
 }
 export type Space =
-  | BoxSpace
-  | DiscreteSpace
-  | MultiDiscreteSpace
-  | MultiBinarySpace
-  | TextSpace
-  | DictSpace
-  | TupleSpace
-  | SequenceSpace
-  | GraphSpace
-  | OneOfSpace;
+  BoxSpace | DiscreteSpace | MultiDiscreteSpace | MultiBinarySpace | TextSpace | DictSpace | TupleSpace | SequenceSpace | GraphSpace | OneOfSpace;
 
 export const SpaceSchema: z.ZodType<Space> = z.lazy(() =>
   z.discriminatedUnion('type', [
@@ -124,7 +119,8 @@ export const BROADCAST_BOUND_MIN_ELEMENTS = 4096;
 
 function boundTensor(bound: Bound, dtype: DType, shape: readonly number[], fallback: number): Tensor {
   if (bound instanceof Tensor) {
-    if (!broadcastsTo(bound.shape, shape)) throw new Error(`a bound of shape [${bound.shape.join(', ')}] does not broadcast to the box's shape [${shape.join(', ')}]`);
+    if (!broadcastsTo(bound.shape, shape))
+      throw new Error(`a bound of shape [${bound.shape.join(', ')}] does not broadcast to the box's shape [${shape.join(', ')}]`);
     if (bound.dtype !== dtype) return Tensor.from(dtype, bound.shape, bound.toNumbers());
     return bound;
   }
@@ -136,11 +132,7 @@ function boundTensor(bound: Bound, dtype: DType, shape: readonly number[], fallb
   if (isIntegerDType(dtype)) {
     // Integer boxes cannot hold infinity: clamp to the dtype's range, as Gymnasium does.
     const [lo, hi] = intRange(dtype);
-    return Tensor.from(
-      dtype,
-      boundShape,
-      values.map((v) => (typeof v === 'bigint' ? v : Number.isFinite(v) ? v : v > 0 ? hi : lo)) as number[],
-    );
+    return Tensor.from(dtype, boundShape, values.map((v) => (typeof v === 'bigint' ? v : Number.isFinite(v) ? v : v > 0 ? hi : lo)) as number[]);
   }
   if (dtype === 'bool') return Tensor.from(dtype, boundShape, values.map((v) => (Number.isFinite(Number(v)) ? Number(v) : fallback)) as number[]);
   return Tensor.from(dtype, boundShape, values as number[]);
@@ -189,8 +181,7 @@ export function intRange(dtype: DType): [number, number] {
 
 export function box(opts: { low: Bound; high: Bound; shape?: readonly number[]; dtype?: DType }): BoxSpace {
   const dtype = opts.dtype ?? 'float32';
-  const shape =
-    opts.shape ?? (opts.low instanceof Tensor ? opts.low.shape : Array.isArray(opts.low) ? [(opts.low as number[]).length] : []);
+  const shape = opts.shape ?? (opts.low instanceof Tensor ? opts.low.shape : Array.isArray(opts.low) ? [(opts.low as number[]).length] : []);
   return { type: 'box', dtype, shape: [...shape], low: boundTensor(opts.low, dtype, shape, 0), high: boundTensor(opts.high, dtype, shape, 1) };
 }
 
@@ -317,7 +308,8 @@ export function contains(space: Space, value: unknown, path = ''): string | null
         if (Number.isNaN(x)) return `element ${i} is NaN${at}; the box does not allow NaN`;
         if (isBigIntDType(space.dtype)) {
           const bx = value.data[i] as bigint;
-          if (bx < (space.low.data[i % space.low.size] as bigint) || bx > (space.high.data[i % space.high.size] as bigint)) return `element ${i} = ${bx} is outside [${lo}, ${hi}]${at}`;
+          if (bx < (space.low.data[i % space.low.size] as bigint) || bx > (space.high.data[i % space.high.size] as bigint))
+            return `element ${i} = ${bx} is outside [${lo}, ${hi}]${at}`;
           continue;
         }
         if (x < lo) return `element ${i} = ${x} is below low ${lo}${at}`;
@@ -327,7 +319,8 @@ export function contains(space: Space, value: unknown, path = ''): string | null
     }
     case 'discrete': {
       const v = typeof value === 'bigint' ? Number(value) : value;
-      if (typeof v !== 'number' || !Number.isInteger(v)) return `expected an integer in [${space.start}, ${space.start + space.n - 1}]${at}, got ${describe(value)}`;
+      if (typeof v !== 'number' || !Number.isInteger(v))
+        return `expected an integer in [${space.start}, ${space.start + space.n - 1}]${at}, got ${describe(value)}`;
       if (v < space.start || v >= space.start + space.n) return `${v} is outside [${space.start}, ${space.start + space.n - 1}]${at}`;
       return null;
     }
@@ -370,7 +363,8 @@ export function contains(space: Space, value: unknown, path = ''): string | null
       return null;
     }
     case 'tuple': {
-      if (!Array.isArray(value) || value.length !== space.spaces.length) return `expected an array of ${space.spaces.length} elements${at}, got ${describe(value)}`;
+      if (!Array.isArray(value) || value.length !== space.spaces.length)
+        return `expected an array of ${space.spaces.length} elements${at}, got ${describe(value)}`;
       for (let i = 0; i < value.length; i++) {
         const err = contains(space.spaces[i]!, value[i], `${path}[${i}]`);
         if (err) return err;
@@ -380,7 +374,8 @@ export function contains(space: Space, value: unknown, path = ''): string | null
     case 'sequence': {
       if (space.stack && value instanceof Tensor && space.space.type === 'box') {
         const inner = space.space;
-        if (value.dtype !== inner.dtype || !sameShape(value.shape.slice(1), inner.shape)) return `expected a stacked ${inner.dtype} tensor [N, ${inner.shape.join(', ')}]${at}`;
+        if (value.dtype !== inner.dtype || !sameShape(value.shape.slice(1), inner.shape))
+          return `expected a stacked ${inner.dtype} tensor [N, ${inner.shape.join(', ')}]${at}`;
         return null;
       }
       if (!Array.isArray(value)) return `expected an array${at}, got ${describe(value)}`;
@@ -429,7 +424,8 @@ function checkStacked(space: BoxSpace | DiscreteSpace, t: Tensor, path: string):
     }
     return null;
   }
-  if (t.dtype !== space.dtype || !sameShape(t.shape.slice(1), space.shape)) return `expected a ${space.dtype} tensor of shape [N, ${space.shape.join(', ')}] at ${path}`;
+  if (t.dtype !== space.dtype || !sameShape(t.shape.slice(1), space.shape))
+    return `expected a ${space.dtype} tensor of shape [N, ${space.shape.join(', ')}] at ${path}`;
   return null;
 }
 
@@ -488,7 +484,11 @@ export function sample(space: Space, rng: Random): unknown {
         space.nvec.toNumbers().map((n, i) => space.start.at(i) + rng.integer(0, n)),
       );
     case 'multi_binary':
-      return Tensor.from('int8', space.n, Array.from({ length: shapeSize(space.n) }, () => rng.integer(0, 2)));
+      return Tensor.from(
+        'int8',
+        space.n,
+        Array.from({ length: shapeSize(space.n) }, () => rng.integer(0, 2)),
+      );
     case 'text': {
       const chars = [...space.charset];
       const len = rng.integer(space.min_length, space.max_length + 1);
@@ -510,7 +510,11 @@ export function sample(space: Space, rng: Random): unknown {
       if (space.edge_space === null) return { nodes, edges: null, edge_links: null };
       const numEdges = rng.integer(0, numNodes * 2);
       const edges = sampleStacked(space.edge_space, numEdges, rng);
-      const links = Tensor.from('int64', [numEdges, 2], Array.from({ length: numEdges * 2 }, () => rng.integer(0, numNodes)));
+      const links = Tensor.from(
+        'int64',
+        [numEdges, 2],
+        Array.from({ length: numEdges * 2 }, () => rng.integer(0, numNodes)),
+      );
       return { nodes, edges, edge_links: links };
     }
     case 'oneof': {
@@ -521,8 +525,17 @@ export function sample(space: Space, rng: Random): unknown {
 }
 
 function sampleStacked(space: BoxSpace | DiscreteSpace, count: number, rng: Random): Tensor {
-  if (space.type === 'discrete') return Tensor.from(space.dtype, [count], Array.from({ length: count }, () => sample(space, rng) as number));
-  return stackTensors(Array.from({ length: count }, () => sample(space, rng) as Tensor), space.dtype, space.shape);
+  if (space.type === 'discrete')
+    return Tensor.from(
+      space.dtype,
+      [count],
+      Array.from({ length: count }, () => sample(space, rng) as number),
+    );
+  return stackTensors(
+    Array.from({ length: count }, () => sample(space, rng) as Tensor),
+    space.dtype,
+    space.shape,
+  );
 }
 
 /** Stacks equally shaped tensors along a new leading axis. */
@@ -603,4 +616,3 @@ export function spaceToString(space: Space): string {
       return `OneOf(${space.spaces.map(spaceToString).join(', ')})`;
   }
 }
-

@@ -12,20 +12,7 @@
  * t.get(1, 0); // 3
  */
 
-export const DTYPES = [
-  'bool',
-  'int8',
-  'int16',
-  'int32',
-  'int64',
-  'uint8',
-  'uint16',
-  'uint32',
-  'uint64',
-  'float16',
-  'float32',
-  'float64',
-] as const;
+export const DTYPES = ['bool', 'int8', 'int16', 'int32', 'int64', 'uint8', 'uint16', 'uint32', 'uint64', 'float16', 'float32', 'float64'] as const;
 export type DType = (typeof DTYPES)[number];
 
 /** Wire code of each dtype: its index in {@link DTYPES}. */
@@ -54,16 +41,7 @@ export type TypedArrayFor<D extends DType> = D extends 'bool' | 'uint8'
                   : Float64Array;
 
 export type AnyTypedArray =
-  | Uint8Array
-  | Int8Array
-  | Int16Array
-  | Uint16Array
-  | Int32Array
-  | Uint32Array
-  | BigInt64Array
-  | BigUint64Array
-  | Float32Array
-  | Float64Array;
+  Uint8Array | Int8Array | Int16Array | Uint16Array | Int32Array | Uint32Array | BigInt64Array | BigUint64Array | Float32Array | Float64Array;
 
 type TypedArrayCtor = {
   new (length: number): AnyTypedArray;
@@ -148,7 +126,8 @@ export class Tensor<D extends DType = DType> {
     if (ArrayBuffer.isView(data) && data instanceof CTOR[dtype]) return new Tensor(dtype, shape, data as TypedArrayFor<D>);
     const out = new CTOR[dtype](shapeSize(shape));
     const src = data as ArrayLike<number | bigint>;
-    if (src.length !== out.length) throw new TensorFormatError(`${dtype} tensor of shape [${shape.join(', ')}] needs ${out.length} elements, got ${src.length}`);
+    if (src.length !== out.length)
+      throw new TensorFormatError(`${dtype} tensor of shape [${shape.join(', ')}] needs ${out.length} elements, got ${src.length}`);
     for (let i = 0; i < out.length; i++) {
       const v = src[i]!;
       if (isBigIntDType(dtype)) (out as BigInt64Array)[i] = typeof v === 'bigint' ? v : BigInt(Math.trunc(v));
@@ -210,9 +189,7 @@ export function tensorFromBytes(dtype: DType, shape: readonly number[], bytes: U
   const ctor = CTOR[dtype];
   const size = shapeSize(shape);
   if (bytes.byteLength !== size * ctor.BYTES_PER_ELEMENT) {
-    throw new TensorFormatError(
-      `${dtype} tensor of shape [${shape.join(', ')}] needs ${size * ctor.BYTES_PER_ELEMENT} bytes, got ${bytes.byteLength}`,
-    );
+    throw new TensorFormatError(`${dtype} tensor of shape [${shape.join(', ')}] needs ${size * ctor.BYTES_PER_ELEMENT} bytes, got ${bytes.byteLength}`);
   }
   let data: AnyTypedArray;
   if (bytes.byteOffset % ctor.BYTES_PER_ELEMENT === 0) {

@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 // Formats (or with --check, checks) the files under the formatters: prettier for TypeScript,
-// JavaScript and JSON, ruff for Python. The lists below name what is formatted so far; the rest of
-// the tree joins them as it is reformatted in one pass of its own.
+// JavaScript and JSON, ruff for Python.
 //   node scripts/format.mjs [--check]
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -11,18 +10,15 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
-/** Globs prettier formats (a glob with no match is an error, so a renamed file cannot drop out silently). */
-export const PRETTIER_FILES = [
-  '.prettierrc.json',
-  'tsconfig.build.json',
-  'bin/main.ts',
-  'protocol/index.ts',
-  'protocol/version.ts',
-  'scripts/*.mjs',
-  'test/package/**/*.ts',
-];
+/**
+ * Globs prettier formats: every TypeScript and JavaScript source (.prettierignore keeps out what
+ * generators write). A glob with no match is an error, so a renamed folder cannot drop out silently.
+ */
+export const PRETTIER_FILES = ['.prettierrc.json', 'tsconfig.build.json', '**/*.ts', '**/*.mjs', '**/*.js'];
 
-/** Paths ruff formats and lints, relative to client/python (its pyproject.toml holds ruff's settings). */
+/** Paths ruff formats, relative to client/python (its pyproject.toml holds ruff's settings). */
+export const RUFF_FORMAT_FILES = ['src', 'tests', 'scripts', '../../examples/python'];
+/** Paths ruff also lints (its rule set is applied file by file as each is brought in line). */
 export const RUFF_FILES = ['src/gymwire/_version.py', 'src/gymwire/registration.py', 'tests/test_registration.py', 'tests/test_wheel.py'];
 
 function run(cmd, args, cwd) {
@@ -45,7 +41,7 @@ if (fileURLToPath(import.meta.url) === process.argv[1]) {
   let failed = run(process.execPath, [prettier, check ? '--check' : '--write', '--log-level', 'warn', ...PRETTIER_FILES], root) !== 0;
   const python = join(root, 'client/python');
   const ruff = ruffPath();
-  failed = run(ruff, ['format', ...(check ? ['--check'] : []), ...RUFF_FILES], python) !== 0 || failed;
+  failed = run(ruff, ['format', ...(check ? ['--check'] : []), ...RUFF_FORMAT_FILES], python) !== 0 || failed;
   failed = run(ruff, ['check', ...(check ? [] : ['--fix']), ...RUFF_FILES], python) !== 0 || failed;
   if (failed) {
     process.stderr.write(check ? 'format: files differ from the formatters; run npm run format\n' : 'format: some files could not be fixed\n');

@@ -76,10 +76,18 @@ export class Admission {
   refusal(ip: string): AdmissionRefusal | null {
     const { maxConnections, maxPreAuthPerIp } = this.limits;
     if (maxConnections > 0 && this.open >= maxConnections) {
-      return { refused: true, status: 503, reason: `the server holds its maximum of ${maxConnections} connections (gymwire serve --max-connections); try again later` };
+      return {
+        refused: true,
+        status: 503,
+        reason: `the server holds its maximum of ${maxConnections} connections (gymwire serve --max-connections); try again later`,
+      };
     }
     if (maxPreAuthPerIp > 0 && this.preAuthCount(ip) >= maxPreAuthPerIp) {
-      return { refused: true, status: 429, reason: `${maxPreAuthPerIp} connections from ${ip} have not completed hello yet (gymwire serve --max-preauth-per-ip); say hello on those first` };
+      return {
+        refused: true,
+        status: 429,
+        reason: `${maxPreAuthPerIp} connections from ${ip} have not completed hello yet (gymwire serve --max-preauth-per-ip); say hello on those first`,
+      };
     }
     return null;
   }
@@ -130,7 +138,11 @@ export interface UpgradeRequest {
  * foreign Origin or Host, 503/429 the connection caps), or null to accept it. Both transports ask
  * this before building a WebSocket.
  */
-export function upgradeRefusal(guards: { origins: OriginPolicy; admission: Admission }, routes: HttpRoutes | undefined, req: UpgradeRequest): { status: number; reason: string } | null {
+export function upgradeRefusal(
+  guards: { origins: OriginPolicy; admission: Admission },
+  routes: HttpRoutes | undefined,
+  req: UpgradeRequest,
+): { status: number; reason: string } | null {
   if (!webSocketPathAllowed(req.url, routes)) return { status: 404, reason: `no WebSocket endpoint at ${req.url.split('?')[0]}: connect to /` };
   const verdict = guards.origins.check(req);
   if (!verdict.allowed) return { status: 403, reason: verdict.reason };

@@ -97,4 +97,3 @@ export function boundDepartedReplies(clients: Iterable<ReplyHolder>, maxBytes: n
   }
   return emptied;
 }
-

@@ -213,7 +213,10 @@ export class Connection implements ConnectionHandler {
     } catch (err) {
       // A bug on the synchronous path must cost one answer, not the process (and every session on it).
       this.log.error({ err }, 'frame handling failed');
-      this.sendError(frameRequestId(frame), new ProtocolError('ENV_ERR_INTERNAL', `the server failed to handle this frame: ${err instanceof Error ? err.message : String(err)}`));
+      this.sendError(
+        frameRequestId(frame),
+        new ProtocolError('ENV_ERR_INTERNAL', `the server failed to handle this frame: ${err instanceof Error ? err.message : String(err)}`),
+      );
     }
   }
 
@@ -307,7 +310,8 @@ export class ServerCore {
       // No payload, no payload field: an absent value has no msgpack encoding (msgpackr would send ext 0).
       ping: (_c, _client, req) => (req.payload === undefined ? { server_time_ms: Date.now() } : { payload: req.payload, server_time_ms: Date.now() }),
     };
-    const interval = opts.reapIntervalMs ?? Math.max(50, Math.min(5000, Math.floor(Math.min(this.limits.idle_timeout_ms || 5000, this.limits.resume_grace_ms || 5000) / 4)));
+    const interval =
+      opts.reapIntervalMs ?? Math.max(50, Math.min(5000, Math.floor(Math.min(this.limits.idle_timeout_ms || 5000, this.limits.resume_grace_ms || 5000) / 4)));
     this.reaper = setInterval(() => this.reap(), interval);
     this.reaper.unref();
   }
@@ -376,7 +380,14 @@ export class ServerCore {
       // Refused without decoding; the id comes from a bounded scan so the client can match the
       // refusal to its request instead of waiting for a timeout.
       const limit = greeted ? `max_frame_bytes ${maxBytes}` : `the ${maxBytes} bytes allowed before hello`;
-      this.fail(conn, frameRequestId(frame), new ProtocolError('ENV_ERR_FRAME_TOO_LARGE', `frame of ${frame.byteLength} bytes exceeds ${limit}`, { max_frame_bytes: maxBytes, size: frame.byteLength }));
+      this.fail(
+        conn,
+        frameRequestId(frame),
+        new ProtocolError('ENV_ERR_FRAME_TOO_LARGE', `frame of ${frame.byteLength} bytes exceeds ${limit}`, {
+          max_frame_bytes: maxBytes,
+          size: frame.byteLength,
+        }),
+      );
       if (!greeted) conn.transport.close(1008, 'frame too large before hello');
       return;
     }
@@ -390,7 +401,11 @@ export class ServerCore {
     const id = typeof msg.id === 'number' && Number.isInteger(msg.id) && msg.id >= 0 ? msg.id : null;
     const type = msg.type;
     if (typeof type !== 'string' || !Object.hasOwn(REQUEST_SCHEMAS, type)) {
-      return this.fail(conn, id, new ProtocolError('ENV_ERR_UNKNOWN_TYPE', `unknown message type ${previewValue(type)}`, { known: Object.keys(REQUEST_SCHEMAS) }));
+      return this.fail(
+        conn,
+        id,
+        new ProtocolError('ENV_ERR_UNKNOWN_TYPE', `unknown message type ${previewValue(type)}`, { known: Object.keys(REQUEST_SCHEMAS) }),
+      );
     }
     let req: RequestOf<RequestType>;
     if ((type === 'step' && isWellFormedStep(msg)) || (type === 'step_batch' && isWellFormedStepBatch(msg))) {
@@ -399,7 +414,11 @@ export class ServerCore {
       const parsed = (REQUEST_SCHEMAS[type as RequestType] as z.ZodType).safeParse(msg);
       if (!parsed.success) {
         const issues = parsed.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message }));
-        return this.fail(conn, id, new ProtocolError('ENV_ERR_INVALID_MESSAGE', `invalid ${type}: ${issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`, { issues }));
+        return this.fail(
+          conn,
+          id,
+          new ProtocolError('ENV_ERR_INVALID_MESSAGE', `invalid ${type}: ${issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`, { issues }),
+        );
       }
       req = parsed.data as RequestOf<RequestType>;
     }
@@ -407,29 +426,55 @@ export class ServerCore {
     if (req.type === 'hello') return this.hello(conn, req);
     const client = conn.client;
     if (!client) return this.fail(conn, req.id, new ProtocolError('ENV_ERR_HANDSHAKE_REQUIRED', 'the first message on a connection must be hello'));
-    if (this.shuttingDown) return this.fail(conn, req.id, new ProtocolError('ENV_ERR_SHUTTING_DOWN', 'the server is shutting down and accepts no new requests'));
+    if (this.shuttingDown)
+      return this.fail(conn, req.id, new ProtocolError('ENV_ERR_SHUTTING_DOWN', 'the server is shutting down and accepts no new requests'));
 
     const cacheable = CACHED_OPS.has(req.type);
     if (cacheable) {
       const cached = client.replies.get(req.id);
       if (cached && cached.type !== req.type) {
-        return this.fail(conn, req.id, new ProtocolError('ENV_ERR_INVALID_MESSAGE', `request id ${req.id} was already used by a ${cached.type} request; ids must be unique per client (a retry resends the same request)`, { id: req.id, used_by: cached.type }));
+        return this.fail(
+          conn,
+          req.id,
+          new ProtocolError(
+            'ENV_ERR_INVALID_MESSAGE',
+            `request id ${req.id} was already used by a ${cached.type} request; ids must be unique per client (a retry resends the same request)`,
+            { id: req.id, used_by: cached.type },
+          ),
+        );
       }
       if (cached) {
         // A retry after a reconnect: answer with what the first attempt produced, never act twice.
         if (cached.bytes instanceof Uint8Array) client.connection?.send(cached.bytes);
         // Still running: answer once it is done, from the cache, which holds the answer's memory.
-        else void cached.bytes.then(() => {
-          const done = client.replies.get(req.id)?.bytes;
-          if (done instanceof Uint8Array) client.connection?.send(done);
-        });
+        else
+          void cached.bytes.then(() => {
+            const done = client.replies.get(req.id)?.bytes;
+            if (done instanceof Uint8Array) client.connection?.send(done);
+          });
         return;
       }
       if (req.id <= client.acked) {
-        return this.fail(conn, req.id, new ProtocolError('ENV_ERR_INVALID_MESSAGE', `request id ${req.id} is at or below your ack ${client.acked}: those ids are done; use a new id above every id you sent`, { id: req.id, ack: client.acked }));
+        return this.fail(
+          conn,
+          req.id,
+          new ProtocolError(
+            'ENV_ERR_INVALID_MESSAGE',
+            `request id ${req.id} is at or below your ack ${client.acked}: those ids are done; use a new id above every id you sent`,
+            { id: req.id, ack: client.acked },
+          ),
+        );
       }
       if (req.id <= client.highestId) {
-        return this.fail(conn, req.id, new ProtocolError('ENV_ERR_REPLY_EXPIRED', `request id ${req.id} (${req.type}) is below the highest id ${client.highestId} this client sent and no answer is held for it: either it already ran and its answer was evicted (more than ${REPLY_CACHE_ENTRIES} answers or ${REPLY_CACHE_BYTES / 2 ** 20} MiB unacknowledged), or the id was never used (ids must increase); it was not run`, { id: req.id, type: req.type, highest_id: client.highestId }));
+        return this.fail(
+          conn,
+          req.id,
+          new ProtocolError(
+            'ENV_ERR_REPLY_EXPIRED',
+            `request id ${req.id} (${req.type}) is below the highest id ${client.highestId} this client sent and no answer is held for it: either it already ran and its answer was evicted (more than ${REPLY_CACHE_ENTRIES} answers or ${REPLY_CACHE_BYTES / 2 ** 20} MiB unacknowledged), or the id was never used (ids must increase); it was not run`,
+            { id: req.id, type: req.type, highest_id: client.highestId },
+          ),
+        );
       }
     }
     client.highestId = Math.max(client.highestId, req.id);
@@ -489,7 +534,9 @@ export class ServerCore {
       const fault =
         req.type === 'ping'
           ? new ProtocolError('ENV_ERR_INVALID_MESSAGE', `the ping payload cannot be echoed back: ${why}`)
-          : new EnvContractError(`the ${req.type} result cannot be sent: ${why} (observations, rewards and infos must be msgpack values: docs/PROTOCOL.md, sections 1 and 2)`);
+          : new EnvContractError(
+              `the ${req.type} result cannot be sent: ${why} (observations, rewards and infos must be msgpack values: docs/PROTOCOL.md, sections 1 and 2)`,
+            );
       return this.encodeFailure(conn, req, fault);
     }
   }
@@ -538,7 +585,10 @@ export class ServerCore {
     if (err instanceof InvalidKwargsError) return new ProtocolError('ENV_ERR_INVALID_KWARGS', err.message, { issues: err.issues });
     const e = err instanceof Error ? err : new Error(String(err));
     log.warn({ err: e, op }, 'env failure');
-    return new ProtocolError('ENV_ERR_ENV_FAILURE', `${op} failed inside the env: ${e.name}: ${e.message}`, { error: e.name, contract: err instanceof EnvContractError });
+    return new ProtocolError('ENV_ERR_ENV_FAILURE', `${op} failed inside the env: ${e.name}: ${e.message}`, {
+      error: e.name,
+      contract: err instanceof EnvContractError,
+    });
   }
 
   // -------------------------------------------------------------------------------------------
@@ -547,12 +597,24 @@ export class ServerCore {
   private hello(conn: Connection, req: RequestOf<'hello'>): void {
     if (conn.client) return this.fail(conn, req.id, new ProtocolError('ENV_ERR_INVALID_MESSAGE', 'hello was already received on this connection'));
     if (!SUPPORTED_PROTOCOL_VERSIONS.includes(req.protocol_version)) {
-      this.fail(conn, req.id, new ProtocolError('ENV_ERR_VERSION_MISMATCH', `protocol version ${req.protocol_version} is not supported; this server speaks ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}`, { supported: SUPPORTED_PROTOCOL_VERSIONS }));
+      this.fail(
+        conn,
+        req.id,
+        new ProtocolError(
+          'ENV_ERR_VERSION_MISMATCH',
+          `protocol version ${req.protocol_version} is not supported; this server speaks ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}`,
+          { supported: SUPPORTED_PROTOCOL_VERSIONS },
+        ),
+      );
       conn.transport.close(1002, 'protocol version mismatch');
       return;
     }
     if (!this.authorizes(req.token)) {
-      this.fail(conn, req.id, new ProtocolError('ENV_ERR_UNAUTHORIZED', req.token === undefined ? 'this server needs an auth token (hello.token)' : 'the auth token is wrong'));
+      this.fail(
+        conn,
+        req.id,
+        new ProtocolError('ENV_ERR_UNAUTHORIZED', req.token === undefined ? 'this server needs an auth token (hello.token)' : 'the auth token is wrong'),
+      );
       conn.transport.close(1008, 'unauthorized');
       return;
     }
@@ -605,7 +667,11 @@ export class ServerCore {
 
   private boundDepartedReplies(): void {
     const emptied = boundDepartedReplies(this.clients.values(), this.maxDepartedReplyBytes);
-    if (emptied > 0) this.log.info({ clients: emptied, max_bytes: this.maxDepartedReplyBytes }, 'departed clients hold too many answers; emptied the reply caches of those that left first');
+    if (emptied > 0)
+      this.log.info(
+        { clients: emptied, max_bytes: this.maxDepartedReplyBytes },
+        'departed clients hold too many answers; emptied the reply caches of those that left first',
+      );
   }
 
   private dropClient(client: ClientState, reason: string): void {
@@ -622,7 +688,8 @@ export class ServerCore {
     const now = Date.now();
     if (this.limits.idle_timeout_ms > 0) {
       for (const s of this.sessions.values()) {
-        if (s.lock.pending === 0 && now - s.lastActive > this.limits.idle_timeout_ms) void this.closeSession(s, `idle for more than ${this.limits.idle_timeout_ms} ms`);
+        if (s.lock.pending === 0 && now - s.lastActive > this.limits.idle_timeout_ms)
+          void this.closeSession(s, `idle for more than ${this.limits.idle_timeout_ms} ms`);
       }
     }
     for (const client of this.clients.values()) {
@@ -641,10 +708,17 @@ export class ServerCore {
 
   private async make(conn: Connection, client: ClientState, req: RequestOf<'make'>): Promise<ResultOf<'make'>> {
     if (client.sessions.size + client.reserved >= this.limits.max_sessions_per_client) {
-      throw new ProtocolError('ENV_ERR_TOO_MANY_SESSIONS', `this client already has ${client.sessions.size} sessions (max_sessions_per_client ${this.limits.max_sessions_per_client}); close some first`, { limit: 'max_sessions_per_client', max: this.limits.max_sessions_per_client });
+      throw new ProtocolError(
+        'ENV_ERR_TOO_MANY_SESSIONS',
+        `this client already has ${client.sessions.size} sessions (max_sessions_per_client ${this.limits.max_sessions_per_client}); close some first`,
+        { limit: 'max_sessions_per_client', max: this.limits.max_sessions_per_client },
+      );
     }
     if (this.sessions.size + this.reservedTotal() >= this.limits.max_sessions) {
-      throw new ProtocolError('ENV_ERR_TOO_MANY_SESSIONS', `the server has ${this.sessions.size} sessions open (max_sessions ${this.limits.max_sessions})`, { limit: 'max_sessions', max: this.limits.max_sessions });
+      throw new ProtocolError('ENV_ERR_TOO_MANY_SESSIONS', `the server has ${this.sessions.size} sessions open (max_sessions ${this.limits.max_sessions})`, {
+        limit: 'max_sessions',
+        max: this.limits.max_sessions,
+      });
     }
     const id = `s_${randomBytes(9).toString('base64url')}`;
     // Before anything is built: a session past a memory budget costs the server nothing.
@@ -699,7 +773,11 @@ export class ServerCore {
   private withSession<T>(client: ClientState, sessionId: string, fn: (s: Session) => T | Promise<T>): T | Promise<T> {
     const s = this.lookup(client, sessionId);
     if (s.lock.pending >= this.limits.max_pending_per_session) {
-      throw new ProtocolError('ENV_ERR_TOO_MANY_PENDING', `session ${sessionId} already has ${s.lock.pending} requests waiting (max_pending_per_session ${this.limits.max_pending_per_session})`, { session_id: sessionId });
+      throw new ProtocolError(
+        'ENV_ERR_TOO_MANY_PENDING',
+        `session ${sessionId} already has ${s.lock.pending} requests waiting (max_pending_per_session ${this.limits.max_pending_per_session})`,
+        { session_id: sessionId },
+      );
     }
     const run = (): T | Promise<T> => {
       if (s.closed) {
@@ -797,7 +875,11 @@ export class ServerCore {
       sessions.forEach((s, i) => {
         if (s.autoresetPending && req.autoreset_mode === 'next_step') return; // action ignored on the reset step
         const reason = contains(s.env.actionSpace, actions[i]);
-        if (reason) throw new ProtocolError('ENV_ERR_INVALID_ACTION', `action ${i} (session ${s.id}) is not in the action space: ${reason}`, { session_id: s.id, index: i });
+        if (reason)
+          throw new ProtocolError('ENV_ERR_INVALID_ACTION', `action ${i} (session ${s.id}) is not in the action space: ${reason}`, {
+            session_id: s.id,
+            index: i,
+          });
       });
       const start = process.hrtime.bigint();
       const rewards = new Float64Array(n);
@@ -873,13 +955,19 @@ export class ServerCore {
       if (!s.env.render) throw new ProtocolError('ENV_ERR_UNSUPPORTED', `${s.envId} does not render`);
       const frame = await s.env.render();
       if (frame == null) {
-        throw new ProtocolError('ENV_ERR_UNSUPPORTED', `${s.envId} rendered nothing; make it with kwargs {render_mode: 'rgb_array'} (render modes: ${s.env.metadata.render_modes.join(', ') || 'none'})`);
+        throw new ProtocolError(
+          'ENV_ERR_UNSUPPORTED',
+          `${s.envId} rendered nothing; make it with kwargs {render_mode: 'rgb_array'} (render modes: ${s.env.metadata.render_modes.join(', ') || 'none'})`,
+        );
       }
       if (typeof frame === 'string') return { format: 'tensor' as const, frame };
       if (req.format === 'tensor') return { format: 'tensor' as const, frame };
       const [height, width, channels] = frame.shape;
       if (frame.dtype !== 'uint8' || frame.shape.length !== 3 || (channels !== 3 && channels !== 4)) {
-        throw new ProtocolError('ENV_ERR_UNSUPPORTED', `cannot encode a ${frame.dtype} [${frame.shape.join(', ')}] frame as ${req.format}; need uint8 [H, W, 3|4]`);
+        throw new ProtocolError(
+          'ENV_ERR_UNSUPPORTED',
+          `cannot encode a ${frame.dtype} [${frame.shape.join(', ')}] frame as ${req.format}; need uint8 [H, W, 3|4]`,
+        );
       }
       const img = sharp(Buffer.from(frame.bytes()), { raw: { width: width!, height: height!, channels: channels as 3 | 4 } });
       const bytes = req.format === 'png' ? await img.png({ compressionLevel: 3 }).toBuffer() : await img.jpeg({ quality: req.quality ?? 90 }).toBuffer();
@@ -891,12 +979,20 @@ export class ServerCore {
     return this.withSession(client, req.session_id, async (s) => {
       const tool = (s.env.tools ?? []).find((t) => t.name === req.tool) as EnvTool<unknown> | undefined;
       if (!tool) {
-        throw new ProtocolError('ENV_ERR_UNKNOWN_TOOL', `${s.envId} has no tool ${previewValue(req.tool)}; its tools: ${(s.env.tools ?? []).map((t) => t.name).join(', ') || 'none'}`, { tools: (s.env.tools ?? []).map((t) => t.name) });
+        throw new ProtocolError(
+          'ENV_ERR_UNKNOWN_TOOL',
+          `${s.envId} has no tool ${previewValue(req.tool)}; its tools: ${(s.env.tools ?? []).map((t) => t.name).join(', ') || 'none'}`,
+          { tools: (s.env.tools ?? []).map((t) => t.name) },
+        );
       }
       const parsed = tool.inputSchema.safeParse(req.args);
       if (!parsed.success) {
         const issues = parsed.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message }));
-        throw new ProtocolError('ENV_ERR_INVALID_TOOL_ARGS', `invalid arguments for ${tool.name}: ${issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`, { issues });
+        throw new ProtocolError(
+          'ENV_ERR_INVALID_TOOL_ARGS',
+          `invalid arguments for ${tool.name}: ${issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`,
+          { issues },
+        );
       }
       const result = await tool.handler(parsed.data, { env: unwrap(s.env), wrapped: s.env });
       return { result: result ?? null };
@@ -1045,7 +1141,8 @@ function splitActions(actions: unknown, n: number): unknown[] {
     return actions;
   }
   if (actions instanceof Tensor) {
-    if (actions.shape[0] !== n) throw new ProtocolError('ENV_ERR_INVALID_MESSAGE', `actions tensor has leading dimension ${actions.shape[0]} for ${n} sessions`);
+    if (actions.shape[0] !== n)
+      throw new ProtocolError('ENV_ERR_INVALID_MESSAGE', `actions tensor has leading dimension ${actions.shape[0]} for ${n} sessions`);
     const inner = actions.shape.slice(1);
     if (inner.length === 0) {
       // Scalars (Discrete actions) come back as plain numbers.

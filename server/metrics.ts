@@ -125,17 +125,32 @@ export class ServerMetrics {
 
   /** Exports how the server polls its sockets (protocol/busy-poll.ts), read at scrape time. */
   watchPoller(poller: BusyPoller): void {
-    new Gauge({ name: 'gymwire_busy_poll_window_microseconds', help: 'Socket polling window opened after each answer (adaptive: where it stands; 0: closed)', registers: [this.registry], collect() {
-      this.set(poller.window);
-    } });
-    new Gauge({ name: 'gymwire_busy_poll_resting', help: '1 while adaptive polling rests because a trial found it did not shorten the gaps between answers and requests', registers: [this.registry], collect() {
-      this.set(poller.resting ? 1 : 0);
-    } });
+    new Gauge({
+      name: 'gymwire_busy_poll_window_microseconds',
+      help: 'Socket polling window opened after each answer (adaptive: where it stands; 0: closed)',
+      registers: [this.registry],
+      collect() {
+        this.set(poller.window);
+      },
+    });
+    new Gauge({
+      name: 'gymwire_busy_poll_resting',
+      help: '1 while adaptive polling rests because a trial found it did not shorten the gaps between answers and requests',
+      registers: [this.registry],
+      collect() {
+        this.set(poller.resting ? 1 : 0);
+      },
+    });
     let counted = 0;
-    new Counter({ name: 'gymwire_busy_poll_turns_total', help: 'Event-loop turns spent polling the sockets instead of sleeping', registers: [this.registry], collect() {
-      this.inc(poller.turns - counted);
-      counted = poller.turns;
-    } });
+    new Counter({
+      name: 'gymwire_busy_poll_turns_total',
+      help: 'Event-loop turns spent polling the sockets instead of sleeping',
+      registers: [this.registry],
+      collect() {
+        this.inc(poller.turns - counted);
+        counted = poller.turns;
+      },
+    });
   }
 
   /** The cells one env's sessions count into (shared by every session of that env). */

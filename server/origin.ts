@@ -120,10 +120,16 @@ export class OriginPolicy {
     const host = headers.host;
     if (!this.hostAllowed(host)) {
       const name = host === undefined ? '' : (hostnameOf(host) ?? host);
-      return { allowed: false, reason: `Host ${JSON.stringify(host)} is not served (DNS-rebinding protection); allow it with gymwire serve --allow-host ${name || 'NAME'}` };
+      return {
+        allowed: false,
+        reason: `Host ${JSON.stringify(host)} is not served (DNS-rebinding protection); allow it with gymwire serve --allow-host ${name || 'NAME'}`,
+      };
     }
     if (!this.originAllowed(origin, host)) {
-      return { allowed: false, reason: `Origin ${JSON.stringify(origin)} may not use this server (browser protection); allow it with gymwire serve --allow-origin ${origin}` };
+      return {
+        allowed: false,
+        reason: `Origin ${JSON.stringify(origin)} may not use this server (browser protection); allow it with gymwire serve --allow-origin ${origin}`,
+      };
     }
     return { allowed: true };
   }

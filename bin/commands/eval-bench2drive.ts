@@ -27,7 +27,12 @@ export function registerEvalBench2Drive(evalCommand: Command): void {
       const agent = makeAgent(opts.agent);
       const target = await connectToTarget(opts.url, opts.token);
       const client = target.client;
-      const bar = opts.json ? null : new SingleBar({ format: 'bench2drive {bar} {value}/{total} routes | DS {ds} | {route}', hideCursor: true, stream: process.stderr }, Presets.shades_classic);
+      const bar = opts.json
+        ? null
+        : new SingleBar(
+            { format: 'bench2drive {bar} {value}/{total} routes | DS {ds} | {route}', hideCursor: true, stream: process.stderr },
+            Presets.shades_classic,
+          );
       let sum = 0;
       try {
         const report = await evaluateBench2Drive({

@@ -24,34 +24,38 @@ export function registerEvalNavsim(evalCommand: Command): void {
     .option('--limit <n>', 'only the first n scenes')
     .option('--concurrency <n>', 'parallel sessions', '2')
     .option('--json', 'print the report as JSON (per-scene rows included)')
-    .action(async (opts: { agent: string; split: string; version: string; url?: string; token?: string; limit?: string; concurrency: string; json?: boolean }) => {
-      if (!(opts.split in SPLITS)) throw new Error(`unknown split '${opts.split}' (known: ${Object.keys(SPLITS).join(', ')})`);
-      const version = opts.version === '2' ? 2 : opts.version === '1' ? 1 : null;
-      if (version === null) throw new Error(`--version must be 1 or 2, got ${opts.version}`);
-      const target = await connectToTarget(opts.url, opts.token);
-      const client = target.client;
-      const bar = opts.json ? null : new SingleBar({ format: 'navsim {bar} {value}/{total} scenes | mean {mean}', hideCursor: true, stream: process.stderr }, Presets.shades_classic);
-      let sum = 0;
-      try {
-        const report = await evaluateNavsim({
-          makeEnv: async () => (await client.make(`gymwire/NavsimEnv-v${version}`, { split: opts.split })) as unknown as EnvLike,
-          agent: opts.agent,
-          split: opts.split as SplitName,
-          version,
-          limit: opts.limit ? Number(opts.limit) : undefined,
-          concurrency: Number(opts.concurrency),
-          onProgress: (done, total, row) => {
-            sum += row.score;
-            if (!bar) return;
-            if (done === 1) bar.start(total, 0, { mean: '-' });
-            bar.update(done, { mean: (sum / done).toFixed(3) });
-          },
-        });
-        bar?.stop();
-        process.stdout.write(opts.json ? `${JSON.stringify(report)}\n` : `${formatTable(report)}\n`);
-      } finally {
-        bar?.stop();
-        await target.close();
-      }
-    });
+    .action(
+      async (opts: { agent: string; split: string; version: string; url?: string; token?: string; limit?: string; concurrency: string; json?: boolean }) => {
+        if (!(opts.split in SPLITS)) throw new Error(`unknown split '${opts.split}' (known: ${Object.keys(SPLITS).join(', ')})`);
+        const version = opts.version === '2' ? 2 : opts.version === '1' ? 1 : null;
+        if (version === null) throw new Error(`--version must be 1 or 2, got ${opts.version}`);
+        const target = await connectToTarget(opts.url, opts.token);
+        const client = target.client;
+        const bar = opts.json
+          ? null
+          : new SingleBar({ format: 'navsim {bar} {value}/{total} scenes | mean {mean}', hideCursor: true, stream: process.stderr }, Presets.shades_classic);
+        let sum = 0;
+        try {
+          const report = await evaluateNavsim({
+            makeEnv: async () => (await client.make(`gymwire/NavsimEnv-v${version}`, { split: opts.split })) as unknown as EnvLike,
+            agent: opts.agent,
+            split: opts.split as SplitName,
+            version,
+            limit: opts.limit ? Number(opts.limit) : undefined,
+            concurrency: Number(opts.concurrency),
+            onProgress: (done, total, row) => {
+              sum += row.score;
+              if (!bar) return;
+              if (done === 1) bar.start(total, 0, { mean: '-' });
+              bar.update(done, { mean: (sum / done).toFixed(3) });
+            },
+          });
+          bar?.stop();
+          process.stdout.write(opts.json ? `${JSON.stringify(report)}\n` : `${formatTable(report)}\n`);
+        } finally {
+          bar?.stop();
+          await target.close();
+        }
+      },
+    );
 }

@@ -18,7 +18,13 @@ export interface McpCommandOptions {
 }
 
 /** Runs the bridge until stdin closes; resolves after the gymwire sessions it made are closed. */
-export async function runMcpBridge(opts: { url: string; token?: string; logger?: pino.Logger; stdin?: NodeJS.ReadableStream; stdout?: NodeJS.WritableStream }): Promise<void> {
+export async function runMcpBridge(opts: {
+  url: string;
+  token?: string;
+  logger?: pino.Logger;
+  stdin?: NodeJS.ReadableStream;
+  stdout?: NodeJS.WritableStream;
+}): Promise<void> {
   const log = opts.logger ?? pino({ level: 'silent' });
   let mcp: GymwireMcp | null = null;
   const client = await GymwireClient.connect(opts.url, {

@@ -62,7 +62,7 @@ export const BASELINES: Record<string, { describe: string; make(): { policy: Pol
     make: () => ({
       policy: perSessionPolicy(
         'navsim:constant-velocity',
-        (obs) => Tensor.from('float32', [8, 3], constantVelocityFromObs(((obs as Record<string, Tensor>)['ego_status']!).data as Float32Array).flat()),
+        (obs) => Tensor.from('float32', [8, 3], constantVelocityFromObs((obs as Record<string, Tensor>)['ego_status']!.data as Float32Array).flat()),
         { accepts: ({ observationSpace: o }) => (o.type === 'dict' && o.spaces['ego_status'] ? null : 'needs a NAVSIM observation with ego_status') },
       ),
     }),
@@ -75,9 +75,13 @@ export const BASELINES: Record<string, { describe: string; make(): { policy: Pol
         make: () => {
           const agents = new Map<string, Agent>();
           const agentFor = (session: string) => agents.get(session) ?? agents.set(session, makeAgent(name)).get(session)!;
-          const policy = perSessionPolicy(`bench2drive:${name}`, (obs, session, info) => Tensor.from('float32', [3], agentFor(session).act(obs as Record<string, unknown>, info)), {
-            episodeStart: (session, info) => agentFor(session).reset(info),
-          });
+          const policy = perSessionPolicy(
+            `bench2drive:${name}`,
+            (obs, session, info) => Tensor.from('float32', [3], agentFor(session).act(obs as Record<string, unknown>, info)),
+            {
+              episodeStart: (session, info) => agentFor(session).reset(info),
+            },
+          );
           return { policy, kwargs: makeAgent(name).makeKwargs };
         },
       },
@@ -145,7 +149,11 @@ export function registerRollout(program: Command): void {
     .option('--preview [file]', 'write an animated WebP of the first episodes (default DIR/preview.webp)')
     .option('--preview-episodes <n>', 'episodes in the preview', '3')
     .option('--no-progress', 'no progress bar')
-    .option('--busy-poll-us <us>', "how the clients wait for answers: 'auto' polls the socket for a window adapted to how soon answers come (saves waking an idle core; stays off against a remote or slow server), N polls N µs after every request, 0 never polls", 'auto')
+    .option(
+      '--busy-poll-us <us>',
+      "how the clients wait for answers: 'auto' polls the socket for a window adapted to how soon answers come (saves waking an idle core; stays off against a remote or slow server), N polls N µs after every request, 0 never polls",
+      'auto',
+    )
     .option('--reconnect-timeout <ms>', 'how long a lost server may take to come back (its sessions resumed or remade) before the rollout fails', '60000')
     .action(async (opts: RolloutCliOptions) => {
       const summary = await runRolloutCommand(opts);
@@ -159,7 +167,8 @@ export async function runRolloutCommand(opts: RolloutCliOptions, out: NodeJS.Wri
   if (!['keep', 'discard', 'finish'].includes(opts.onStop)) throw new Error(`--on-stop must be keep, discard or finish, got ${opts.onStop}`);
   const busyPoll = parseBusyPoll(opts.busyPollUs ?? 'auto');
   const reconnectTimeoutMs = Number(opts.reconnectTimeout ?? 60_000);
-  if (!Number.isInteger(reconnectTimeoutMs) || reconnectTimeoutMs < 0) throw new Error(`--reconnect-timeout must be a non-negative integer (ms), got ${opts.reconnectTimeout}`);
+  if (!Number.isInteger(reconnectTimeoutMs) || reconnectTimeoutMs < 0)
+    throw new Error(`--reconnect-timeout must be a non-negative integer (ms), got ${opts.reconnectTimeout}`);
   const { policy, kwargs: policyKwargs } = await buildPolicy(opts.policy, opts);
   const wantPreview = opts.preview !== undefined && opts.preview !== false;
   let userKwargs: Record<string, unknown>;
@@ -175,18 +184,36 @@ export async function runRolloutCommand(opts: RolloutCliOptions, out: NodeJS.Wri
   try {
     for (const url of opts.url) clients.push(await connect(url, { busyPoll, reconnectTimeoutMs, ...(token ? { token } : {}) }));
     const total = Number(opts.sessions);
-    const targets = clients.map((client, i) => ({ client, url: opts.url[i]!, sessions: Math.floor(total / clients.length) + (i < total % clients.length ? 1 : 0) }));
+    const targets = clients.map((client, i) => ({
+      client,
+      url: opts.url[i]!,
+      sessions: Math.floor(total / clients.length) + (i < total % clients.length ? 1 : 0),
+    }));
     const probe = await clients[0]!.make(opts.env, kwargs);
     await probe.close();
     // Envs whose observations hold no image are previewed through render(); ask for frames at make.
-    const renderPreview = wantPreview && !spaceHasImage(probe.observationSpace) && userKwargs['render_mode'] === undefined && (probe.metadata['render_modes'] as string[] | undefined)?.includes('rgb_array');
+    const renderPreview =
+      wantPreview &&
+      !spaceHasImage(probe.observationSpace) &&
+      userKwargs['render_mode'] === undefined &&
+      (probe.metadata['render_modes'] as string[] | undefined)?.includes('rgb_array');
     const episodes = Number(opts.episodes);
     const writer = opts.out
-      ? await TrajectoryWriter.create(opts.out, { envId: opts.env, envKwargs: kwargs, observationSpace: probe.observationSpace, actionSpace: probe.actionSpace, images: opts.images, overwrite: opts.overwrite ?? false })
+      ? await TrajectoryWriter.create(opts.out, {
+          envId: opts.env,
+          envKwargs: kwargs,
+          observationSpace: probe.observationSpace,
+          actionSpace: probe.actionSpace,
+          images: opts.images,
+          overwrite: opts.overwrite ?? false,
+        })
       : null;
     const previewN = Number(opts.previewEpisodes);
     const frames = new Map<number, Promise<Tensor | null>[]>();
-    const bar = opts.progress && (process.stderr as NodeJS.WriteStream).isTTY ? new SingleBar({ format: 'episodes {bar} {value}/{total} | {sps} steps/s | mean return {ret}', hideCursor: true }) : null;
+    const bar =
+      opts.progress && (process.stderr as NodeJS.WriteStream).isTTY
+        ? new SingleBar({ format: 'episodes {bar} {value}/{total} | {sps} steps/s | mean return {ret}', hideCursor: true })
+        : null;
     bar?.start(episodes, 0, { sps: '0', ret: '-' });
     let lastDraw = 0;
     const rollout = new Rollout({
@@ -213,7 +240,12 @@ export async function runRolloutCommand(opts: RolloutCliOptions, out: NodeJS.Wri
             if (own) list.push(Promise.resolve(new Tensor('uint8', own.shape, (own.data as Uint8Array).slice())));
             else if (renderPreview && !step.terminated && !step.truncated) {
               // Requests for one session run in order, so this renders the state right after this step.
-              list.push(client.request('render', { session_id: session, format: 'tensor' }).then((r) => (r.frame instanceof Tensor ? r.frame : null), () => null));
+              list.push(
+                client.request('render', { session_id: session, format: 'tensor' }).then(
+                  (r) => (r.frame instanceof Tensor ? r.frame : null),
+                  () => null,
+                ),
+              );
             }
           }
         : undefined,

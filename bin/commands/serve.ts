@@ -66,7 +66,9 @@ export function resolveToken(opts: { token?: string; tokenFile?: string }, env: 
 export function registerServe(program: Command): void {
   program
     .command('serve')
-    .description('serve every registered env over WebSockets (plus /healthz, /metrics, /mcp and the viewer at / on the same port); durations take ms, s, m or h (a bare number is ms), sizes k, m, g (a bare number is bytes)')
+    .description(
+      'serve every registered env over WebSockets (plus /healthz, /metrics, /mcp and the viewer at / on the same port); durations take ms, s, m or h (a bare number is ms), sizes k, m, g (a bare number is bytes)',
+    )
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option('--port <port>', 'port (0 picks a free one)', '8765')
     .option('--transport <name>', 'ws or uws', 'ws')
@@ -78,21 +80,60 @@ export function registerServe(program: Command): void {
     .option('--max-sessions-per-client <n>', 'sessions one client may hold', '1024')
     .option('--max-frame-bytes <size>', 'largest frame accepted', '64m')
     .option('--resume-grace <duration>', 'how long a disconnected client may resume its sessions', '60s')
-    .option('--busy-poll-us <us>', "poll the sockets after each answer instead of sleeping, saving a core wake-up for clients that send again soon (pipelined rollouts on the same host): 'auto' adapts the window to the gaps between answers and requests (off for clients that answer late), N polls N µs after every answer, 0 never polls", 'auto')
-    .option('--drain-timeout <duration>', 'on SIGTERM or Ctrl-C: time to answer in-flight requests and let clients read their answers before connections are dropped', '10s')
+    .option(
+      '--busy-poll-us <us>',
+      "poll the sockets after each answer instead of sleeping, saving a core wake-up for clients that send again soon (pipelined rollouts on the same host): 'auto' adapts the window to the gaps between answers and requests (off for clients that answer late), N polls N µs after every answer, 0 never polls",
+      'auto',
+    )
+    .option(
+      '--drain-timeout <duration>',
+      'on SIGTERM or Ctrl-C: time to answer in-flight requests and let clients read their answers before connections are dropped',
+      '10s',
+    )
     .option('--max-memory-per-client <size>', 'memory one client’s sessions may hold, as their envs estimate it at make (0: no budget)', '8g')
     .option('--max-memory <size>', 'memory all sessions may hold together (0: no budget)', '16g')
-    .option('--max-departed-reply-bytes <size>', 'answers kept for disconnected clients to resume with, all together; those that left first lose theirs', '256m')
+    .option(
+      '--max-departed-reply-bytes <size>',
+      'answers kept for disconnected clients to resume with, all together; those that left first lose theirs',
+      '256m',
+    )
     .option('--check', 'check every observation against its space (slower; for env development)')
-    .option('--allow-origin <origin...>', "browser origins (https://app.example:8443) allowed besides loopback ones on the WebSocket and every HTTP route; others get 403; '*' allows any")
-    .option('--allow-host <name...>', "Host names served besides IP addresses, loopback names and this machine's hostname; checked only without a token; '*' allows any")
+    .option(
+      '--allow-origin <origin...>',
+      "browser origins (https://app.example:8443) allowed besides loopback ones on the WebSocket and every HTTP route; others get 403; '*' allows any",
+    )
+    .option(
+      '--allow-host <name...>',
+      "Host names served besides IP addresses, loopback names and this machine's hostname; checked only without a token; '*' allows any",
+    )
     .option('--mcp-allow-origin <origin...>', 'same as --allow-origin (kept for existing scripts)')
     .option('--max-connections <n>', 'connections open at once, greeted or not (0: no cap)', String(DEFAULT_ADMISSION_LIMITS.maxConnections))
-    .option('--max-preauth-per-ip <n>', 'connections from one IP address that have not said hello yet (0: no cap)', String(DEFAULT_ADMISSION_LIMITS.maxPreAuthPerIp))
-    .option('--hello-timeout <duration>', 'close connections that send no valid hello within this long (0: never)', String(DEFAULT_ADMISSION_LIMITS.helloTimeoutMs))
-    .option('--data-root <dir>', 'a directory whose data clients may name in make kwargs (model_dir, dataset_dir, scene_dir); repeatable; without it only the bundled assets', (dir: string, dirs: string[]) => [...dirs, dir], [] as string[])
-    .option('--mcp-max-sessions <n>', 'MCP sessions open at once at most; when full, the least recently used idle session of the caller holding the most gives way', String(MCP_DEFAULTS.maxSessions))
-    .option('--mcp-max-sessions-per-caller <n>', 'MCP sessions one remote address holds at most; its next one ends its own least recently used idle session', String(MCP_DEFAULTS.maxSessionsPerCaller))
+    .option(
+      '--max-preauth-per-ip <n>',
+      'connections from one IP address that have not said hello yet (0: no cap)',
+      String(DEFAULT_ADMISSION_LIMITS.maxPreAuthPerIp),
+    )
+    .option(
+      '--hello-timeout <duration>',
+      'close connections that send no valid hello within this long (0: never)',
+      String(DEFAULT_ADMISSION_LIMITS.helloTimeoutMs),
+    )
+    .option(
+      '--data-root <dir>',
+      'a directory whose data clients may name in make kwargs (model_dir, dataset_dir, scene_dir); repeatable; without it only the bundled assets',
+      (dir: string, dirs: string[]) => [...dirs, dir],
+      [] as string[],
+    )
+    .option(
+      '--mcp-max-sessions <n>',
+      'MCP sessions open at once at most; when full, the least recently used idle session of the caller holding the most gives way',
+      String(MCP_DEFAULTS.maxSessions),
+    )
+    .option(
+      '--mcp-max-sessions-per-caller <n>',
+      'MCP sessions one remote address holds at most; its next one ends its own least recently used idle session',
+      String(MCP_DEFAULTS.maxSessionsPerCaller),
+    )
     .option('--mcp-max-body-bytes <size>', 'largest /mcp request body read; larger ones get 413 unread', String(MCP_DEFAULTS.maxBodyBytes))
     .option('--gym <id...>', 'also serve these Gymnasium registry ids as gym/<id> (module:ID imports the module first), run by Python workers')
     .option('--python <module:callable...>', 'also serve these callables returning a gymnasium.Env (kwargs from make) as python/<module:callable>')

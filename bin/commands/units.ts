@@ -10,14 +10,30 @@
 
 const DURATION_UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 // k, m, g and t alone are binary, as in -Xmx and docker --memory; kB, MB and GB are decimal.
-const BYTE_UNITS: Record<string, number> = { b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3, tib: 1024 ** 4, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12 };
+const BYTE_UNITS: Record<string, number> = {
+  b: 1,
+  k: 1024,
+  m: 1024 ** 2,
+  g: 1024 ** 3,
+  t: 1024 ** 4,
+  kib: 1024,
+  mib: 1024 ** 2,
+  gib: 1024 ** 3,
+  tib: 1024 ** 4,
+  kb: 1e3,
+  mb: 1e6,
+  gb: 1e9,
+  tb: 1e12,
+};
 
 function parseWithUnit(flag: string, value: string, units: Record<string, number>, bareUnit: string, example: string): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(value);
   const unit = m?.[2]?.toLowerCase() || bareUnit;
   const scale = units[unit];
   if (!m || scale === undefined) {
-    throw new Error(`${flag} must be a non-negative number with an optional unit (${Object.keys(units).join(', ')}), e.g. ${example}; got ${JSON.stringify(value)}`);
+    throw new Error(
+      `${flag} must be a non-negative number with an optional unit (${Object.keys(units).join(', ')}), e.g. ${example}; got ${JSON.stringify(value)}`,
+    );
   }
   const out = Math.round(Number(m[1]) * scale);
   if (!Number.isSafeInteger(out)) throw new Error(`${flag} is too large: ${JSON.stringify(value)}`);

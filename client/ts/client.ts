@@ -101,7 +101,14 @@ export class GymwireClient {
 
   /** Connects and performs the hello/welcome handshake. */
   static async connect(target: string | Connector, opts: ClientOptions = {}): Promise<GymwireClient> {
-    const connector = typeof target === 'string' ? wsConnector(target, { connectTimeoutMs: opts.connectTimeoutMs, keepaliveIntervalMs: opts.keepaliveIntervalMs, keepaliveTimeoutMs: opts.keepaliveTimeoutMs }) : target;
+    const connector =
+      typeof target === 'string'
+        ? wsConnector(target, {
+            connectTimeoutMs: opts.connectTimeoutMs,
+            keepaliveIntervalMs: opts.keepaliveIntervalMs,
+            keepaliveTimeoutMs: opts.keepaliveTimeoutMs,
+          })
+        : target;
     const client = new GymwireClient(connector, opts);
     await client.open();
     return client;
@@ -158,7 +165,12 @@ export class GymwireClient {
     const limit = this.welcomeInfo?.limits.max_frame_bytes;
     if (limit !== undefined && frame.byteLength > limit) {
       // Sent anyway, it could close the connection, and a resume would send it again, forever.
-      return Promise.reject(new SdkError('FRAME_TOO_LARGE', `${type} request is ${frame.byteLength} bytes, over the server's max_frame_bytes ${limit}; it was not sent`, { size: frame.byteLength, max_frame_bytes: limit }));
+      return Promise.reject(
+        new SdkError('FRAME_TOO_LARGE', `${type} request is ${frame.byteLength} bytes, over the server's max_frame_bytes ${limit}; it was not sent`, {
+          size: frame.byteLength,
+          max_frame_bytes: limit,
+        }),
+      );
     }
     return new Promise<ResultOf<T>>((resolve, reject) => {
       const timeoutMs = this.opts.requestTimeoutMs ?? 120_000;
@@ -182,14 +194,17 @@ export class GymwireClient {
   /** Times out requests past their deadline; pending is in send order, so the scan stops at the first live one. */
   private ensureSweeper(timeoutMs: number): void {
     if (this.sweeper) return;
-    this.sweeper = setInterval(() => {
-      const now = Date.now();
-      for (const [id, p] of this.pending) {
-        if (p.deadline > now) break;
-        this.pending.delete(id);
-        p.reject(new SdkError('REQUEST_TIMEOUT', `${p.type} got no answer within ${this.opts.requestTimeoutMs ?? 120_000} ms`, { id, type: p.type }));
-      }
-    }, Math.max(5, Math.min(1000, Math.floor(timeoutMs / 10))));
+    this.sweeper = setInterval(
+      () => {
+        const now = Date.now();
+        for (const [id, p] of this.pending) {
+          if (p.deadline > now) break;
+          this.pending.delete(id);
+          p.reject(new SdkError('REQUEST_TIMEOUT', `${p.type} got no answer within ${this.opts.requestTimeoutMs ?? 120_000} ms`, { id, type: p.type }));
+        }
+      },
+      Math.max(5, Math.min(1000, Math.floor(timeoutMs / 10))),
+    );
     this.sweeper.unref?.();
   }
 
@@ -288,7 +303,10 @@ export class GymwireClient {
     try {
       const raw = decode(frame) as { type?: unknown; id?: unknown; result?: unknown };
       // Results are validated by their own schema below; the envelope check stays cheap on the hot path.
-      msg = raw && raw.type === 'result' && typeof raw.id === 'number' && typeof raw.result === 'object' && raw.result !== null ? (raw as ServerMessage) : ServerMessageSchema.parse(raw);
+      msg =
+        raw && raw.type === 'result' && typeof raw.id === 'number' && typeof raw.result === 'object' && raw.result !== null
+          ? (raw as ServerMessage)
+          : ServerMessageSchema.parse(raw);
     } catch (err) {
       this.opts.onEvent?.({ type: 'event', event: 'shutdown', reason: `unreadable frame from server: ${(err as Error).message}` });
       return;
@@ -371,7 +389,10 @@ export class GymwireClient {
         if (!welcome.resumed) {
           // The server forgot us (restarted, or the grace period passed): sessions are gone.
           for (const env of this.envs.values()) env.markClosed('the server did not resume this client’s sessions');
-          this.failAll(new SdkError('SESSION_LOST', 'reconnected, but the server no longer has this client’s sessions'), (p) => p.type !== 'list_envs' && p.type !== 'ping' && p.type !== 'make');
+          this.failAll(
+            new SdkError('SESSION_LOST', 'reconnected, but the server no longer has this client’s sessions'),
+            (p) => p.type !== 'list_envs' && p.type !== 'ping' && p.type !== 'make',
+          );
         }
         // Re-send what is still waiting, in the original order, with the original ids.
         const waiting = [...this.pending.entries()].filter(([, p]) => p.type !== 'hello').sort(([a], [b]) => a - b);
@@ -383,7 +404,8 @@ export class GymwireClient {
         if (err instanceof ProtocolError) break; // refused (auth, version): retrying will not help
       }
     }
-    if (this.state === 'reconnecting') this.shut(new SdkError('CONNECTION_LOST', `could not reconnect: ${(lastError as Error | null)?.message ?? 'timed out'}`));
+    if (this.state === 'reconnecting')
+      this.shut(new SdkError('CONNECTION_LOST', `could not reconnect: ${(lastError as Error | null)?.message ?? 'timed out'}`));
   }
 
   private failAll(err: Error, which: (p: Pending) => boolean = () => true): void {

@@ -88,13 +88,20 @@ export class RandomPolicy implements Policy {
 export function perSessionPolicy(
   name: string,
   actOne: (obs: unknown, session: string, info: Record<string, unknown>) => unknown | Promise<unknown>,
-  opts: { accepts?: (spaces: PolicySpaces) => string | null; episodeStart?: (session: string, info: Record<string, unknown>) => void; close?: () => void | Promise<void> } = {},
+  opts: {
+    accepts?: (spaces: PolicySpaces) => string | null;
+    episodeStart?: (session: string, info: Record<string, unknown>) => void;
+    close?: () => void | Promise<void>;
+  } = {},
 ): Policy {
   return {
     name,
     check(spaces) {
       const reason = opts.accepts?.(spaces) ?? null;
-      if (reason) throw new PolicyMismatchError(`policy ${name} cannot act in ${spaceToString(spaces.observationSpace)} -> ${spaceToString(spaces.actionSpace)}: ${reason}`);
+      if (reason)
+        throw new PolicyMismatchError(
+          `policy ${name} cannot act in ${spaceToString(spaces.observationSpace)} -> ${spaceToString(spaces.actionSpace)}: ${reason}`,
+        );
     },
     async act(observations, ctx) {
       return { actions: await Promise.all(observations.map((o, i) => actOne(o, ctx.sessions[i]!, ctx.infos?.[i] ?? {}))) };

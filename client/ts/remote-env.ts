@@ -147,7 +147,9 @@ export class RemoteVectorEnv {
    * Resets every session (or those in `mask`, for the disabled autoreset mode). An integer seed
    * seeds session i with seed + i, as Gymnasium's vector envs do.
    */
-  async reset(opts: { seed?: number | (number | null)[] | null; options?: Record<string, unknown>; mask?: boolean[] } = {}): Promise<{ obs: unknown; infos: Record<string, unknown[]> }> {
+  async reset(
+    opts: { seed?: number | (number | null)[] | null; options?: Record<string, unknown>; mask?: boolean[] } = {},
+  ): Promise<{ obs: unknown; infos: Record<string, unknown[]> }> {
     const indices = opts.mask ? this.sessionIds.map((_, i) => i).filter((i) => opts.mask![i]) : this.sessionIds.map((_, i) => i);
     const allSeeds = typeof opts.seed === 'number' ? this.sessionIds.map((_, i) => (opts.seed as number) + i) : (opts.seed ?? null);
     const seeds = allSeeds ? indices.map((i) => allSeeds[i] ?? null) : null;

@@ -38,7 +38,11 @@ export const DEFAULT_KEEPALIVE_TIMEOUT_MS = 30_000;
 export function wsConnector(url: string, opts: WsConnectOptions = {}): Connector {
   return () =>
     new Promise((resolve, reject) => {
-      const ws = new WebSocket(url, { perMessageDeflate: false, handshakeTimeout: opts.connectTimeoutMs ?? 10_000, maxPayload: opts.maxPayload ?? 512 * 1024 * 1024 });
+      const ws = new WebSocket(url, {
+        perMessageDeflate: false,
+        handshakeTimeout: opts.connectTimeoutMs ?? 10_000,
+        maxPayload: opts.maxPayload ?? 512 * 1024 * 1024,
+      });
       ws.binaryType = 'nodebuffer';
       let opened = false;
       let stopKeepalive = () => {};

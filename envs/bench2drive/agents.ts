@@ -35,22 +35,29 @@ class RouteLine {
   readonly s: number[] = [0];
   constructor(waypoints: readonly (readonly number[])[]) {
     this.pts = waypoints.map((w) => ({ x: w[0]!, y: w[1]!, option: w[2]! }));
-    for (let i = 1; i < this.pts.length; i++) this.s.push(this.s[i - 1]! + Math.hypot(this.pts[i]!.x - this.pts[i - 1]!.x, this.pts[i]!.y - this.pts[i - 1]!.y));
+    for (let i = 1; i < this.pts.length; i++)
+      this.s.push(this.s[i - 1]! + Math.hypot(this.pts[i]!.x - this.pts[i - 1]!.x, this.pts[i]!.y - this.pts[i - 1]!.y));
   }
   get length(): number {
     return this.s[this.s.length - 1]!;
   }
   project(x: number, y: number): { s: number; d: number } {
-    let best = Infinity, bs = 0, bd = 0;
+    let best = Infinity,
+      bs = 0,
+      bd = 0;
     for (let i = 0; i + 1 < this.pts.length; i++) {
-      const a = this.pts[i]!, b = this.pts[i + 1]!;
-      const dx = b.x - a.x, dy = b.y - a.y;
+      const a = this.pts[i]!,
+        b = this.pts[i + 1]!;
+      const dx = b.x - a.x,
+        dy = b.y - a.y;
       const l2 = dx * dx + dy * dy || 1;
       let t = ((x - a.x) * dx + (y - a.y) * dy) / l2;
-      const first = i === 0, last = i + 2 === this.pts.length;
+      const first = i === 0,
+        last = i + 2 === this.pts.length;
       if (!first) t = Math.max(0, t);
       if (!last) t = Math.min(1, t);
-      const qx = a.x + t * dx, qy = a.y + t * dy;
+      const qx = a.x + t * dx,
+        qy = a.y + t * dy;
       const d2 = (x - qx) ** 2 + (y - qy) ** 2;
       if (d2 < best) {
         best = d2;
@@ -65,7 +72,8 @@ class RouteLine {
     const n = this.pts.length;
     let i = 0;
     while (i + 2 < n && this.s[i + 1]! < s) i++;
-    const a = this.pts[i]!, b = this.pts[i + 1]!;
+    const a = this.pts[i]!,
+      b = this.pts[i + 1]!;
     const seg = this.s[i + 1]! - this.s[i]! || 1;
     const t = (s - this.s[i]!) / seg;
     return { x: a.x + t * (b.x - a.x), y: a.y + t * (b.y - a.y), heading: Math.atan2(b.y - a.y, b.x - a.x) };
@@ -74,7 +82,8 @@ class RouteLine {
   curvature(s0: number, len: number): number {
     let k = 0;
     for (let s = s0; s < Math.min(s0 + len, this.length - 2); s += 2) {
-      const h0 = this.pose(s).heading, h1 = this.pose(s + 2).heading;
+      const h0 = this.pose(s).heading,
+        h1 = this.pose(s + 2).heading;
       k = Math.max(k, Math.abs(Math.atan2(Math.sin(h1 - h0), Math.cos(h1 - h0))) / 2);
     }
     return k;
@@ -102,8 +111,10 @@ function pursuit(lx: number, ly: number, v: number): number {
 }
 
 function toEgo(x: number, y: number, ex: number, ey: number, yaw: number): [number, number] {
-  const dx = x - ex, dy = y - ey;
-  const c = Math.cos(yaw), s = Math.sin(yaw);
+  const dx = x - ex,
+    dy = y - ey;
+  const c = Math.cos(yaw),
+    s = Math.sin(yaw);
   return [c * dx + s * dy, -s * dx + c * dy];
 }
 
@@ -117,7 +128,10 @@ export class NaiveAgent implements Agent {
     this.route = routeOf(info);
   }
   act(obs: Record<string, unknown>): [number, number, number] {
-    const x = num(obs['position'], 0), y = num(obs['position'], 1), yaw = num(obs['compass']), v = num(obs['speed']);
+    const x = num(obs['position'], 0),
+      y = num(obs['position'], 1),
+      yaw = num(obs['compass']),
+      v = num(obs['speed']);
     const r = this.route!;
     const { s } = r.project(x, y);
     const p = r.pose(s + Math.max(5, 0.8 * v + 3));
@@ -149,7 +163,9 @@ export class ExpertAgent implements Agent {
     this.stopDone = new Set();
     this.stoppedFor = 0;
     this.committed = false;
-    this.turn = this.route.pts.find((p) => p.option === RoadOption.LEFT || p.option === RoadOption.RIGHT || p.option === RoadOption.STRAIGHT)?.option ?? RoadOption.STRAIGHT;
+    this.turn =
+      this.route.pts.find((p) => p.option === RoadOption.LEFT || p.option === RoadOption.RIGHT || p.option === RoadOption.STRAIGHT)?.option ??
+      RoadOption.STRAIGHT;
   }
 
   act(_obs: Record<string, unknown>, info: Record<string, unknown>): [number, number, number] {
@@ -163,9 +179,19 @@ export class ExpertAgent implements Agent {
     const DT = 0.05;
 
     // ---- lateral plan ----
-    const obstacles = others.filter(({ a, s, d }) => (a.role === 'parked' || a.kind === 'static' || a.kind === 'bicycle') && s - ego.s > -8 && s - ego.s < 45 && Math.abs(d) < w / 2 + a.width / 2);
+    const obstacles = others.filter(
+      ({ a, s, d }) =>
+        (a.role === 'parked' || a.kind === 'static' || a.kind === 'bicycle') && s - ego.s > -8 && s - ego.s < 45 && Math.abs(d) < w / 2 + a.width / 2,
+    );
     const laneClear = (dc: number, back: number, front: number) =>
-      !others.some(({ a, s, d }) => a.kind !== 'pedestrian' && Math.abs(d - dc) < w / 2 + 0.8 && s - ego.s > -back - 1.2 * Math.max(0, a.v - v) && s - ego.s < front && !this.overtaking.has(a.id));
+      !others.some(
+        ({ a, s, d }) =>
+          a.kind !== 'pedestrian' &&
+          Math.abs(d - dc) < w / 2 + 0.8 &&
+          s - ego.s > -back - 1.2 * Math.max(0, a.v - v) &&
+          s - ego.s < front &&
+          !this.overtaking.has(a.id),
+      );
     let target = 0;
     if (this.overtaking.size || (obstacles.length && pv.left_lane)) {
       for (const o of obstacles) if (o.s - ego.s < 30) this.overtaking.add(o.a.id);
@@ -191,7 +217,8 @@ export class ExpertAgent implements Agent {
 
     const look = Math.max(5, Math.min(15, 3 + 0.8 * v));
     const p = r.pose(ego.s + look);
-    const nx = -Math.sin(p.heading), ny = Math.cos(p.heading);
+    const nx = -Math.sin(p.heading),
+      ny = Math.cos(p.heading);
     const [lx, ly] = toEgo(p.x + nx * this.dCmd, p.y + ny * this.dCmd, x, y, yaw);
     const steer = pursuit(lx, ly, v);
 
@@ -219,23 +246,43 @@ export class ExpertAgent implements Agent {
     if (pv.junction && pv.junction_entry_s !== null) {
       const entry = pv.junction_entry_s;
       if (ego.s > entry - 1.5) this.committed = true;
-      if (!this.committed && ego.s > entry - 40 && this.junctionConflict(pv, others.map((o) => o.a), r.pose(entry).heading, r.pose(pv.junction_exit_s ?? entry).heading)) stops.push(entry - 2.5);
+      if (
+        !this.committed &&
+        ego.s > entry - 40 &&
+        this.junctionConflict(
+          pv,
+          others.map((o) => o.a),
+          r.pose(entry).heading,
+          r.pose(pv.junction_exit_s ?? entry).heading,
+        )
+      )
+        stops.push(entry - 2.5);
     }
     if (pv.merge_s !== null && ego.s < pv.merge_s - 1) {
       const m = pv.merge_s;
       const te = (m - ego.s) / Math.max(v, 3);
       const heading = r.pose(m).heading;
-      const conflict = others.some(({ a, s, d }) => a.kind !== 'pedestrian' && Math.cos(a.yaw - heading) > 0.8 && Math.abs(d) < 2.5 * w && s > m - 3 - (te + 1.0) * a.v - 4 && s < m + 4 && Math.abs(s - ego.s) > 0.5);
+      const conflict = others.some(
+        ({ a, s, d }) =>
+          a.kind !== 'pedestrian' &&
+          Math.cos(a.yaw - heading) > 0.8 &&
+          Math.abs(d) < 2.5 * w &&
+          s > m - 3 - (te + 1.0) * a.v - 4 &&
+          s < m + 4 &&
+          Math.abs(s - ego.s) > 0.5,
+      );
       if (conflict) stops.push(m - 9);
     }
     let gap = Infinity;
     let leadV = 0;
-    const lo = Math.min(0, this.dCmd), hi = Math.max(0, this.dCmd);
+    const lo = Math.min(0, this.dCmd),
+      hi = Math.max(0, this.dCmd);
     // Lateral extent of the ego's front corners relative to the route (it may be turned).
     const rel = yaw - r.pose(ego.s).heading;
     const fl = ego.d + (EGO.length / 2) * Math.sin(rel) + (EGO.width / 2) * Math.cos(rel);
     const fr = ego.d + (EGO.length / 2) * Math.sin(rel) - (EGO.width / 2) * Math.cos(rel);
-    const egoLeft = Math.max(fl, fr, ego.d + EGO.width / 2), egoRight = Math.min(fl, fr, ego.d - EGO.width / 2);
+    const egoLeft = Math.max(fl, fr, ego.d + EGO.width / 2),
+      egoRight = Math.min(fl, fr, ego.d - EGO.width / 2);
     const started = Math.abs(this.dCmd) > 0.3;
     for (const { a, s, d } of others) {
       const ahead = s - ego.s;

@@ -88,7 +88,10 @@ export class RouteTrack {
     return this.accum[this.n - 1]!;
   }
   static fromPoints(pts: readonly { x: number; y: number }[]): RouteTrack {
-    return new RouteTrack(Float64Array.from(pts, (p) => p.x), Float64Array.from(pts, (p) => p.y));
+    return new RouteTrack(
+      Float64Array.from(pts, (p) => p.x),
+      Float64Array.from(pts, (p) => p.y),
+    );
   }
 }
 
@@ -126,7 +129,12 @@ export class CollisionCriterion {
     this.lastTime = ego.time;
     this.lastLoc = { x: ego.x, y: ego.y };
     if (c.id !== 0) this.lastId = c.id;
-    const type = c.kind === 'static' ? TrafficEventType.COLLISION_STATIC : c.kind === 'vehicle' ? TrafficEventType.COLLISION_VEHICLE : TrafficEventType.COLLISION_PEDESTRIAN;
+    const type =
+      c.kind === 'static'
+        ? TrafficEventType.COLLISION_STATIC
+        : c.kind === 'vehicle'
+          ? TrafficEventType.COLLISION_VEHICLE
+          : TrafficEventType.COLLISION_PEDESTRIAN;
     this.events.push({
       type,
       time: ego.time,
@@ -184,7 +192,15 @@ export class RedLightCriterion {
         if (tailKey !== wp.laneKey || c * wc + s * ws <= 0) continue;
         const h = 0.4 * wp.laneWidth;
         if (segmentsIntersect(tcx, tcy, tfx, tfy, wp.x - h * ws, wp.y + h * wc, wp.x + h * ws, wp.y - h * wc)) {
-          this.events.push({ type: TrafficEventType.TRAFFIC_LIGHT_INFRACTION, time: ego.time, frame: ego.frame, x: wp.x, y: wp.y, otherId: light.id, message: `Agent ran a red light ${light.id} at (x=${r3(wp.x)}, y=${r3(wp.y)}, z=0)` });
+          this.events.push({
+            type: TrafficEventType.TRAFFIC_LIGHT_INFRACTION,
+            time: ego.time,
+            frame: ego.frame,
+            x: wp.x,
+            y: wp.y,
+            otherId: light.id,
+            message: `Agent ran a red light ${light.id} at (x=${r3(wp.x)}, y=${r3(wp.y)}, z=0)`,
+          });
           this.lastLightId = light.id;
           break;
         }
@@ -247,7 +263,15 @@ export class StopSignCriterion {
     if (!touches(this.target)) {
       if (!this.stopCompleted && this.affected) {
         const z = this.target;
-        this.events.push({ type: TrafficEventType.STOP_INFRACTION, time: ego.time, frame: ego.frame, x: z.x, y: z.y, otherId: z.id, message: `Agent ran a stop with id=${z.id} at (x=${r3(z.x)}, y=${r3(z.y)}, z=0)` });
+        this.events.push({
+          type: TrafficEventType.STOP_INFRACTION,
+          time: ego.time,
+          frame: ego.frame,
+          x: z.x,
+          y: z.y,
+          otherId: z.id,
+          message: `Agent ran a stop with id=${z.id} at (x=${r3(z.x)}, y=${r3(z.y)}, z=0)`,
+        });
       }
       this.target = null;
       this.stopCompleted = false;
@@ -366,7 +390,14 @@ export class InRouteCriterion {
       this.index = closest;
     }
     if (offRoute) {
-      this.events.push({ type: TrafficEventType.ROUTE_DEVIATION, time: ego.time, frame: ego.frame, x: ego.x, y: ego.y, message: `Agent deviated from the route at ${at(ego)}` });
+      this.events.push({
+        type: TrafficEventType.ROUTE_DEVIATION,
+        time: ego.time,
+        frame: ego.frame,
+        x: ego.x,
+        y: ego.y,
+        message: `Agent deviated from the route at ${at(ego)}`,
+      });
     }
     return offRoute;
   }
@@ -396,7 +427,10 @@ export class RouteCompletionCriterion {
       }
     }
     const last = r.n - 1;
-    if (this.percentage > RouteCompletionCriterion.PERCENTAGE_THRESHOLD && Math.hypot(ego.x - r.xs[last]!, ego.y - r.ys[last]!) < RouteCompletionCriterion.DISTANCE_THRESHOLD) {
+    if (
+      this.percentage > RouteCompletionCriterion.PERCENTAGE_THRESHOLD &&
+      Math.hypot(ego.x - r.xs[last]!, ego.y - r.ys[last]!) < RouteCompletionCriterion.DISTANCE_THRESHOLD
+    ) {
       this.completed = true;
       this.percentage = 100;
     }
@@ -419,7 +453,14 @@ export class BlockedCriterion {
   update(ego: EgoSample): boolean {
     if (ego.speed < this.minSpeed && this.lastValid !== null) {
       if (ego.time - this.lastValid > this.maxTime) {
-        this.events.push({ type: TrafficEventType.VEHICLE_BLOCKED, time: ego.time, frame: ego.frame, x: ego.x, y: ego.y, message: `Agent got blocked at ${at(ego)}` });
+        this.events.push({
+          type: TrafficEventType.VEHICLE_BLOCKED,
+          time: ego.time,
+          frame: ego.frame,
+          x: ego.x,
+          y: ego.y,
+          message: `Agent got blocked at ${at(ego)}`,
+        });
         return true;
       }
     } else this.lastValid = ego.time;
@@ -480,7 +521,15 @@ export class MinSpeedCriterion {
 
   private record(ego: EgoSample): void {
     const pct = this.points > 0 && this.bgSum !== 0 ? roundHalfEven2((this.egoSum / this.points / (this.bgSum / this.points)) * 100) : 100;
-    this.events.push({ type: TrafficEventType.MIN_SPEED_INFRACTION, time: ego.time, frame: ego.frame, x: ego.x, y: ego.y, percentage: pct, message: `Average speed is ${pct}% of the surrounding traffic's one` });
+    this.events.push({
+      type: TrafficEventType.MIN_SPEED_INFRACTION,
+      time: ego.time,
+      frame: ego.frame,
+      x: ego.x,
+      y: ego.y,
+      percentage: pct,
+      message: `Average speed is ${pct}% of the surrounding traffic's one`,
+    });
     this.egoSum = 0;
     this.bgSum = 0;
     this.points = 0;
@@ -514,7 +563,14 @@ export class ScenarioTimeoutCriterion {
     }
     if (ego.time - this.startTime > this.timeout) {
       this.done = true;
-      this.events.push({ type: TrafficEventType.SCENARIO_TIMEOUT, time: ego.time, frame: ego.frame, x: ego.x, y: ego.y, message: 'Agent timed out a scenario' });
+      this.events.push({
+        type: TrafficEventType.SCENARIO_TIMEOUT,
+        time: ego.time,
+        frame: ego.frame,
+        x: ego.x,
+        y: ego.y,
+        message: 'Agent timed out a scenario',
+      });
     }
   }
 }
@@ -531,7 +587,15 @@ export class YieldToEmergencyVehicleCriterion {
   finish(ego: EgoSample, evAhead: boolean): void {
     if (this.done) return;
     this.done = true;
-    if (!evAhead) this.events.push({ type: TrafficEventType.YIELD_TO_EMERGENCY_VEHICLE, time: ego.time, frame: ego.frame, x: ego.x, y: ego.y, message: `Agent failed to yield to an emergency vehicle at ${at(ego)}` });
+    if (!evAhead)
+      this.events.push({
+        type: TrafficEventType.YIELD_TO_EMERGENCY_VEHICLE,
+        time: ego.time,
+        frame: ego.frame,
+        x: ego.x,
+        y: ego.y,
+        message: `Agent failed to yield to an emergency vehicle at ${at(ego)}`,
+      });
   }
   get finished(): boolean {
     return this.done;

@@ -158,7 +158,10 @@ export class Bench2DriveEnv implements Env {
       routes: [...(this.kwargs.routes === 'dev' ? DEV_ROUTE_IDS : ROUTE_IDS)],
       cameras: camNames.length ? [...camNames] : [],
       synthetic_render: true,
-      action: this.kwargs.action_type === 'waypoints' ? 'six ego-frame waypoints (x forward, y left) 0.5 s apart -> Bench2Drive PID' : '[throttle 0..1, steer -1..1 (positive right, as CARLA), brake 0..1]',
+      action:
+        this.kwargs.action_type === 'waypoints'
+          ? 'six ego-frame waypoints (x forward, y left) 0.5 s apart -> Bench2Drive PID'
+          : '[throttle 0..1, steer -1..1 (positive right, as CARLA), brake 0..1]',
     };
     this.tools = this.makeTools();
   }
@@ -183,7 +186,8 @@ export class Bench2DriveEnv implements Env {
     let routeId = this.kwargs.route ?? pool[this.rng.integer(0, pool.length)]!;
     const requested = opts.options?.['route_id'];
     if (requested !== undefined && requested !== null) {
-      if (typeof requested !== 'string' || !ROUTE_IDS.includes(requested)) throw new InvalidOptionsError(`unknown route_id ${JSON.stringify(requested)}; valid routes: ${ROUTE_IDS.join(', ')}`);
+      if (typeof requested !== 'string' || !ROUTE_IDS.includes(requested))
+        throw new InvalidOptionsError(`unknown route_id ${JSON.stringify(requested)}; valid routes: ${ROUTE_IDS.join(', ')}`);
       routeId = requested;
     }
     const unknown = Object.keys(opts.options ?? {}).filter((k) => k !== 'route_id');
@@ -210,7 +214,10 @@ export class Bench2DriveEnv implements Env {
     else throw new InvalidActionError(`expected a float32 tensor, got ${typeof action}`);
     if (values.some((v) => typeof v !== 'number' || !Number.isFinite(v))) throw new InvalidActionError('action contains NaN, Infinity or a non-number');
     if (this.kwargs.action_type === 'waypoints') {
-      if (values.length !== WAYPOINTS * 2) throw new InvalidActionError(`expected ${WAYPOINTS} waypoints [${WAYPOINTS}, 2] (x forward, y left, metres, 0.5 s apart), got ${values.length} numbers`);
+      if (values.length !== WAYPOINTS * 2)
+        throw new InvalidActionError(
+          `expected ${WAYPOINTS} waypoints [${WAYPOINTS}, 2] (x forward, y left, metres, 0.5 s apart), got ${values.length} numbers`,
+        );
       if (values.some((v) => Math.abs(v) > 100)) throw new InvalidActionError('waypoints must lie within 100 m of the ego');
       const wps = Array.from({ length: WAYPOINTS }, (_, i) => [values[2 * i]!, values[2 * i + 1]!] as const);
       return this.pid.control(wps, this.world.ego.v);
@@ -252,8 +259,10 @@ export class Bench2DriveEnv implements Env {
 
   private egoFrame(p: { x: number; y: number }): [number, number] {
     const e = this.world!.ego;
-    const dx = p.x - e.x, dy = p.y - e.y;
-    const c = Math.cos(e.yaw), s = Math.sin(e.yaw);
+    const dx = p.x - e.x,
+      dy = p.y - e.y;
+    const c = Math.cos(e.yaw),
+      s = Math.sin(e.yaw);
     return [c * dx + s * dy, -s * dx + c * dy];
   }
 
@@ -267,8 +276,21 @@ export class Bench2DriveEnv implements Env {
     }
     const boxes: RenderBox[] = w.actors
       .filter((a) => a.alive)
-      .map((a) => ({ x: a.x, y: a.y, heading: a.yaw, length: a.length, width: a.width, height: a.kind === 'pedestrian' ? 1.8 : a.kind === 'static' ? 1.0 : a.kind === 'bicycle' ? 1.6 : 1.6, type: a.kind === 'static' ? 'traffic_cone' : a.kind }));
-    return { grid, ego: { x: w.ego.x, y: w.ego.y, heading: w.ego.yaw }, boxes, egoBox: { x: w.ego.x, y: w.ego.y, heading: w.ego.yaw, length: EGO.length, width: EGO.width, height: 1.5, type: 'ego' as const } };
+      .map((a) => ({
+        x: a.x,
+        y: a.y,
+        heading: a.yaw,
+        length: a.length,
+        width: a.width,
+        height: a.kind === 'pedestrian' ? 1.8 : a.kind === 'static' ? 1.0 : a.kind === 'bicycle' ? 1.6 : 1.6,
+        type: a.kind === 'static' ? 'traffic_cone' : a.kind,
+      }));
+    return {
+      grid,
+      ego: { x: w.ego.x, y: w.ego.y, heading: w.ego.yaw },
+      boxes,
+      egoBox: { x: w.ego.x, y: w.ego.y, heading: w.ego.yaw, length: EGO.length, width: EGO.width, height: 1.5, type: 'ego' as const },
+    };
   }
 
   private observe(): Record<string, unknown> {
@@ -316,7 +338,7 @@ export class Bench2DriveEnv implements Env {
     if (w.status === 'timeout') infractions['route_timeout']!.push({ message: 'Route timeout.', time: w.time, frame: w.tick, x: w.ego.x, y: w.ego.y });
     const R = w.completion.percentage;
     const P = w.penalty();
-    const status = w.status === 'running' ? 'Running' : this.finalStatus ?? (this.finalStatus = w.record().status);
+    const status = w.status === 'running' ? 'Running' : (this.finalStatus ?? (this.finalStatus = w.record().status));
     const k = w.metric.length / 8 - 1;
     const info: Info = {
       route_id: w.scenario.routeId,
@@ -361,33 +383,58 @@ export class Bench2DriveEnv implements Env {
     return [
       defineTool({
         name: 'drive',
-        description: 'Advance the route one 0.05 s tick with throttle [0,1], steer [-1,1] (positive right) and brake [0,1]. Returns reward, terminated, truncated, route completion, penalty, status and new infractions.',
+        description:
+          'Advance the route one 0.05 s tick with throttle [0,1], steer [-1,1] (positive right) and brake [0,1]. Returns reward, terminated, truncated, route completion, penalty, status and new infractions.',
         inputSchema: z.object({ throttle: z.number().min(0).max(1), steer: z.number().min(-1).max(1), brake: z.number().min(0).max(1) }).strict(),
         handler: async (a, ctx) => {
-          if (this.kwargs.action_type === 'waypoints') throw new InvalidActionError('this env was made with action_type "waypoints"; drive takes controls only with the default action type');
+          if (this.kwargs.action_type === 'waypoints')
+            throw new InvalidActionError('this env was made with action_type "waypoints"; drive takes controls only with the default action type');
           // Through the wrapped env, so the registry's wrappers (order, limits) see the step.
           const r = await ctx.wrapped.step(Tensor.from('float32', [3], [a.throttle, a.steer, a.brake]));
-          return { reward: r.reward, terminated: r.terminated, truncated: r.truncated, route_completion: r.info['route_completion'], infraction_penalty: r.info['infraction_penalty'], status: r.info['status'], new_infractions: r.info['new_infractions'], speed: this.world!.ego.v };
+          return {
+            reward: r.reward,
+            terminated: r.terminated,
+            truncated: r.truncated,
+            route_completion: r.info['route_completion'],
+            infraction_penalty: r.info['infraction_penalty'],
+            status: r.info['status'],
+            new_infractions: r.info['new_infractions'],
+            speed: this.world!.ego.v,
+          };
         },
       }),
       defineTool({
         name: 'get_command',
-        description: 'The current navigation command (RoadOption code and name, near and far) and the target point in the ego frame (x forward, y left, metres).',
+        description:
+          'The current navigation command (RoadOption code and name, near and far) and the target point in the ego frame (x forward, y left, metres).',
         inputSchema: z.object({}).strict(),
         handler: () => {
           if (!this.world) throw new InvalidActionError('call reset first');
           const c = this.planner.current();
           const tp = this.egoFrame(c.target);
-          return { command: c.near, command_name: ROAD_OPTION_NAMES[c.near] ?? 'VOID', command_far: c.far, command_far_name: ROAD_OPTION_NAMES[c.far] ?? 'VOID', target_point: tp, distance_m: Math.hypot(tp[0], tp[1]) };
+          return {
+            command: c.near,
+            command_name: ROAD_OPTION_NAMES[c.near] ?? 'VOID',
+            command_far: c.far,
+            command_far_name: ROAD_OPTION_NAMES[c.far] ?? 'VOID',
+            target_point: tp,
+            distance_m: Math.hypot(tp[0], tp[1]),
+          };
         },
       }),
       defineTool({
         name: 'get_route_info',
-        description: 'The route: id, scenario type and abilities, town, length, speed limit, 2 m waypoints [x, y, option], the downsampled global plan, and progress so far.',
+        description:
+          'The route: id, scenario type and abilities, town, length, speed limit, 2 m waypoints [x, y, option], the downsampled global plan, and progress so far.',
         inputSchema: z.object({}).strict(),
         handler: () => {
           if (!this.world) throw new InvalidActionError('call reset first');
-          return { ...this.routeInfo(), route_completion: this.world.completion.percentage, infraction_penalty: this.world.penalty(), status: this.world.status };
+          return {
+            ...this.routeInfo(),
+            route_completion: this.world.completion.percentage,
+            infraction_penalty: this.world.penalty(),
+            status: this.world.status,
+          };
         },
       }),
     ];
@@ -433,7 +480,15 @@ export class Bench2DriveEnv implements Env {
   }
 
   setState(bytes: Uint8Array): void {
-    const s = unpackState<{ route: string; world: Record<string, unknown>; planner: RoutePoint[]; pid: [number[], number[]]; prevR: number; finished: boolean; rng: number[] } | null>('Bench2Drive-v0', bytes);
+    const s = unpackState<{
+      route: string;
+      world: Record<string, unknown>;
+      planner: RoutePoint[];
+      pid: [number[], number[]];
+      prevR: number;
+      finished: boolean;
+      rng: number[];
+    } | null>('Bench2Drive-v0', bytes);
     if (!s) {
       this.world = null;
       return;

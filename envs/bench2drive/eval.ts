@@ -19,8 +19,15 @@ import type { RouteRecord } from './scoring.ts';
 
 /** The slice of an env the evaluator uses (a RemoteEnv and a local env both fit). */
 export interface EvalEnv {
-  reset(opts?: { seed?: number | null; options?: Record<string, unknown> | null }): Promise<{ obs: unknown; info: Record<string, unknown> }> | { obs: unknown; info: Record<string, unknown> };
-  step(action: unknown): Promise<{ obs: unknown; reward: number; terminated: boolean; truncated: boolean; info: Record<string, unknown> }> | { obs: unknown; reward: number; terminated: boolean; truncated: boolean; info: Record<string, unknown> };
+  reset(opts?: {
+    seed?: number | null;
+    options?: Record<string, unknown> | null;
+  }): Promise<{ obs: unknown; info: Record<string, unknown> }> | { obs: unknown; info: Record<string, unknown> };
+  step(
+    action: unknown,
+  ):
+    | Promise<{ obs: unknown; reward: number; terminated: boolean; truncated: boolean; info: Record<string, unknown> }>
+    | { obs: unknown; reward: number; terminated: boolean; truncated: boolean; info: Record<string, unknown> };
   close?(): unknown;
 }
 
@@ -97,10 +104,16 @@ export function formatReport(r: EvalReport): string {
     `  Efficiency     ${f(r.efficiency)}`,
     `  Comfortness    ${f(r.comfortness * 100)} %`,
     '  Multi-ability (success %):',
-    ...Object.entries(r.ability.abilities).map(([k, v]) => `    ${k.padEnd(16)} ${v === null ? 'n/a' : (v * 100).toFixed(2)}  (${r.ability.counts[k]![0]}/${r.ability.counts[k]![1]})`),
+    ...Object.entries(r.ability.abilities).map(
+      ([k, v]) => `    ${k.padEnd(16)} ${v === null ? 'n/a' : (v * 100).toFixed(2)}  (${r.ability.counts[k]![0]}/${r.ability.counts[k]![1]})`,
+    ),
     `    ${'Mean'.padEnd(16)} ${(r.ability.mean * 100).toFixed(2)}`,
   ];
   const failed = r.records.filter((x) => x.status !== 'Perfect' && x.status !== 'Completed');
-  if (failed.length) lines.push('  Failed routes:', ...failed.map((x) => `    ${x.route_id}: ${x.status} (R ${x.scores.score_route.toFixed(1)}, P ${x.scores.score_penalty.toFixed(3)})`));
+  if (failed.length)
+    lines.push(
+      '  Failed routes:',
+      ...failed.map((x) => `    ${x.route_id}: ${x.status} (R ${x.scores.score_route.toFixed(1)}, P ${x.scores.score_penalty.toFixed(3)})`),
+    );
   return lines.join('\n');
 }

@@ -154,18 +154,69 @@ export function successRate(records: readonly Pick<RouteRecord, 'status' | 'infr
 
 /** `ability_benchmark.py`'s table (v0.0.4 @7ec25d1), names spelled as Bench2Drive spells them. */
 export const ABILITIES: Readonly<Record<string, readonly string[]>> = {
-  Overtaking: ['Accident', 'AccidentTwoWays', 'ConstructionObstacle', 'ConstructionObstacleTwoWays', 'HazardAtSideLaneTwoWays', 'HazardAtSideLane', 'ParkedObstacleTwoWays', 'ParkedObstacle', 'VehicleOpensDoorTwoWays'],
-  Merging: [
-    'CrossingBicycleFlow', 'EnterActorFlow', 'HighwayExit', 'InterurbanActorFlow', 'HighwayCutIn', 'InterurbanAdvancedActorFlow', 'MergerIntoSlowTrafficV2', 'MergerIntoSlowTraffic',
-    'NonSignalizedJunctionLeftTurn', 'NonSignalizedJunctionRightTurn', 'NonSignalizedJunctionLeftTurnEnterFlow', 'ParkingExit', 'SequentialLaneChange', 'SignalizedJunctionLeftTurn',
-    'SignalizedJunctionRightTurn', 'SignalizedJunctionLeftTurnEnterFlow',
+  Overtaking: [
+    'Accident',
+    'AccidentTwoWays',
+    'ConstructionObstacle',
+    'ConstructionObstacleTwoWays',
+    'HazardAtSideLaneTwoWays',
+    'HazardAtSideLane',
+    'ParkedObstacleTwoWays',
+    'ParkedObstacle',
+    'VehicleOpensDoorTwoWays',
   ],
-  Emergency_Brake: ['BlockedIntersection', 'DynamicObjectCrossing', 'HardBreakRoute', 'OppositeVehicleTakingPriority', 'OppositeVehicleRunningRedLight', 'ParkingCutIn', 'PedestrianCrossing', 'ParkingCrossingPedestrian', 'StaticCutIn', 'VehicleTurningRoute', 'VehicleTurningRoutePedestrian', 'ControlLoss'],
+  Merging: [
+    'CrossingBicycleFlow',
+    'EnterActorFlow',
+    'HighwayExit',
+    'InterurbanActorFlow',
+    'HighwayCutIn',
+    'InterurbanAdvancedActorFlow',
+    'MergerIntoSlowTrafficV2',
+    'MergerIntoSlowTraffic',
+    'NonSignalizedJunctionLeftTurn',
+    'NonSignalizedJunctionRightTurn',
+    'NonSignalizedJunctionLeftTurnEnterFlow',
+    'ParkingExit',
+    'SequentialLaneChange',
+    'SignalizedJunctionLeftTurn',
+    'SignalizedJunctionRightTurn',
+    'SignalizedJunctionLeftTurnEnterFlow',
+  ],
+  Emergency_Brake: [
+    'BlockedIntersection',
+    'DynamicObjectCrossing',
+    'HardBreakRoute',
+    'OppositeVehicleTakingPriority',
+    'OppositeVehicleRunningRedLight',
+    'ParkingCutIn',
+    'PedestrianCrossing',
+    'ParkingCrossingPedestrian',
+    'StaticCutIn',
+    'VehicleTurningRoute',
+    'VehicleTurningRoutePedestrian',
+    'ControlLoss',
+  ],
   Give_Way: ['InvadingTurn', 'YieldToEmergencyVehicle'],
   Traffic_Signs: [
-    'BlockedIntersection', 'OppositeVehicleTakingPriority', 'OppositeVehicleRunningRedLight', 'PedestrianCrossing', 'VehicleTurningRoute', 'VehicleTurningRoutePedestrian', 'EnterActorFlow',
-    'CrossingBicycleFlow', 'NonSignalizedJunctionLeftTurn', 'NonSignalizedJunctionRightTurn', 'NonSignalizedJunctionLeftTurnEnterFlow', 'SignalizedJunctionLeftTurn', 'SignalizedJunctionRightTurn',
-    'SignalizedJunctionLeftTurnEnterFlow', 'T_Junction', 'VanillaNonSignalizedTurn', 'VanillaSignalizedTurnEncounterGreenLight', 'VanillaSignalizedTurnEncounterRedLight',
+    'BlockedIntersection',
+    'OppositeVehicleTakingPriority',
+    'OppositeVehicleRunningRedLight',
+    'PedestrianCrossing',
+    'VehicleTurningRoute',
+    'VehicleTurningRoutePedestrian',
+    'EnterActorFlow',
+    'CrossingBicycleFlow',
+    'NonSignalizedJunctionLeftTurn',
+    'NonSignalizedJunctionRightTurn',
+    'NonSignalizedJunctionLeftTurnEnterFlow',
+    'SignalizedJunctionLeftTurn',
+    'SignalizedJunctionRightTurn',
+    'SignalizedJunctionLeftTurnEnterFlow',
+    'T_Junction',
+    'VanillaNonSignalizedTurn',
+    'VanillaSignalizedTurnEncounterGreenLight',
+    'VanillaSignalizedTurnEncounterRedLight',
     'VanillaNonSignalizedTurnEncounterStopsign',
   ],
 };
@@ -185,7 +236,9 @@ export interface AbilityTable {
  * credited a Traffic_Signs success when its route completion exceeds the fraction at the first
  * junction + 8 m and it has no red-light or stop infraction.
  */
-export function abilityTable(records: readonly Pick<RouteRecord, 'scenario_name' | 'status' | 'infractions' | 'scores' | 'junction_completion'>[]): AbilityTable {
+export function abilityTable(
+  records: readonly Pick<RouteRecord, 'scenario_name' | 'status' | 'infractions' | 'scores' | 'junction_completion'>[],
+): AbilityTable {
   const counts: Record<string, [number, number]> = {};
   for (const a of ABILITY_NAMES) counts[a] = [0, 0];
   for (const r of records) {
@@ -197,7 +250,8 @@ export function abilityTable(records: readonly Pick<RouteRecord, 'scenario_name'
     }
     if (!ok && ABILITIES['Traffic_Signs']!.includes(r.scenario_name)) {
       const jc = r.junction_completion ?? 0;
-      const credited = r.scores.score_route / 100 > jc && (r.infractions['stop_infraction'] ?? []).length === 0 && (r.infractions['red_light'] ?? []).length === 0;
+      const credited =
+        r.scores.score_route / 100 > jc && (r.infractions['stop_infraction'] ?? []).length === 0 && (r.infractions['red_light'] ?? []).length === 0;
       if (credited) counts['Traffic_Signs']![0] += 1;
     }
   }

@@ -61,7 +61,9 @@ export function parseRouteId(id: string): { type: ScenarioType; index: number } 
   const type = m?.[1] as ScenarioType | undefined;
   const index = m ? Number(m[2]) : -1;
   if (!type || !SCENARIO_TYPES.includes(type) || index < 0 || index >= ROUTES_PER_SCENARIO) {
-    throw new UnknownRouteError(`unknown route ${JSON.stringify(id)}; valid routes are <Type>_<0..${ROUTES_PER_SCENARIO - 1}> with Type one of ${SCENARIO_TYPES.join(', ')}`);
+    throw new UnknownRouteError(
+      `unknown route ${JSON.stringify(id)}; valid routes are <Type>_<0..${ROUTES_PER_SCENARIO - 1}> with Type one of ${SCENARIO_TYPES.join(', ')}`,
+    );
   }
   return { type, index };
 }
@@ -88,7 +90,13 @@ function roadBase(rng: Random, opts: { ramp?: boolean; lanes?: number; speed?: n
   const w = rng.uniform(3.3, 3.7);
   const startS = rng.uniform(25, 40);
   const mergeX = startS + 75;
-  const town = buildStraightTown({ lanes, laneWidth: w, length: startS + 230, speedLimit: opts.speed ?? 11.1, ...(opts.ramp ? { ramp: { mergeX, length: 120 } } : {}) });
+  const town = buildStraightTown({
+    lanes,
+    laneWidth: w,
+    length: startS + 230,
+    speedLimit: opts.speed ?? 11.1,
+    ...(opts.ramp ? { ramp: { mergeX, length: 120 } } : {}),
+  });
   if (opts.onRamp) {
     const ramp = town.lane('ramp');
     const conn = town.lane('ramp>fwd');
@@ -104,7 +112,10 @@ const OPPOSITE: Record<ArmName, ArmName> = { E: 'W', W: 'E', N: 'S', S: 'N' };
 const LEFT_OF: Record<ArmName, ArmName> = { S: 'W', W: 'N', N: 'E', E: 'S' };
 const RIGHT_OF: Record<ArmName, ArmName> = { S: 'E', E: 'N', N: 'W', W: 'S' };
 
-function junctionBase(rng: Random, opts: { signalized: boolean; turn: 'S' | 'L' | 'R'; lanes?: number }): Base & { lanes: number; w: number; k: number; toArm: ArmName; connector: string } {
+function junctionBase(
+  rng: Random,
+  opts: { signalized: boolean; turn: 'S' | 'L' | 'R'; lanes?: number },
+): Base & { lanes: number; w: number; k: number; toArm: ArmName; connector: string } {
   const lanes = opts.lanes ?? 2;
   const w = rng.uniform(3.3, 3.7);
   const town = buildJunctionTown({ lanes, laneWidth: w, armLength: 120, signalized: opts.signalized, speedLimit: 11.1, stopArms: ['N', 'S'] });
@@ -188,13 +199,25 @@ export function buildScenario(type: ScenarioType, index: number): Scenario {
       const s0 = b.startS + rng.uniform(60, 80);
       const w = lane.width;
       const p = lane.line.interpolate(s0 + 5);
-      const nx = -Math.sin(p.heading), ny = Math.cos(p.heading);
+      const nx = -Math.sin(p.heading),
+        ny = Math.cos(p.heading);
       const off = -(w / 2 + 1.6);
       const speed = rng.uniform(1.8, 2.3);
       const lanes = 2;
       const actors: ActorSpec[] = [
         { kind: 'vehicle', role: 'parked', length: 5.2, width: 2.1, lane: laneId, s: s0, d: -(w / 2 + 1.3) },
-        { kind: 'pedestrian', role: 'scenario', length: 0.6, width: 0.6, x: p.x + nx * off, y: p.y + ny * off, yaw: p.heading + Math.PI / 2, walk: [nx * speed, ny * speed], walkDistance: 2 * lanes * w + 4, active: false },
+        {
+          kind: 'pedestrian',
+          role: 'scenario',
+          length: 0.6,
+          width: 0.6,
+          x: p.x + nx * off,
+          y: p.y + ny * off,
+          yaw: p.heading + Math.PI / 2,
+          walk: [nx * speed, ny * speed],
+          walkDistance: 2 * lanes * w + 4,
+          active: false,
+        },
       ];
       const triggers: Trigger[] = [{ atS: b.rs(s0 + 5) - rng.uniform(19, 23), activate: [1] }];
       return scenario(type, index, b, { actors, triggers }, seed);
@@ -221,7 +244,18 @@ export function buildScenario(type: ScenarioType, index: number): Scenario {
         const n = 2 + (index % 2);
         const speed = rng.uniform(1.4, 1.8);
         for (let i = 0; i < n; i++) {
-          actors.push({ kind: 'pedestrian', role: 'scenario', length: 0.6, width: 0.6, x: b.lanes * b.w + 2 + i * 0.9, y: y + i * 1.1, yaw: Math.PI, walk: [-speed, 0], walkDistance: 2 * b.lanes * b.w + 5, active: false });
+          actors.push({
+            kind: 'pedestrian',
+            role: 'scenario',
+            length: 0.6,
+            width: 0.6,
+            x: b.lanes * b.w + 2 + i * 0.9,
+            y: y + i * 1.1,
+            yaw: Math.PI,
+            walk: [-speed, 0],
+            walkDistance: 2 * b.lanes * b.w + 5,
+            active: false,
+          });
         }
         triggers.push({ atS: entry - 9, activate: actors.map((_, i) => i) });
       } else if (type === 'OppositeVehicleRunningRedLight') {
@@ -229,14 +263,35 @@ export function buildScenario(type: ScenarioType, index: number): Scenario {
         const k = b.lanes - 1;
         const lane = b.town.lane(`${from}_in_${k}`);
         const dist = rng.uniform(26, 32);
-        actors.push({ kind: 'vehicle', role: 'scenario', ...CAR, lane: lane.id, s: lane.line.length - dist - 18, v: 12, v0: 12, runRed: true, active: false, path: [`${from}${k}>${OPPOSITE[from]}${k}`, `${OPPOSITE[from]}_out_${k}`] });
+        actors.push({
+          kind: 'vehicle',
+          role: 'scenario',
+          ...CAR,
+          lane: lane.id,
+          s: lane.line.length - dist - 18,
+          v: 12,
+          v0: 12,
+          runRed: true,
+          active: false,
+          path: [`${from}${k}>${OPPOSITE[from]}${k}`, `${OPPOSITE[from]}_out_${k}`],
+        });
         triggers.push({ atS: entry - 27, activate: [0] });
       } else if (type === 'SignalizedJunctionLeftTurn') {
         let d = rng.uniform(15, 25);
         for (let i = 0; i < 4; i++) {
           const k = i % b.lanes;
           const lane = b.town.lane(`N_in_${k}`);
-          actors.push({ kind: 'vehicle', role: 'scenario', ...CAR, lane: lane.id, s: lane.line.length - d - 20, v: 9, v0: 10, active: false, path: [`N${k}>S${k}`, `S_out_${k}`] });
+          actors.push({
+            kind: 'vehicle',
+            role: 'scenario',
+            ...CAR,
+            lane: lane.id,
+            s: lane.line.length - d - 20,
+            v: 9,
+            v0: 10,
+            active: false,
+            path: [`N${k}>S${k}`, `S_out_${k}`],
+          });
           d += rng.uniform(18, 26);
         }
         triggers.push({ atS: entry - 40, activate: actors.map((_, i) => i) });
@@ -254,7 +309,17 @@ export function buildScenario(type: ScenarioType, index: number): Scenario {
         for (let i = 0; i < 3; i++) {
           const k = b.lanes - 1;
           const lane = b.town.lane(`W_in_${k}`);
-          actors.push({ kind: 'vehicle', role: 'scenario', ...CAR, lane: lane.id, s: lane.line.length - d, v: 9, v0: 10, active: false, path: [`W${k}>E${k}`, `E_out_${k}`] });
+          actors.push({
+            kind: 'vehicle',
+            role: 'scenario',
+            ...CAR,
+            lane: lane.id,
+            s: lane.line.length - d,
+            v: 9,
+            v0: 10,
+            active: false,
+            path: [`W${k}>E${k}`, `E_out_${k}`],
+          });
           d += rng.uniform(20, 28);
         }
       }
@@ -271,7 +336,9 @@ export function buildScenario(type: ScenarioType, index: number): Scenario {
       // The cut-in car reaches the merge point when the ego is `lead` metres behind it.
       const trigS = mergeX - b.startS - 55;
       const s = Math.min(ramp.line.length - 2, ramp.line.length + conn.line.length - (11 / 12) * (55 - lead));
-      const actors: ActorSpec[] = [{ kind: 'vehicle', role: 'scenario', ...CAR, lane: 'ramp', s, v: 11, v0: 11, active: false, path: ['ramp>fwd', b.routeLanes[0]!] }];
+      const actors: ActorSpec[] = [
+        { kind: 'vehicle', role: 'scenario', ...CAR, lane: 'ramp', s, v: 11, v0: 11, active: false, path: ['ramp>fwd', b.routeLanes[0]!] },
+      ];
       return scenario(type, index, b, { actors, triggers: [{ atS: trigS, activate: [0] }], egoSpeed: 10, backgroundVehicles: 14 }, seed);
     }
     case 'MergerIntoSlowTrafficV2': {

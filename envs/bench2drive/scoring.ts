@@ -131,7 +131,13 @@ export function routeRecord(o: RouteOutcome): RouteRecord {
   }
   if (o.failure === 'timeout') {
     const last = o.events.at(-1);
-    infractions['route_timeout']!.push({ message: 'Route timeout.', time: o.duration ?? last?.time ?? 0, frame: last?.frame ?? 0, x: last?.x ?? 0, y: last?.y ?? 0 });
+    infractions['route_timeout']!.push({
+      message: 'Route timeout.',
+      time: o.duration ?? last?.time ?? 0,
+      frame: last?.frame ?? 0,
+      x: last?.x ?? 0,
+      y: last?.y ?? 0,
+    });
     failure = FAILURE.timeout;
   }
   if (o.failure === 'tickRuntime') failure = FAILURE.tickRuntime;

@@ -379,7 +379,8 @@ export class World {
   private computeEgoLanes(): void {
     const town = this.scenario.town;
     const out: { lane: number; s: number; d: number }[] = [];
-    const c = Math.cos(this.ego.yaw), s = Math.sin(this.ego.yaw);
+    const c = Math.cos(this.ego.yaw),
+      s = Math.sin(this.ego.yaw);
     const probes = [
       [this.ego.x, this.ego.y],
       [this.ego.x + c * 2.2 + s * 0.9, this.ego.y + s * 2.2 - c * 0.9],
@@ -466,7 +467,8 @@ export class World {
     const j = town.junction;
     if (!j) return true;
     const inBox = (x: number, y: number) => Math.abs(x - j.x) <= j.half + 1 && Math.abs(y - j.y) <= j.half + 1;
-    if (inBox(this.ego.x, this.ego.y) || (this.approachTime(this.ego.x, this.ego.y, this.ego.v) < 4 && this.routeS < (this.route.junctionEntryS ?? 0))) return false;
+    if (inBox(this.ego.x, this.ego.y) || (this.approachTime(this.ego.x, this.ego.y, this.ego.v) < 4 && this.routeS < (this.route.junctionEntryS ?? 0)))
+      return false;
     for (let k = 0; k < this.actors.length; k++) {
       if (k === i) continue;
       const b = this.actors[k]!;
@@ -498,7 +500,10 @@ export class World {
     if (lane.connector || lane.line.length - a.s < 45 || Math.abs(a.d) > 0.1) return;
     for (const side of [lane.left, lane.right]) {
       if (side === null) continue;
-      let leadGap = Infinity, leadV = 0, follGap = Infinity, follV = 0;
+      let leadGap = Infinity,
+        leadV = 0,
+        follGap = Infinity,
+        follV = 0;
       for (const j of this.occ[side]!) {
         const b = this.actors[j]!;
         const g = b.s - a.s;
@@ -620,7 +625,8 @@ export class World {
     for (const a of this.actors) {
       if (!a.alive) continue;
       const r = (EGO.length + a.length) / 2 + 1;
-      const dx = a.x - this.ego.x, dy = a.y - this.ego.y;
+      const dx = a.x - this.ego.x,
+        dy = a.y - this.ego.y;
       if (dx * dx + dy * dy > r * r) continue;
       if (convexIntersects(ego, boxCorners({ x: a.x, y: a.y, heading: a.yaw, length: a.length, width: a.width }))) out.push({ id: a.id, kind: KIND[a.kind] });
     }
@@ -632,7 +638,8 @@ export class World {
     const t = this.route.track;
     let best = Infinity;
     let bi = this.routeIdx;
-    const lo = Math.max(0, this.routeIdx - 5), hi = Math.min(t.n - 1, this.routeIdx + 30);
+    const lo = Math.max(0, this.routeIdx - 5),
+      hi = Math.min(t.n - 1, this.routeIdx + 30);
     for (let i = lo; i <= hi; i++) {
       const d = (t.xs[i]! - this.ego.x) ** 2 + (t.ys[i]! - this.ego.y) ** 2;
       if (d < best) {
@@ -774,7 +781,8 @@ export class World {
 
   private recordMetric(): void {
     const e = this.ego;
-    const c = Math.cos(e.yaw), s = Math.sin(e.yaw);
+    const c = Math.cos(e.yaw),
+      s = Math.sin(e.yaw);
     const ax = e.aLon * c - e.aLat * s;
     const ay = e.aLon * s + e.aLat * c;
     this.metric.push(ax, ay, (e.yawRate * 180) / Math.PI, c, s, e.x, e.y, e.yaw);
@@ -784,7 +792,8 @@ export class World {
   metricInfo(k: number): MetricInfo {
     const m = this.metric;
     const o = k * 8;
-    const c = m[o + 3]!, s = m[o + 4]!;
+    const c = m[o + 3]!,
+      s = m[o + 4]!;
     return {
       acceleration: [m[o]!, m[o + 1]!, 0],
       angular_velocity: [0, 0, m[o + 2]!],

@@ -93,7 +93,10 @@ function sampleBezier(p0: [number, number], h0: number, p3: [number, number], h3
   const c = new Float64Array(2 * (n + 1));
   for (let i = 0; i <= n; i++) {
     const t = i / n;
-    const a = (1 - t) ** 3, b = 3 * (1 - t) ** 2 * t, d = 3 * (1 - t) * t * t, e = t ** 3;
+    const a = (1 - t) ** 3,
+      b = 3 * (1 - t) ** 2 * t,
+      d = 3 * (1 - t) * t * t,
+      e = t ** 3;
     c[2 * i] = a * p0[0] + b * p1[0]! + d * p2[0]! + e * p3[0];
     c[2 * i + 1] = a * p0[1] + b * p1[1]! + d * p2[1]! + e * p3[1];
   }
@@ -107,7 +110,8 @@ function lanePolygon(line: Polyline, width: number): number[][] {
   const right: number[][] = [];
   for (let i = 0; i < n; i++) {
     const h = line.segmentHeading(Math.min(i, n - 2));
-    const nx = -Math.sin(h), ny = Math.cos(h);
+    const nx = -Math.sin(h),
+      ny = Math.cos(h);
     left.push([c[2 * i]! + (nx * width) / 2, c[2 * i + 1]! + (ny * width) / 2]);
     right.push([c[2 * i]! - (nx * width) / 2, c[2 * i + 1]! - (ny * width) / 2]);
   }
@@ -134,7 +138,14 @@ class TownBuilder {
   link(a: TownLane, b: TownLane): void {
     a.next.push(b.idx);
   }
-  finish(name: string, lights: TrafficLight[], stopSigns: StopZone[], junction: Town['junction'], signalized: boolean, junctionPolygon: number[][] | null): Town {
+  finish(
+    name: string,
+    lights: TrafficLight[],
+    stopSigns: StopZone[],
+    junction: Town['junction'],
+    signalized: boolean,
+    junctionPolygon: number[][] | null,
+  ): Town {
     const lanes = this.lanes;
     const pts = (l: TownLane) => Array.from({ length: l.line.size }, (_, i) => [l.line.coords[2 * i]!, l.line.coords[2 * i + 1]!]);
     const laneData: LaneData[] = lanes.map((l) => ({
@@ -150,7 +161,13 @@ class TownBuilder {
     }));
     const data: MapData = {
       name,
-      roadblocks: laneData.map((l, i) => ({ id: l.roadblock_id, kind: lanes[i]!.connector ? 'roadblock_connector' : 'roadblock', polygon: l.polygon, incoming: [], outgoing: [] })),
+      roadblocks: laneData.map((l, i) => ({
+        id: l.roadblock_id,
+        kind: lanes[i]!.connector ? 'roadblock_connector' : 'roadblock',
+        polygon: l.polygon,
+        incoming: [],
+        outgoing: [],
+      })),
       lanes: laneData,
       intersections: junctionPolygon ? [{ id: 'junction', polygon: junctionPolygon }] : [],
       carparks: [],
@@ -177,7 +194,8 @@ class TownBuilder {
 }
 
 function zonePolygon(z: StopZone): number[][] {
-  const c = Math.cos(z.yaw), s = Math.sin(z.yaw);
+  const c = Math.cos(z.yaw),
+    s = Math.sin(z.yaw);
   return [
     [z.x + c * z.halfLength - s * z.halfWidth, z.y + s * z.halfLength + c * z.halfWidth],
     [z.x - c * z.halfLength - s * z.halfWidth, z.y - s * z.halfLength + c * z.halfWidth],
@@ -208,14 +226,35 @@ export function buildJunctionTown(o: JunctionTownOptions): Town {
   const armNames = Object.keys(ARMS) as ArmName[];
   for (const arm of armNames) {
     const th = ARMS[arm];
-    const ux = Math.cos(th), uy = Math.sin(th);
-    const nx = -uy, ny = ux;
+    const ux = Math.cos(th),
+      uy = Math.sin(th);
+    const nx = -uy,
+      ny = ux;
     for (let k = 0; k < o.lanes; k++) {
       const off = (k + 0.5) * w;
       // Incoming lanes drive toward the centre with the arm's left normal on their right.
-      const ix = nx * off, iy = ny * off;
-      b.add({ id: `${arm}_in_${k}`, line: new Polyline(sampleLine(ix + ux * (half + o.armLength), iy + uy * (half + o.armLength), ix + ux * half, iy + uy * half)), width: w, speedLimit: o.speedLimit, connector: false, arm, dir: 'in', k });
-      b.add({ id: `${arm}_out_${k}`, line: new Polyline(sampleLine(-ix + ux * half, -iy + uy * half, -ix + ux * (half + o.armLength), -iy + uy * (half + o.armLength))), width: w, speedLimit: o.speedLimit, connector: false, arm, dir: 'out', k });
+      const ix = nx * off,
+        iy = ny * off;
+      b.add({
+        id: `${arm}_in_${k}`,
+        line: new Polyline(sampleLine(ix + ux * (half + o.armLength), iy + uy * (half + o.armLength), ix + ux * half, iy + uy * half)),
+        width: w,
+        speedLimit: o.speedLimit,
+        connector: false,
+        arm,
+        dir: 'in',
+        k,
+      });
+      b.add({
+        id: `${arm}_out_${k}`,
+        line: new Polyline(sampleLine(-ix + ux * half, -iy + uy * half, -ix + ux * (half + o.armLength), -iy + uy * (half + o.armLength))),
+        width: w,
+        speedLimit: o.speedLimit,
+        connector: false,
+        arm,
+        dir: 'out',
+        k,
+      });
     }
     for (let k = 0; k < o.lanes; k++) {
       for (const d of ['in', 'out'] as const) {
@@ -243,7 +282,16 @@ export function buildJunctionTown(o: JunctionTownOptions): Town {
         const p0 = from.line.interpolate(from.line.length);
         const p3 = to.line.interpolate(0);
         const coords = t === 'S' ? sampleLine(p0.x, p0.y, p3.x, p3.y) : sampleBezier([p0.x, p0.y], p0.heading, [p3.x, p3.y], p3.heading);
-        const conn = b.add({ id: `${arm}${k}>${toArm}${k}`, line: new Polyline(coords), width: w, speedLimit: o.speedLimit, connector: true, arm: null, dir: 'conn', k });
+        const conn = b.add({
+          id: `${arm}${k}>${toArm}${k}`,
+          line: new Polyline(coords),
+          width: w,
+          speedLimit: o.speedLimit,
+          connector: true,
+          arm: null,
+          dir: 'conn',
+          k,
+        });
         b.link(from, conn);
         b.link(conn, to);
       }
@@ -253,12 +301,20 @@ export function buildJunctionTown(o: JunctionTownOptions): Town {
   const stopSigns: StopZone[] = [];
   for (const arm of armNames) {
     const th = ARMS[arm];
-    const ux = Math.cos(th), uy = Math.sin(th);
-    const nx = -uy, ny = ux;
+    const ux = Math.cos(th),
+      uy = Math.sin(th);
+    const nx = -uy,
+      ny = ux;
     const yaw = th + Math.PI;
     if (o.signalized) {
       const id = lights.length + 1;
-      const light: TrafficLight = { id, group: arm === 'E' || arm === 'W' ? 0 : 1, x: ux * half + nx * (o.lanes * w + 1), y: uy * half + ny * (o.lanes * w + 1), stopLines: [] };
+      const light: TrafficLight = {
+        id,
+        group: arm === 'E' || arm === 'W' ? 0 : 1,
+        x: ux * half + nx * (o.lanes * w + 1),
+        y: uy * half + ny * (o.lanes * w + 1),
+        stopLines: [],
+      };
       for (let k = 0; k < o.lanes; k++) {
         const l = b.get(`${arm}_in_${k}`);
         const end = l.line.interpolate(l.line.length);
@@ -301,8 +357,26 @@ export function buildStraightTown(o: StraightTownOptions): Town {
   const w = o.laneWidth;
   for (let k = 0; k < o.lanes; k++) {
     const y = -(k + 0.5) * w;
-    b.add({ id: `fwd_${k}`, line: new Polyline(sampleLine(0, y, o.length, y)), width: w, speedLimit: o.speedLimit, connector: false, arm: null, dir: 'fwd', k });
-    b.add({ id: `bwd_${k}`, line: new Polyline(sampleLine(o.length, -y, 0, -y)), width: w, speedLimit: o.speedLimit, connector: false, arm: null, dir: 'bwd', k });
+    b.add({
+      id: `fwd_${k}`,
+      line: new Polyline(sampleLine(0, y, o.length, y)),
+      width: w,
+      speedLimit: o.speedLimit,
+      connector: false,
+      arm: null,
+      dir: 'fwd',
+      k,
+    });
+    b.add({
+      id: `bwd_${k}`,
+      line: new Polyline(sampleLine(o.length, -y, 0, -y)),
+      width: w,
+      speedLimit: o.speedLimit,
+      connector: false,
+      arm: null,
+      dir: 'bwd',
+      k,
+    });
   }
   for (let k = 0; k < o.lanes; k++) {
     for (const d of ['fwd', 'bwd'] as const) {
@@ -315,9 +389,27 @@ export function buildStraightTown(o: StraightTownOptions): Town {
     const outer = b.get(`fwd_${o.lanes - 1}`);
     const y = -(o.lanes + 0.5) * w;
     const x1 = o.ramp.mergeX - 25;
-    const ramp = b.add({ id: 'ramp', line: new Polyline(sampleLine(x1 - o.ramp.length, y, x1, y)), width: w, speedLimit: o.speedLimit, connector: false, arm: null, dir: 'ramp', k: o.lanes });
+    const ramp = b.add({
+      id: 'ramp',
+      line: new Polyline(sampleLine(x1 - o.ramp.length, y, x1, y)),
+      width: w,
+      speedLimit: o.speedLimit,
+      connector: false,
+      arm: null,
+      dir: 'ramp',
+      k: o.lanes,
+    });
     const target = outer.line.interpolate(o.ramp.mergeX);
-    const conn = b.add({ id: 'ramp>fwd', line: new Polyline(sampleBezier([x1, y], 0, [target.x, target.y], 0)), width: w, speedLimit: o.speedLimit, connector: true, arm: null, dir: 'conn', k: o.lanes });
+    const conn = b.add({
+      id: 'ramp>fwd',
+      line: new Polyline(sampleBezier([x1, y], 0, [target.x, target.y], 0)),
+      width: w,
+      speedLimit: o.speedLimit,
+      connector: true,
+      arm: null,
+      dir: 'conn',
+      k: o.lanes,
+    });
     b.link(ramp, conn);
     // The connector joins the outer lane mid-way: vehicles continue on it at s = mergeX.
     conn.next.push(outer.idx);

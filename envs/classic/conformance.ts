@@ -107,7 +107,8 @@ export class ConformanceEnv implements Env {
   }
 
   step(action: Tensor): StepResult {
-    if (!(action instanceof Tensor) || action.dtype !== 'float32' || action.size !== 2) throw new InvalidActionError('action must be a float32 tensor of shape [2]');
+    if (!(action instanceof Tensor) || action.dtype !== 'float32' || action.size !== 2)
+      throw new InvalidActionError('action must be a float32 tensor of shape [2]');
     const s = this.state!;
     const dx = action.at(0);
     const dy = action.at(1);
@@ -164,16 +165,32 @@ export class ConformanceEnv implements Env {
     obs.position = Tensor.from('float32', [2], s.position);
     obs.discrete = r.integer(-2, 3);
     obs.multi_discrete = Tensor.from('int64', [2], [r.integer(0, 3), r.integer(0, 4)]);
-    obs.multi_binary = Tensor.from('int8', [4], [0, 1, 2, 3].map(() => r.integer(0, 2)));
+    obs.multi_binary = Tensor.from(
+      'int8',
+      [4],
+      [0, 1, 2, 3].map(() => r.integer(0, 2)),
+    );
     obs.text = Array.from({ length: r.integer(1, 9) }, () => CHARSET[r.integer(0, CHARSET.length)]).join('');
     obs.tuple = [r.integer(0, 2), Tensor.from('float32', [3], [r.uniform(-1, 1), r.uniform(-1, 1), r.uniform(-1, 1)])];
     obs.sequence = Array.from({ length: r.integer(0, 4) }, () => r.integer(0, 3));
     const nodes = r.integer(1, 4);
     const edges = r.integer(0, 3);
     obs.graph = {
-      nodes: Tensor.from('float32', [nodes, 2], Array.from({ length: nodes * 2 }, () => r.uniform(-1, 1))),
-      edges: Tensor.from('int64', [edges], Array.from({ length: edges }, () => r.integer(0, 3))),
-      edge_links: Tensor.from('int64', [edges, 2], Array.from({ length: edges * 2 }, () => r.integer(0, nodes))),
+      nodes: Tensor.from(
+        'float32',
+        [nodes, 2],
+        Array.from({ length: nodes * 2 }, () => r.uniform(-1, 1)),
+      ),
+      edges: Tensor.from(
+        'int64',
+        [edges],
+        Array.from({ length: edges }, () => r.integer(0, 3)),
+      ),
+      edge_links: Tensor.from(
+        'int64',
+        [edges, 2],
+        Array.from({ length: edges * 2 }, () => r.integer(0, nodes)),
+      ),
     };
     obs.oneof = r.integer(0, 2) === 0 ? [0, r.integer(0, 2)] : [1, Tensor.from('float32', [1], [r.uniform(-1, 1)])];
     return obs;

@@ -36,7 +36,8 @@ export class DataPathError extends InvalidKwargsError {
  */
 export type ConfinePath = (path: string) => string;
 
-const OUTSIDE = 'the path is outside the data roots this server allows (gymwire serve --data-root DIR); give a path relative to a data root, or an absolute one inside it';
+const OUTSIDE =
+  'the path is outside the data roots this server allows (gymwire serve --data-root DIR); give a path relative to a data root, or an absolute one inside it';
 
 export class DataRoots {
   /** Real paths of the roots. */
@@ -125,7 +126,13 @@ function within(root: string, path: string): boolean {
  * generic message (the file's content or the directory's listing must not reach it) and the
  * server's log gets the loader's own message. Other failures pass through unchanged.
  */
-export async function loadClientData<T>(kwarg: string, what: string, load: () => Promise<T> | T, isDataFault: (err: unknown) => boolean, log?: Logger): Promise<T> {
+export async function loadClientData<T>(
+  kwarg: string,
+  what: string,
+  load: () => Promise<T> | T,
+  isDataFault: (err: unknown) => boolean,
+  log?: Logger,
+): Promise<T> {
   try {
     return await load();
   } catch (err) {

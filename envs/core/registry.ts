@@ -170,10 +170,7 @@ export class Registry {
       const result = spec.kwargsSchema.safeParse(kwargs);
       if (!result.success) {
         const issues = result.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
-        throw new InvalidKwargsError(
-          `invalid kwargs for ${id}: ${issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ')}`,
-          issues,
-        );
+        throw new InvalidKwargsError(`invalid kwargs for ${id}: ${issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ')}`, issues);
       }
       parsed = result.data;
     } else if (Object.keys(kwargs).length > 0) {

@@ -65,7 +65,8 @@ export function makeTrack(a: AgentData): AgentTrack {
 /** Index of the sample at time `time` on the track's grid, or -1 if absent (within 1e-6 s). */
 export function sampleIndex(track: AgentTrack, time: number): number {
   const t = track.t;
-  let lo = 0, hi = t.length - 1;
+  let lo = 0,
+    hi = t.length - 1;
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
     const v = t[mid] as number;
@@ -86,9 +87,11 @@ export function stateAt(track: AgentTrack, time: number): AgentState | null {
   if (n === 0 || time < (t[0] as number) - 1e-6 || time > (t[n - 1] as number) + 1e-6) return null;
   let i = 0;
   while (i < n - 2 && (t[i + 1] as number) <= time) i++;
-  const t0 = t[i] as number, t1 = n > 1 ? (t[i + 1] as number) : t0;
+  const t0 = t[i] as number,
+    t1 = n > 1 ? (t[i + 1] as number) : t0;
   const f = t1 > t0 ? Math.min(1, Math.max(0, (time - t0) / (t1 - t0))) : 0;
-  const a = 5 * i, b = n > 1 ? 5 * (i + 1) : a;
+  const a = 5 * i,
+    b = n > 1 ? 5 * (i + 1) : a;
   const s = track.s;
   const lerp = (k: number) => (s[a + k] as number) + f * ((s[b + k] as number) - (s[a + k] as number));
   const h0 = s[a + 2] as number;

@@ -54,22 +54,58 @@ export interface Command {
 }
 
 /** A state vector from the fields that are known (others 0). */
-export function initialState(s: Partial<{ x: number; y: number; heading: number; vx: number; vy: number; ax: number; ay: number; steeringAngle: number; steeringRate: number; angularVelocity: number; angularAcceleration: number }>): Float64Array {
-  return Float64Array.of(s.x ?? 0, s.y ?? 0, s.heading ?? 0, s.vx ?? 0, s.vy ?? 0, s.ax ?? 0, s.ay ?? 0, s.steeringAngle ?? 0, s.steeringRate ?? 0, s.angularVelocity ?? 0, s.angularAcceleration ?? 0);
+export function initialState(
+  s: Partial<{
+    x: number;
+    y: number;
+    heading: number;
+    vx: number;
+    vy: number;
+    ax: number;
+    ay: number;
+    steeringAngle: number;
+    steeringRate: number;
+    angularVelocity: number;
+    angularAcceleration: number;
+  }>,
+): Float64Array {
+  return Float64Array.of(
+    s.x ?? 0,
+    s.y ?? 0,
+    s.heading ?? 0,
+    s.vx ?? 0,
+    s.vy ?? 0,
+    s.ax ?? 0,
+    s.ay ?? 0,
+    s.steeringAngle ?? 0,
+    s.steeringRate ?? 0,
+    s.angularVelocity ?? 0,
+    s.angularAcceleration ?? 0,
+  );
 }
 
 /**
  * One step of the model: returns the next state (written into `out` when given). `dt` is the step in
  * seconds; NAVSIM's TimePoint arithmetic gives 0.1 s as 100000 * 1e-6.
  */
-export function propagate(state: Float64Array, cmd: Command, dt: number, opts: BicycleOptions = {}, out: Float64Array = new Float64Array(STATE_SIZE)): Float64Array {
+export function propagate(
+  state: Float64Array,
+  cmd: Command,
+  dt: number,
+  opts: BicycleOptions = {},
+  out: Float64Array = new Float64Array(STATE_SIZE),
+): Float64Array {
   const wheelBase = (opts.vehicle ?? PACIFICA).wheelBase;
   const maxSteer = opts.maxSteeringAngle ?? Math.PI / 3;
   const tauA = opts.accelTimeConstant ?? 0.2;
   const tauD = opts.steeringTimeConstant ?? 0.05;
 
-  const x = state[S.X] as number, y = state[S.Y] as number, heading = state[S.HEADING] as number;
-  const v = state[S.VX] as number, accel = state[S.AX] as number, steer = state[S.STEERING_ANGLE] as number;
+  const x = state[S.X] as number,
+    y = state[S.Y] as number,
+    heading = state[S.HEADING] as number;
+  const v = state[S.VX] as number,
+    accel = state[S.AX] as number,
+    steer = state[S.STEERING_ANGLE] as number;
   const angVel = state[S.ANGULAR_VELOCITY] as number;
 
   // _update_commands: lagged acceleration and steering rate.

@@ -56,7 +56,10 @@ const weightMemo = new Map<string, number[]>();
 function fitWeights(coords: number[], polyorder: number, deriv: number, delta: number): number[] {
   const key = `${coords.join(',')}|${polyorder}|${deriv}|${delta}`;
   let w = weightMemo.get(key);
-  if (!w) { w = computeFitWeights(coords, polyorder, deriv, delta); weightMemo.set(key, w); }
+  if (!w) {
+    w = computeFitWeights(coords, polyorder, deriv, delta);
+    weightMemo.set(key, w);
+  }
   return w;
 }
 
@@ -86,11 +89,20 @@ function polyfitOperator(n: number, order: number): number[][] {
     const M: number[][] = [];
     for (let p = 0; p < m; p++) {
       const row: number[] = [];
-      for (let q = 0; q < m; q++) { let s = 0; for (let t = 0; t < n; t++) s += Math.pow(t, p + q); row.push(s); }
+      for (let q = 0; q < m; q++) {
+        let s = 0;
+        for (let t = 0; t < n; t++) s += Math.pow(t, p + q);
+        row.push(s);
+      }
       M.push(row);
     }
     // Column c of the inverse: solve M x = e_c.
-    const cols = Array.from({ length: m }, (_, c) => solveSmall(M, Array.from({ length: m }, (_v, r) => (r === c ? 1 : 0))));
+    const cols = Array.from({ length: m }, (_, c) =>
+      solveSmall(
+        M,
+        Array.from({ length: m }, (_v, r) => (r === c ? 1 : 0)),
+      ),
+    );
     op = Array.from({ length: m }, (_, r) => cols.map((col) => col[r] as number));
     polyfitMemo.set(key, op);
   }
@@ -101,7 +113,11 @@ function polyfitOperator(n: number, order: number): number[][] {
 function polyfit(y: number[], order: number): number[] {
   const m = order + 1;
   const b: number[] = [];
-  for (let p = 0; p < m; p++) { let s = 0; for (let t = 0; t < y.length; t++) s += (y[t] as number) * Math.pow(t, p); b.push(s); }
+  for (let p = 0; p < m; p++) {
+    let s = 0;
+    for (let t = 0; t < y.length; t++) s += (y[t] as number) * Math.pow(t, p);
+    b.push(s);
+  }
   const op = polyfitOperator(y.length, order);
   return op.map((row) => row.reduce((s, v, k) => s + v * (b[k] as number), 0));
 }
@@ -115,7 +131,12 @@ export function savgol(x: ArrayLike<number>, window: number, polyorder: number, 
   const even = w % 2 === 0;
   const offsets: number[] = [];
   for (let o = even ? -(h - 1) : -h; o <= h; o++) offsets.push(o);
-  const weights = fitWeights(offsets.map((o) => (even ? o - 0.5 : o)), polyorder, deriv, delta);
+  const weights = fitWeights(
+    offsets.map((o) => (even ? o - 0.5 : o)),
+    polyorder,
+    deriv,
+    delta,
+  );
   for (let i = h; i < n - h; i++) {
     let s = 0;
     for (let k = 0; k < offsets.length; k++) s += (weights[k] as number) * (x[i + (offsets[k] as number)] as number);
@@ -171,15 +192,22 @@ function centerLonAccel(states: Float64Array, n: number): Float64Array {
   const out = new Float64Array(n);
   for (let i = 0; i < n; i++) {
     const o = i * STATE_SIZE;
-    const w = states[o + S.ANGULAR_VELOCITY] as number, a = states[o + S.ANGULAR_ACCELERATION] as number;
+    const w = states[o + S.ANGULAR_VELOCITY] as number,
+      a = states[o + S.ANGULAR_ACCELERATION] as number;
     out[i] = (states[o + S.AX] as number) + REAR_AXLE_TO_CENTER * w * w + REAR_AXLE_TO_CENTER * a;
   }
   return out;
 }
 
 /** The six filtered comfort signals for `n` states at `dt` spacing. */
-export function comfortSignals(states: Float64Array, n: number, dt = 0.1, version: ComfortVersion = 1): { lonAccel: Float64Array; latAccel: Float64Array; jerk: Float64Array; lonJerk: Float64Array; yawRate: Float64Array; yawAccel: Float64Array } {
-  const ax = column(states, n, S.AX), ay = column(states, n, S.AY);
+export function comfortSignals(
+  states: Float64Array,
+  n: number,
+  dt = 0.1,
+  version: ComfortVersion = 1,
+): { lonAccel: Float64Array; latAccel: Float64Array; jerk: Float64Array; lonJerk: Float64Array; yawRate: Float64Array; yawAccel: Float64Array } {
+  const ax = column(states, n, S.AX),
+    ay = column(states, n, S.AY);
   const mag = ax.map((v, i) => Math.hypot(v, ay[i] as number));
   const heading = unwrap(column(states, n, S.HEADING));
   const yaw = { yawRate: round8(savgol(heading, 5, 2, 1, dt)), yawAccel: round8(savgol(heading, 5, 3, 2, dt)) };
@@ -208,7 +236,12 @@ function within(a: Float64Array, lo: number, hi: number): boolean {
 }
 
 /** Each comfort check and their conjunction (`ego_is_comfortable`). */
-export function comfortChecks(states: Float64Array, n: number, dt = 0.1, version: ComfortVersion = 1): { lonAccel: boolean; latAccel: boolean; jerk: boolean; lonJerk: boolean; yawAccel: boolean; yawRate: boolean; all: boolean } {
+export function comfortChecks(
+  states: Float64Array,
+  n: number,
+  dt = 0.1,
+  version: ComfortVersion = 1,
+): { lonAccel: boolean; latAccel: boolean; jerk: boolean; lonJerk: boolean; yawAccel: boolean; yawRate: boolean; all: boolean } {
   const s = comfortSignals(states, n, dt, version);
   const B = COMFORT_BOUNDS;
   const r = {
@@ -232,15 +265,29 @@ export const EC_THRESHOLDS = { accel: 0.7, jerk: 0.5, yawRate: 0.1, yawAccel: 0.
  * (`extract_features`: acceleration magnitude window 8, jerk window 15, yaw rate window 5, yaw
  * acceleration window 5 with polynomial order 2); EC = 1 iff the RMS differences are within bounds.
  */
-export function extendedComfort(prev: Float64Array, cur: Float64Array, n: number, shift = 5, dt = 0.1): { ec: number; rms: { accel: number; jerk: number; yawRate: number; yawAccel: number } } {
+export function extendedComfort(
+  prev: Float64Array,
+  cur: Float64Array,
+  n: number,
+  shift = 5,
+  dt = 0.1,
+): { ec: number; rms: { accel: number; jerk: number; yawRate: number; yawAccel: number } } {
   const m = n - shift;
   const features = (st: Float64Array) => {
-    const ax = column(st, m, S.AX), ay = column(st, m, S.AY);
-    const accel = round8(savgol(ax.map((v, i) => Math.hypot(v, ay[i] as number)), 8, 2));
+    const ax = column(st, m, S.AX),
+      ay = column(st, m, S.AY);
+    const accel = round8(
+      savgol(
+        ax.map((v, i) => Math.hypot(v, ay[i] as number)),
+        8,
+        2,
+      ),
+    );
     const heading = unwrap(column(st, m, S.HEADING));
     return { accel, jerk: round8(savgol(accel, 15, 2, 1, dt)), yawRate: round8(savgol(heading, 5, 2, 1, dt)), yawAccel: round8(savgol(heading, 5, 2, 2, dt)) };
   };
-  const a = features(cur.subarray(0, m * STATE_SIZE)), b = features(prev.subarray(shift * STATE_SIZE, n * STATE_SIZE));
+  const a = features(cur.subarray(0, m * STATE_SIZE)),
+    b = features(prev.subarray(shift * STATE_SIZE, n * STATE_SIZE));
   const rms = (x: Float64Array, y: Float64Array) => {
     let s = 0;
     for (let i = 0; i < m; i++) s += ((x[i] as number) - (y[i] as number)) ** 2;

@@ -59,10 +59,14 @@ export function boxCorners(b: OrientedBox, out: Coords = new Float64Array(8)): C
   const ly = s * hl;
   const wx = -s * hw;
   const wy = c * hw;
-  out[0] = b.x + lx + wx; out[1] = b.y + ly + wy; // front-left
-  out[2] = b.x - lx + wx; out[3] = b.y - ly + wy; // rear-left
-  out[4] = b.x - lx - wx; out[5] = b.y - ly - wy; // rear-right
-  out[6] = b.x + lx - wx; out[7] = b.y + ly - wy; // front-right
+  out[0] = b.x + lx + wx;
+  out[1] = b.y + ly + wy; // front-left
+  out[2] = b.x - lx + wx;
+  out[3] = b.y - ly + wy; // rear-left
+  out[4] = b.x - lx - wx;
+  out[5] = b.y - ly - wy; // rear-right
+  out[6] = b.x + lx - wx;
+  out[7] = b.y + ly - wy; // front-right
   return out;
 }
 
@@ -75,9 +79,13 @@ export function vertexCount(p: Coords): number {
 
 /** Axis-aligned bounds `[minX, minY, maxX, maxY]`. */
 export function bounds(p: Coords): [number, number, number, number] {
-  let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
+  let minX = Infinity,
+    minY = Infinity,
+    maxX = -Infinity,
+    maxY = -Infinity;
   for (let i = 0; i < p.length; i += 2) {
-    const x = p[i] as number, y = p[i + 1] as number;
+    const x = p[i] as number,
+      y = p[i + 1] as number;
     if (x < minX) minX = x;
     if (x > maxX) maxX = x;
     if (y < minY) minY = y;
@@ -91,10 +99,19 @@ export function pointInPolygon(px: number, py: number, p: Coords): boolean {
   const n = vertexCount(p);
   let inside = false;
   for (let i = 0, j = n - 1; i < n; j = i++) {
-    const xi = p[2 * i] as number, yi = p[2 * i + 1] as number;
-    const xj = p[2 * j] as number, yj = p[2 * j + 1] as number;
+    const xi = p[2 * i] as number,
+      yi = p[2 * i + 1] as number;
+    const xj = p[2 * j] as number,
+      yj = p[2 * j + 1] as number;
     // Boundary test only near the edge (cheap comparisons first): shapely's intersects counts it.
-    if (px >= (xi < xj ? xi : xj) - 1e-9 && px <= (xi > xj ? xi : xj) + 1e-9 && py >= (yi < yj ? yi : yj) - 1e-9 && py <= (yi > yj ? yi : yj) + 1e-9 && pointOnSegment(px, py, xi, yi, xj, yj)) return true;
+    if (
+      px >= (xi < xj ? xi : xj) - 1e-9 &&
+      px <= (xi > xj ? xi : xj) + 1e-9 &&
+      py >= (yi < yj ? yi : yj) - 1e-9 &&
+      py <= (yi > yj ? yi : yj) + 1e-9 &&
+      pointOnSegment(px, py, xi, yi, xj, yj)
+    )
+      return true;
     if (yi > py !== yj > py && px < ((xj - xi) * (py - yi)) / (yj - yi) + xi) inside = !inside;
   }
   return inside;
@@ -153,7 +170,10 @@ function hasSeparatingAxis(a: Coords, b: Coords): boolean {
   for (let i = 0, j = na - 1; i < na; j = i++) {
     const nx = (a[2 * i + 1] as number) - (a[2 * j + 1] as number);
     const ny = (a[2 * j] as number) - (a[2 * i] as number);
-    let minA = Infinity, maxA = -Infinity, minB = Infinity, maxB = -Infinity;
+    let minA = Infinity,
+      maxA = -Infinity,
+      minB = Infinity,
+      maxB = -Infinity;
     for (let k = 0; k < na; k++) {
       const d = (a[2 * k] as number) * nx + (a[2 * k + 1] as number) * ny;
       if (d < minA) minA = d;
@@ -173,11 +193,16 @@ function hasSeparatingAxis(a: Coords, b: Coords): boolean {
 
 /** General polygon intersection test (either may be concave): an edge crossing or containment. */
 export function polygonsIntersect(a: Coords, b: Coords): boolean {
-  const ba = bounds(a), bb = bounds(b);
+  const ba = bounds(a),
+    bb = bounds(b);
   if (ba[2] < bb[0] || bb[2] < ba[0] || ba[3] < bb[1] || bb[3] < ba[1]) return false;
-  const na = vertexCount(a), nb = vertexCount(b);
+  const na = vertexCount(a),
+    nb = vertexCount(b);
   for (let i = 0, j = na - 1; i < na; j = i++) {
-    const ax = a[2 * j] as number, ay = a[2 * j + 1] as number, bx = a[2 * i] as number, by = a[2 * i + 1] as number;
+    const ax = a[2 * j] as number,
+      ay = a[2 * j + 1] as number,
+      bx = a[2 * i] as number,
+      by = a[2 * i + 1] as number;
     for (let k = 0, l = nb - 1; k < nb; l = k++) {
       if (segmentsIntersect(ax, ay, bx, by, b[2 * l] as number, b[2 * l + 1] as number, b[2 * k] as number, b[2 * k + 1] as number)) return true;
     }
@@ -196,18 +221,28 @@ export function signedArea(p: Coords): number {
 /** Area centroid of a simple polygon (shapely's `centroid`); the vertex mean when the area vanishes. */
 export function polygonCentroid(p: Coords): { x: number; y: number } {
   const n = vertexCount(p);
-  let a = 0, cx = 0, cy = 0;
-  const x0 = p[0] as number, y0 = p[1] as number;
+  let a = 0,
+    cx = 0,
+    cy = 0;
+  const x0 = p[0] as number,
+    y0 = p[1] as number;
   for (let i = 0, j = n - 1; i < n; j = i++) {
-    const xj = (p[2 * j] as number) - x0, yj = (p[2 * j + 1] as number) - y0, xi = (p[2 * i] as number) - x0, yi = (p[2 * i + 1] as number) - y0;
+    const xj = (p[2 * j] as number) - x0,
+      yj = (p[2 * j + 1] as number) - y0,
+      xi = (p[2 * i] as number) - x0,
+      yi = (p[2 * i + 1] as number) - y0;
     const cross = xj * yi - xi * yj;
     a += cross;
     cx += (xj + xi) * cross;
     cy += (yj + yi) * cross;
   }
   if (Math.abs(a) < 1e-12) {
-    let sx = 0, sy = 0;
-    for (let i = 0; i < n; i++) { sx += p[2 * i] as number; sy += p[2 * i + 1] as number; }
+    let sx = 0,
+      sy = 0;
+    for (let i = 0; i < n; i++) {
+      sx += p[2 * i] as number;
+      sy += p[2 * i + 1] as number;
+    }
     return { x: sx / n, y: sy / n };
   }
   return { x: x0 + cx / (3 * a), y: y0 + cy / (3 * a) };
@@ -219,16 +254,22 @@ export function convexIntersectionArea(subject: Coords, clip: Coords): number {
   const n = vertexCount(clip);
   const ccw = signedArea(clip) >= 0 ? 1 : -1;
   for (let i = 0, j = n - 1; i < n && out.length > 0; j = i++) {
-    const ax = clip[2 * j] as number, ay = clip[2 * j + 1] as number, bx = clip[2 * i] as number, by = clip[2 * i + 1] as number;
+    const ax = clip[2 * j] as number,
+      ay = clip[2 * j + 1] as number,
+      bx = clip[2 * i] as number,
+      by = clip[2 * i + 1] as number;
     const input = out;
     out = [];
     const m = input.length / 2;
     for (let k = 0; k < m; k++) {
-      const px = input[2 * k] as number, py = input[2 * k + 1] as number;
-      const qx = input[(2 * k + 2) % input.length] as number, qy = input[(2 * k + 3) % input.length] as number;
-      const dp = ccw * orient(ax, ay, bx, by, px, py), dq = ccw * orient(ax, ay, bx, by, qx, qy);
+      const px = input[2 * k] as number,
+        py = input[2 * k + 1] as number;
+      const qx = input[(2 * k + 2) % input.length] as number,
+        qy = input[(2 * k + 3) % input.length] as number;
+      const dp = ccw * orient(ax, ay, bx, by, px, py),
+        dq = ccw * orient(ax, ay, bx, by, qx, qy);
       if (dp >= 0) out.push(px, py);
-      if ((dp >= 0) !== (dq >= 0)) {
+      if (dp >= 0 !== dq >= 0) {
         const t = dp / (dp - dq);
         out.push(px + t * (qx - px), py + t * (qy - py));
       }
@@ -239,9 +280,11 @@ export function convexIntersectionArea(subject: Coords, clip: Coords): number {
 
 /** Translates and rotates `local` coords (in a frame at x, y, heading) into world coords. */
 export function toWorld(local: Coords, x: number, y: number, heading: number, out: Coords = new Float64Array(local.length)): Coords {
-  const c = Math.cos(heading), s = Math.sin(heading);
+  const c = Math.cos(heading),
+    s = Math.sin(heading);
   for (let i = 0; i < local.length; i += 2) {
-    const lx = local[i] as number, ly = local[i + 1] as number;
+    const lx = local[i] as number,
+      ly = local[i + 1] as number;
     out[i] = x + c * lx - s * ly;
     out[i + 1] = y + s * lx + c * ly;
   }
@@ -257,14 +300,17 @@ export interface Pose {
 
 /** Expresses world pose `p` in the frame of `origin` (nuPlan's `absolute_to_relative_poses`). */
 export function relativePose(origin: Pose, p: Pose): Pose {
-  const c = Math.cos(origin.heading), s = Math.sin(origin.heading);
-  const dx = p.x - origin.x, dy = p.y - origin.y;
+  const c = Math.cos(origin.heading),
+    s = Math.sin(origin.heading);
+  const dx = p.x - origin.x,
+    dy = p.y - origin.y;
   return { x: c * dx + s * dy, y: -s * dx + c * dy, heading: normalizeAngle(p.heading - origin.heading) };
 }
 
 /** Maps pose `p`, given in the frame of `origin`, to world (nuPlan's `relative_to_absolute_poses`). */
 export function absolutePose(origin: Pose, p: Pose): Pose {
-  const c = Math.cos(origin.heading), s = Math.sin(origin.heading);
+  const c = Math.cos(origin.heading),
+    s = Math.sin(origin.heading);
   return { x: origin.x + c * p.x - s * p.y, y: origin.y + s * p.x + c * p.y, heading: normalizeAngle(origin.heading + p.heading) };
 }
 
@@ -285,7 +331,9 @@ export class Polyline {
     const n = coords.length >> 1;
     this.s = new Float64Array(n);
     for (let i = 1; i < n; i++) {
-      this.s[i] = (this.s[i - 1] as number) + Math.hypot((coords[2 * i] as number) - (coords[2 * i - 2] as number), (coords[2 * i + 1] as number) - (coords[2 * i - 1] as number));
+      this.s[i] =
+        (this.s[i - 1] as number) +
+        Math.hypot((coords[2 * i] as number) - (coords[2 * i - 2] as number), (coords[2 * i + 1] as number) - (coords[2 * i - 1] as number));
     }
     this.length = this.s[n - 1] as number;
   }
@@ -298,15 +346,21 @@ export class Polyline {
   project(px: number, py: number): { s: number; d: number; dist2: number; segment: number } {
     const c = this.coords;
     const n = c.length >> 1;
-    let best = Infinity, bestS = 0, bestD = 0, bestSeg = 0;
+    let best = Infinity,
+      bestS = 0,
+      bestD = 0,
+      bestSeg = 0;
     for (let i = 0; i < n - 1; i++) {
-      const ax = c[2 * i] as number, ay = c[2 * i + 1] as number;
-      const dx = (c[2 * i + 2] as number) - ax, dy = (c[2 * i + 3] as number) - ay;
+      const ax = c[2 * i] as number,
+        ay = c[2 * i + 1] as number;
+      const dx = (c[2 * i + 2] as number) - ax,
+        dy = (c[2 * i + 3] as number) - ay;
       const len2 = dx * dx + dy * dy;
       let t = len2 > 0 ? ((px - ax) * dx + (py - ay) * dy) / len2 : 0;
       if (t < 0) t = 0;
       else if (t > 1) t = 1;
-      const qx = ax + t * dx, qy = ay + t * dy;
+      const qx = ax + t * dx,
+        qy = ay + t * dy;
       const d2 = (px - qx) * (px - qx) + (py - qy) * (py - qy);
       if (d2 < best) {
         best = d2;
@@ -325,13 +379,15 @@ export class Polyline {
     const n = c.length >> 1;
     if (s <= 0) return { x: c[0] as number, y: c[1] as number, heading: this.segmentHeading(0) };
     if (s >= this.length) return { x: c[2 * n - 2] as number, y: c[2 * n - 1] as number, heading: this.segmentHeading(n - 2) };
-    let lo = 0, hi = n - 1;
+    let lo = 0,
+      hi = n - 1;
     while (hi - lo > 1) {
       const mid = (lo + hi) >> 1;
       if ((this.s[mid] as number) <= s) lo = mid;
       else hi = mid;
     }
-    const s0 = this.s[lo] as number, s1 = this.s[hi] as number;
+    const s0 = this.s[lo] as number,
+      s1 = this.s[hi] as number;
     const t = s1 > s0 ? (s - s0) / (s1 - s0) : 0;
     return {
       x: (c[2 * lo] as number) + t * ((c[2 * hi] as number) - (c[2 * lo] as number)),
@@ -357,7 +413,10 @@ export class GridIndex {
   private readonly seen: Uint32Array;
   private stamp = 0;
 
-  constructor(boxes: readonly [number, number, number, number][], readonly cellSize = 20) {
+  constructor(
+    boxes: readonly [number, number, number, number][],
+    readonly cellSize = 20,
+  ) {
     this.itemBounds = boxes.slice();
     this.seen = new Uint32Array(boxes.length);
     boxes.forEach((b, idx) => {
@@ -423,7 +482,10 @@ export class PreparedPolygon {
   private rows = 0;
   private queries = 0;
 
-  constructor(readonly coords: Coords, readonly cell = 0.5) {
+  constructor(
+    readonly coords: Coords,
+    readonly cell = 0.5,
+  ) {
     [this.minX, this.minY, this.maxX, this.maxY] = bounds(coords);
   }
 
@@ -434,7 +496,8 @@ export class PreparedPolygon {
       if (++this.queries < 8 || vertexCount(this.coords) < 12) return pointInPolygon(px, py, this.coords);
       this.build();
     }
-    const c = Math.floor((px - this.minX) / this.cell), r = Math.floor((py - this.minY) / this.cell);
+    const c = Math.floor((px - this.minX) / this.cell),
+      r = Math.floor((py - this.minY) / this.cell);
     const v = (this.raster as Uint8Array)[r * this.cols + c];
     if (v === 1) return true;
     if (v === 0) return false;
@@ -453,7 +516,8 @@ export class PreparedPolygon {
       const y = this.minY + (r + 0.5) * cell;
       xs.length = 0;
       for (let i = 0, j = n - 1; i < n; j = i++) {
-        const yi = p[2 * i + 1] as number, yj = p[2 * j + 1] as number;
+        const yi = p[2 * i + 1] as number,
+          yj = p[2 * j + 1] as number;
         if (yi > y !== yj > y) xs.push((p[2 * i] as number) + ((y - yi) * ((p[2 * j] as number) - (p[2 * i] as number))) / (yj - yi));
       }
       xs.sort((a, b) => a - b);
@@ -464,13 +528,18 @@ export class PreparedPolygon {
       }
     }
     for (let i = 0, j = n - 1; i < n; j = i++) {
-      const ax = p[2 * j] as number, ay = p[2 * j + 1] as number, bx = p[2 * i] as number, by = p[2 * i + 1] as number;
+      const ax = p[2 * j] as number,
+        ay = p[2 * j + 1] as number,
+        bx = p[2 * i] as number,
+        by = p[2 * i + 1] as number;
       const steps = Math.max(1, Math.ceil(Math.hypot(bx - ax, by - ay) / (cell * 0.25)));
       for (let k = 0; k <= steps; k++) {
-        const cx = Math.floor((ax + ((bx - ax) * k) / steps - this.minX) / cell), cy = Math.floor((ay + ((by - ay) * k) / steps - this.minY) / cell);
+        const cx = Math.floor((ax + ((bx - ax) * k) / steps - this.minX) / cell),
+          cy = Math.floor((ay + ((by - ay) * k) / steps - this.minY) / cell);
         for (let dy = -1; dy <= 1; dy++) {
           for (let dx = -1; dx <= 1; dx++) {
-            const x = cx + dx, y = cy + dy;
+            const x = cx + dx,
+              y = cy + dy;
             if (x >= 0 && y >= 0 && x < this.cols && y < this.rows) R[y * this.cols + x] = 2;
           }
         }

@@ -48,13 +48,20 @@ function solve(M: Float64Array, b: Float64Array, n: number): Float64Array {
     let best = Math.abs(M[c * n + c] as number);
     for (let r = c + 1; r < n; r++) {
       const v = Math.abs(M[r * n + c] as number);
-      if (v > best) { best = v; p = r; }
+      if (v > best) {
+        best = v;
+        p = r;
+      }
     }
     if (p !== c) {
       for (let k = 0; k < n; k++) {
-        const t = M[c * n + k] as number; M[c * n + k] = M[p * n + k] as number; M[p * n + k] = t;
+        const t = M[c * n + k] as number;
+        M[c * n + k] = M[p * n + k] as number;
+        M[p * n + k] = t;
       }
-      const t = b[c] as number; b[c] = b[p] as number; b[p] = t;
+      const t = b[c] as number;
+      b[c] = b[p] as number;
+      b[p] = t;
     }
     const piv = M[c * n + c] as number;
     if (piv === 0) continue;
@@ -116,7 +123,8 @@ export function fitProfiles(poses: Float64Array, dt: number, jerkPenalty: number
     velocity[i] = (x[0] as number) + cum;
   }
   // Curvature / curvature-rate fit: row i is v_i·dt·κ0 + v_i·dt²·Σ_{j<i} κ'_j.
-  const v2 = new Float64Array(M + 1), vy = new Float64Array(M + 1);
+  const v2 = new Float64Array(M + 1),
+    vy = new Float64Array(M + 1);
   for (let i = M - 1; i >= 0; i--) {
     const v = velocity[i] as number;
     v2[i] = (v2[i + 1] as number) + v * v;
@@ -124,7 +132,9 @@ export function fitProfiles(poses: Float64Array, dt: number, jerkPenalty: number
   }
   const K = new Float64Array(M * M);
   const c = new Float64Array(M);
-  const dt2 = dt * dt, dt3 = dt2 * dt, dt4 = dt2 * dt2;
+  const dt2 = dt * dt,
+    dt3 = dt2 * dt,
+    dt4 = dt2 * dt2;
   K[0] = dt2 * (v2[0] as number) + 1e-10;
   c[0] = dt * (vy[0] as number);
   for (let j = 1; j < M; j++) {
@@ -151,7 +161,9 @@ export function fitProfiles(poses: Float64Array, dt: number, jerkPenalty: number
  */
 function velocityNormalMatrix(M: number, dt: number, jerkPenalty: number): Float64Array {
   const P = new Float64Array(M * M);
-  const dt2 = dt * dt, dt3 = dt2 * dt, dt4 = dt2 * dt2;
+  const dt2 = dt * dt,
+    dt3 = dt2 * dt,
+    dt4 = dt2 * dt2;
   P[0] = M * dt2;
   for (let j = 1; j < M; j++) {
     P[j] = P[j * M] = dt3 * (M - j);
@@ -177,7 +189,10 @@ function velocityNormalMatrix(M: number, dt: number, jerkPenalty: number): Float
  */
 export class LqrTracker {
   private readonly profiles: Profiles;
-  constructor(private readonly reference: Float64Array, private readonly p: LqrParameters = LQR_DEFAULTS) {
+  constructor(
+    private readonly reference: Float64Array,
+    private readonly p: LqrParameters = LQR_DEFAULTS,
+  ) {
     const n = reference.length / STATE_SIZE;
     const poses = new Float64Array(3 * n);
     for (let i = 0; i < n; i++) {
@@ -202,7 +217,8 @@ export class LqrTracker {
     const v0 = state[S.VX] as number;
     const steer = state[S.STEERING_ANGLE] as number;
 
-    const vel = this.profiles.velocity, curv = this.profiles.curvature;
+    const vel = this.profiles.velocity,
+      curv = this.profiles.curvature;
     const numPoses = vel.length;
     const refIdx = Math.min(index + H, numPoses - 1);
     const vRef = vel[refIdx] as number;
@@ -225,20 +241,32 @@ export class LqrTracker {
     for (let k = 0; k < H; k++) {
       const v = v0 + cum;
       cum += accel * dt;
-      const a01 = v * dt, a12 = (v * dt) / L;
+      const a01 = v * dt,
+        a12 = (v * dt) / L;
       const aff1 = -v * (curvature[k] as number) * dt;
       // Step matrix S = [[1, a01, 0], [0, 1, a12], [0, 0, 1]]
       A = [
-        (A[0] as number) + a01 * (A[3] as number), (A[1] as number) + a01 * (A[4] as number), (A[2] as number) + a01 * (A[5] as number),
-        (A[3] as number) + a12 * (A[6] as number), (A[4] as number) + a12 * (A[7] as number), (A[5] as number) + a12 * (A[8] as number),
-        A[6] as number, A[7] as number, A[8] as number,
+        (A[0] as number) + a01 * (A[3] as number),
+        (A[1] as number) + a01 * (A[4] as number),
+        (A[2] as number) + a01 * (A[5] as number),
+        (A[3] as number) + a12 * (A[6] as number),
+        (A[4] as number) + a12 * (A[7] as number),
+        (A[5] as number) + a12 * (A[8] as number),
+        A[6] as number,
+        A[7] as number,
+        A[8] as number,
       ];
       Bv = [(Bv[0] as number) + a01 * (Bv[1] as number), (Bv[1] as number) + a12 * (Bv[2] as number), (Bv[2] as number) + dt];
       g = [(g[0] as number) + a01 * (g[1] as number), (g[1] as number) + a12 * (g[2] as number) + aff1, g[2] as number];
     }
     const x0 = [latErr, headErr, steer];
     const e = [0, 0, 0];
-    for (let i = 0; i < 3; i++) e[i] = (A[3 * i] as number) * (x0[0] as number) + (A[3 * i + 1] as number) * (x0[1] as number) + (A[3 * i + 2] as number) * (x0[2] as number) + (g[i] as number);
+    for (let i = 0; i < 3; i++)
+      e[i] =
+        (A[3 * i] as number) * (x0[0] as number) +
+        (A[3 * i + 1] as number) * (x0[1] as number) +
+        (A[3 * i + 2] as number) * (x0[2] as number) +
+        (g[i] as number);
     e[1] = normalizeAngle(e[1] as number);
     e[2] = normalizeAngle(e[2] as number);
     const q = p.qLateral;

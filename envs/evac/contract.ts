@@ -160,7 +160,8 @@ interface Expected {
   freeLeading?: boolean;
 }
 
-const fmt = (shape: readonly Dim[] | readonly (number | string)[]) => `[${shape.map((d) => (d === null ? 'batch' : d === 'any' ? '*' : String(d))).join(', ')}]`;
+const fmt = (shape: readonly Dim[] | readonly (number | string)[]) =>
+  `[${shape.map((d) => (d === null ? 'batch' : d === 'any' ? '*' : String(d))).join(', ')}]`;
 
 function checkTensor(file: string, kind: 'input' | 'output', meta: TensorMeta | undefined, name: string, exp: Expected): void {
   const want = `${exp.dtype} ${fmt(exp.shape)}`;
@@ -184,7 +185,8 @@ function checkTensor(file: string, kind: 'input' | 'output', meta: TensorMeta | 
 
 function checkNames(file: string, kind: 'input' | 'output', metas: TensorMeta[], allowed: string[]): void {
   for (const m of metas) {
-    if (!allowed.includes(m.name)) throw new ModelContractError(`${file}: unexpected ${kind} "${m.name}"; the contract allows ${allowed.map((a) => `"${a}"`).join(', ')}`);
+    if (!allowed.includes(m.name))
+      throw new ModelContractError(`${file}: unexpected ${kind} "${m.name}"; the contract allows ${allowed.map((a) => `"${a}"`).join(', ')}`);
   }
 }
 
@@ -217,7 +219,8 @@ export function checkSessions(manifest: Manifest, meta: ModelMeta): WorldModelIn
   const noiseMeta = byName(wm.inputs, 'noise');
   let noise: number[] | null = null;
   if (noiseMeta) {
-    if (noiseMeta.type !== 'float32') throw new ModelContractError(`world_model.onnx: input "noise" is ${noiseMeta.type}; expected float32 [batch, ...fixed dims]`);
+    if (noiseMeta.type !== 'float32')
+      throw new ModelContractError(`world_model.onnx: input "noise" is ${noiseMeta.type}; expected float32 [batch, ...fixed dims]`);
     const rest = noiseMeta.shape.slice(1);
     if (noiseMeta.shape.length < 2 || rest.some((d) => typeof d !== 'number' || d <= 0)) {
       throw new ModelContractError(`world_model.onnx: input "noise" has shape ${fmt(noiseMeta.shape)}; expected float32 [batch, ...fixed dims]`);

@@ -166,7 +166,10 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     // The history is the context itself once it holds exactly the last T frames (it is replaced, never
     // changed in place, so the batch can copy it later).
     const T = m.context.frames;
-    const context = m.context.selection === 'last' && st.history.length === T ? st.history : contextIndices(m.context.selection, T, st.history.length).map((h) => st.history[h]!);
+    const context =
+      m.context.selection === 'last' && st.history.length === T
+        ? st.history
+        : contextIndices(m.context.selection, T, st.history.length).map((h) => st.history[h]!);
 
     const res = await this.model.step({ context, actions, pose: new Float32Array(st.pose), noise });
 
@@ -307,7 +310,11 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
         throw new InvalidActionError(`got shape [${action.shape.join(', ')}]; expected ${want}`);
       }
       flat = action.data as Float32Array | Float64Array;
-    } else if (Array.isArray(action) && action.length === C && action.every((r) => Array.isArray(r) && r.length === A && r.every((v) => typeof v === 'number'))) {
+    } else if (
+      Array.isArray(action) &&
+      action.length === C &&
+      action.every((r) => Array.isArray(r) && r.length === A && r.every((v) => typeof v === 'number'))
+    ) {
       flat = (action as number[][]).flat();
     } else {
       throw new InvalidActionError(`expected ${want}`);

@@ -39,8 +39,17 @@ export function tinyModelDir(resolution: 64 | 128 | 256 = 64): string {
 
 export const EvacKwargsSchema = z
   .object({
-    model_dir: z.string().min(1).optional().describe("A model directory following docs/world-models.md, inside the server's data roots (relative to one, or absolute); default: the bundled tiny model"),
-    resolution: z.union([z.literal(64), z.literal(128), z.literal(256)]).optional().describe('Bundled tiny model resolution (default 64)'),
+    model_dir: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "A model directory following docs/world-models.md, inside the server's data roots (relative to one, or absolute); default: the bundled tiny model",
+      ),
+    resolution: z
+      .union([z.literal(64), z.literal(128), z.literal(256)])
+      .optional()
+      .describe('Bundled tiny model resolution (default 64)'),
     dataset_dir: z.string().min(1).optional().describe("Reset dataset folder inside the server's data roots; default: the model's"),
     device: z.enum(['cpu', 'cuda']).optional().describe('Execution provider; CUDA falls back to the CPU (logged) when unavailable'),
     use_rel_reward: z.boolean().optional(),
@@ -79,18 +88,23 @@ export function registerEvac(registry: Registry, opts: RegisterEvacOptions = {})
   const datasets = new Map<string, Promise<ResetEpisode[]>>();
   registry.register<EvacKwargs>({
     id: EVAC_ENV_ID,
-    description: "RLinf's EVAC world-model simulator: an ONNX world model generates each action chunk's frames and a classifier scores them (bundled: a tiny tabletop pick-and-lift).",
+    description:
+      "RLinf's EVAC world-model simulator: an ONNX world model generates each action chunk's frames and a classifier scores them (bundled: a tiny tabletop pick-and-lift).",
     kwargsSchema: EvacKwargsSchema,
     tags: ['world-model', 'vla', 'evac'],
     estimateBytes: estimateEvacBytes,
     entryPoint: async (kwargs, ctx) => {
-      if (kwargs.model_dir && kwargs.resolution) throw new InvalidOptionsError('give model_dir or resolution, not both (resolution picks a bundled tiny model)');
+      if (kwargs.model_dir && kwargs.resolution)
+        throw new InvalidOptionsError('give model_dir or resolution, not both (resolution picks a bundled tiny model)');
       const roots = ctx.dataRoots.with([EVAC_ASSETS_DIR]);
       // Paths a client names are held to the data roots, and so is every file their data names.
       const named = (kwarg: string) => ({ confine: (path: string) => roots.confine(kwarg, path) });
-      const load = <T>(kwarg: string, what: string, run: () => Promise<T>) => loadClientData(kwarg, what, run, (err) => err instanceof ModelContractError, ctx.log);
+      const load = <T>(kwarg: string, what: string, run: () => Promise<T>) =>
+        loadClientData(kwarg, what, run, (err) => err instanceof ModelContractError, ctx.log);
       const model = kwargs.model_dir
-        ? await load('model_dir', 'a gymwire world model (docs/world-models.md)', () => runtime.load(roots.resolve('model_dir', kwargs.model_dir!, 'dir'), { device: kwargs.device, ...named('model_dir') }))
+        ? await load('model_dir', 'a gymwire world model (docs/world-models.md)', () =>
+            runtime.load(roots.resolve('model_dir', kwargs.model_dir!, 'dir'), { device: kwargs.device, ...named('model_dir') }),
+          )
         : await runtime.load(tinyModelDir(kwargs.resolution ?? 64), { device: kwargs.device });
       const datasetKwarg = kwargs.dataset_dir ? 'dataset_dir' : kwargs.model_dir ? 'model_dir' : null;
       const dir = kwargs.dataset_dir ? roots.resolve('dataset_dir', kwargs.dataset_dir, 'dir') : model.dir.datasetDir;

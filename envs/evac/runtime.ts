@@ -220,7 +220,13 @@ export class LoadedWorldModel {
       noiseShape: this.inputs.noise ?? [],
       out: this.pool.get(B * m.chunk * m.height * m.width * 3)?.pop() ?? null,
     };
-    const transfer = [msg.context.buffer, msg.actions.buffer, msg.pose.buffer, ...(noise ? [noise.buffer] : []), ...(msg.out ? [msg.out] : [])] as ArrayBuffer[];
+    const transfer = [
+      msg.context.buffer,
+      msg.actions.buffer,
+      msg.pose.buffer,
+      ...(noise ? [noise.buffer] : []),
+      ...(msg.out ? [msg.out] : []),
+    ] as ArrayBuffer[];
     const res = await this.runtime.request(msg, transfer);
     if (res.type !== 'stepped') throw new Error(`worker answered ${res.type} to a step`);
     this.runtime.recordRun(B);
@@ -328,11 +334,13 @@ export class WorldModelRuntime {
 
   private async loadUncached(dir: string, device: Device, key: string, confine?: ConfinePath): Promise<LoadedWorldModel> {
     const modelDir = await readModelDir(dir, { confine });
-    const res = await this.request({ id: 0, type: 'load', key, files: modelDir.files, device, deviceId: this.deviceId, threads: this.threads }).catch((err: unknown) => {
-      // The worker answered: onnxruntime refused the files, which is the model's fault, not the server's.
-      if (err instanceof WorkerRefusal) throw new ModelContractError(`the ONNX files do not load: ${err.message}`);
-      throw err;
-    });
+    const res = await this.request({ id: 0, type: 'load', key, files: modelDir.files, device, deviceId: this.deviceId, threads: this.threads }).catch(
+      (err: unknown) => {
+        // The worker answered: onnxruntime refused the files, which is the model's fault, not the server's.
+        if (err instanceof WorkerRefusal) throw new ModelContractError(`the ONNX files do not load: ${err.message}`);
+        throw err;
+      },
+    );
     if (res.type !== 'loaded') throw new Error(`worker answered ${res.type} to a load`);
     if (res.fallback !== null && !this.fallbackLogged) {
       this.fallbackLogged = true;

@@ -13,7 +13,8 @@ export type Poses = number[][];
 
 /** Constant velocity from the ego status observation (float32 [4, 7]; last row is the current frame). */
 export function constantVelocityFromObs(egoStatus: ArrayLike<number>): Poses {
-  const vx = egoStatus[3 * 7 + 3] as number, vy = egoStatus[3 * 7 + 4] as number;
+  const vx = egoStatus[3 * 7 + 3] as number,
+    vy = egoStatus[3 * 7 + 4] as number;
   return Array.from({ length: 8 }, (_, k) => [vx * 0.5 * (k + 1), vy * 0.5 * (k + 1), 0]);
 }
 

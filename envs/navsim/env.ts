@@ -94,13 +94,15 @@ export function parseAction(action: unknown): { poses: number[][]; interval: num
     const o = raw as { poses: unknown; interval?: unknown };
     raw = o.poses;
     if (o.interval !== undefined) {
-      if (typeof o.interval !== 'number' || !(o.interval > 0 && o.interval <= 1)) throw new InvalidActionError(`interval must be a number in (0, 1] seconds, got ${String(o.interval)}`);
+      if (typeof o.interval !== 'number' || !(o.interval > 0 && o.interval <= 1))
+        throw new InvalidActionError(`interval must be a number in (0, 1] seconds, got ${String(o.interval)}`);
       interval = o.interval;
     }
   }
   let rows: number[][];
   if (raw instanceof Tensor) {
-    if (raw.shape.length !== 2 || raw.shape[1] !== 3) throw new InvalidActionError(`the trajectory must have shape [8, 3] (x, y, heading per pose), got [${raw.shape.join(', ')}]`);
+    if (raw.shape.length !== 2 || raw.shape[1] !== 3)
+      throw new InvalidActionError(`the trajectory must have shape [8, 3] (x, y, heading per pose), got [${raw.shape.join(', ')}]`);
     const flat = raw.toNumbers() as number[];
     rows = [];
     for (let i = 0; i < (raw.shape[0] as number); i++) rows.push(flat.slice(3 * i, 3 * i + 3));
@@ -115,8 +117,12 @@ export function parseAction(action: unknown): { poses: number[][]; interval: num
   if (Math.abs(rows.length * interval - 4) > 1e-6) throw new InvalidActionError(`poses must cover 4 s: ${rows.length} x ${interval} s`);
   rows.forEach((r, i) => {
     if (!r.every((v) => Number.isFinite(v))) throw new InvalidActionError(`pose ${i} has a NaN or infinite value: [${r.join(', ')}]`);
-    if (Math.abs(r[0] as number) > MAX_POSE_M || Math.abs(r[1] as number) > MAX_POSE_M) throw new InvalidActionError(`pose ${i} (${(r[0] as number).toFixed(1)}, ${(r[1] as number).toFixed(1)}) is out of range: x and y must lie within ±${MAX_POSE_M} m of the ego (rear-axle frame, metres)`);
-    if (Math.abs(r[2] as number) > 2 * Math.PI + 1e-6) throw new InvalidActionError(`pose ${i} heading ${(r[2] as number).toFixed(3)} rad is out of range: headings must lie within ±2π`);
+    if (Math.abs(r[0] as number) > MAX_POSE_M || Math.abs(r[1] as number) > MAX_POSE_M)
+      throw new InvalidActionError(
+        `pose ${i} (${(r[0] as number).toFixed(1)}, ${(r[1] as number).toFixed(1)}) is out of range: x and y must lie within ±${MAX_POSE_M} m of the ego (rear-axle frame, metres)`,
+      );
+    if (Math.abs(r[2] as number) > 2 * Math.PI + 1e-6)
+      throw new InvalidActionError(`pose ${i} heading ${(r[2] as number).toFixed(3)} rad is out of range: headings must lie within ±2π`);
   });
   return { poses: rows, interval };
 }
@@ -141,11 +147,18 @@ export class SceneSource {
   private readonly cache = new Map<number, { scene: Scene; scorer: SceneScorer | null; grid: SemanticGrid | null }>();
   private readonly client: ClientSceneDir | null;
   readonly dir: string | null;
-  constructor(readonly split: SplitName, dir: string | ClientSceneDir | null = null) {
+  constructor(
+    readonly split: SplitName,
+    dir: string | ClientSceneDir | null = null,
+  ) {
     this.client = typeof dir === 'object' ? dir : null;
     this.dir = this.client ? this.client.dir : (dir as string | null);
     try {
-      this.files = this.dir ? readdirSync(this.dir).filter((f) => f.endsWith('.json')).sort() : null;
+      this.files = this.dir
+        ? readdirSync(this.dir)
+            .filter((f) => f.endsWith('.json'))
+            .sort()
+        : null;
     } catch (err) {
       throw this.client ? clientDataFailure('scene_dir', SCENE_DATA, err, isSceneDataFault, this.client.log) : err;
     }
@@ -249,7 +262,17 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
       render_modes: ['rgb_array'],
       benchmark: `NAVSIM v${version} (${version === 1 ? 'PDMS' : 'EPDMS'})`,
       camera_names: cams.map((c) => c.name),
-      cameras: Object.fromEntries(cams.map((c) => [c.name, { intrinsics: intrinsics(c), distortion: [0, 0, 0, 0, 0], sensor2lidar_rotation: extrinsics(c).rotation, sensor2lidar_translation: extrinsics(c).translation }])),
+      cameras: Object.fromEntries(
+        cams.map((c) => [
+          c.name,
+          {
+            intrinsics: intrinsics(c),
+            distortion: [0, 0, 0, 0, 0],
+            sensor2lidar_rotation: extrinsics(c).rotation,
+            sensor2lidar_translation: extrinsics(c).translation,
+          },
+        ]),
+      ),
       bev_channels: [...BEV_CHANNELS],
       scene_count: this.source.size,
       synthetic_render: true,
@@ -257,19 +280,22 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
     this.tools = [
       defineTool({
         name: 'get_route_info',
-        description: 'The route of the current scene: roadblock ids, the route centreline ahead (ego frame, up to 100 m, 2 m spacing), the speed limit and the driving command (left, straight, right, unknown).',
+        description:
+          'The route of the current scene: roadblock ids, the route centreline ahead (ego frame, up to 100 m, 2 m spacing), the speed limit and the driving command (left, straight, right, unknown).',
         inputSchema: z.object({}).strict(),
         handler: () => this.routeInfo(),
       }),
       defineTool({
         name: 'get_ego_state',
-        description: 'The ego state: global pose (rear axle), velocity and acceleration in the ego frame, and the 4-frame status history (x, y, heading, vx, vy, ax, ay relative to the current frame).',
+        description:
+          'The ego state: global pose (rear axle), velocity and acceleration in the ego frame, and the 4-frame status history (x, y, heading, vx, vy, ax, ay relative to the current frame).',
         inputSchema: z.object({}).strict(),
         handler: () => this.egoState(),
       }),
       defineTool({
         name: 'step_with_waypoints',
-        description: 'Submit the planned trajectory as waypoints [x, y, heading] in the ego rear-axle frame (x forward, y left, metres, radians), 8 poses 0.5 s apart by default; returns the score and sub-metrics.',
+        description:
+          'Submit the planned trajectory as waypoints [x, y, heading] in the ego rear-axle frame (x forward, y left, metres, radians), 8 poses 0.5 s apart by default; returns the score and sub-metrics.',
         inputSchema: z.object({ waypoints: z.array(z.array(z.number()).length(3)).min(1).max(80), interval: z.number().positive().max(1).optional() }).strict(),
         handler: (args) => {
           const r = this.step({ poses: args.waypoints, interval: args.interval ?? 0.5 });
@@ -290,7 +316,8 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
     let idx: number;
     if (o.scene_index !== undefined && o.scene_index !== null) {
       const i = Number(o.scene_index);
-      if (!Number.isInteger(i) || i < 0 || i >= this.source.size) throw new InvalidOptionsError(`scene_index must be an integer in [0, ${this.source.size - 1}], got ${String(o.scene_index)}`);
+      if (!Number.isInteger(i) || i < 0 || i >= this.source.size)
+        throw new InvalidOptionsError(`scene_index must be an integer in [0, ${this.source.size - 1}], got ${String(o.scene_index)}`);
       idx = i;
     } else if (typeof o.scene_token === 'string') {
       idx = this.source.indexOf(o.scene_token);
@@ -354,7 +381,10 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
     }
     if (this.opts.lidar && this.grid) {
       const total = this.opts.lidar_channels * this.opts.lidar_azimuth_steps;
-      const l = castLidar({ grid: this.grid, ego: s.ego, boxes: this.boxesAt(0) }, { channels: this.opts.lidar_channels, azimuthSteps: this.opts.lidar_azimuth_steps });
+      const l = castLidar(
+        { grid: this.grid, ego: s.ego, boxes: this.boxesAt(0) },
+        { channels: this.opts.lidar_channels, azimuthSteps: this.opts.lidar_azimuth_steps },
+      );
       // Fixed shape for the Box space: rays without a return are zero rows at the end.
       const data = new Float32Array(6 * total);
       for (let r = 0; r < 6; r++) data.set(l.data.subarray(r * l.n, (r + 1) * l.n), r * total);
@@ -391,25 +421,49 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
       const r = scorer.score(poses, { version: 2, interval });
       if (ups.length === 0) {
         this.stepped = true;
-        return { obs: this.lastObs as Record<string, unknown>, reward: r.metrics.score, terminated: true, truncated: false, info: { ...resultInfo(r, base.name), stage: 1, two_stage: false } };
+        return {
+          obs: this.lastObs as Record<string, unknown>,
+          reward: r.metrics.score,
+          terminated: true,
+          truncated: false,
+          info: { ...resultInfo(r, base.name), stage: 1, two_stage: false },
+        };
       }
       const end = endpoint(r.simulatedStates);
-      const w = twoStageWeights(end, ups.map((u) => u.ego));
+      const w = twoStageWeights(
+        end,
+        ups.map((u) => u.ego),
+      );
       const best = w.indexOf(Math.max(...w));
       this.stage1 = { score: r.metrics.score, poses, interval, endpoint: end, ups, shown: best };
       this.current = ups[best] as Scene;
       this.scorer = new SceneScorer(this.current);
       this.lastObs = this.observe();
-      return { obs: this.lastObs, reward: 0, terminated: false, truncated: false, info: { ...resultInfo(r, base.name), stage: 1, stage1_score: r.metrics.score, stage2_weights: w, stage2_scene: this.current.name } };
+      return {
+        obs: this.lastObs,
+        reward: 0,
+        terminated: false,
+        truncated: false,
+        info: { ...resultInfo(r, base.name), stage: 1, stage1_score: r.metrics.score, stage2_weights: w, stage2_scene: this.current.name },
+      };
     }
     const { ups, shown: shownIdx } = this.stage1;
-    const w = twoStageWeights(this.stage1.endpoint, ups.map((u) => u.ego));
+    const w = twoStageWeights(
+      this.stage1.endpoint,
+      ups.map((u) => u.ego),
+    );
     const results = ups.map((u, i) => (i === shownIdx ? (this.scorer as SceneScorer) : new SceneScorer(u)).score(poses, { version: 2, interval }));
     const stage2 = results.map((r) => r.metrics.score);
     const reward = twoStageScore(this.stage1.score, w, stage2);
     this.stepped = true;
     const shown = results[shownIdx] as SceneResult;
-    return { obs: this.lastObs as Record<string, unknown>, reward, terminated: true, truncated: false, info: { ...resultInfo(shown, this.scene.name), stage: 2, stage1_score: this.stage1.score, stage2_scores: stage2, stage2_weights: w, score: reward } };
+    return {
+      obs: this.lastObs as Record<string, unknown>,
+      reward,
+      terminated: true,
+      truncated: false,
+      info: { ...resultInfo(shown, this.scene.name), stage: 2, stage1_score: this.stage1.score, stage2_scores: stage2, stage2_weights: w, score: reward },
+    };
   }
 
   render(): Tensor | null {
@@ -422,7 +476,23 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
     const C = BEV_CHANNELS.length;
     for (let i = 0; i < 256 * 256; i++) {
       const px = b.data.subarray(i * C, i * C + C);
-      const col = px[7] ? [40, 200, 90] : px[3] ? [200, 50, 50] : px[4] ? [240, 190, 40] : px[5] ? [40, 150, 220] : px[6] ? [250, 120, 20] : px[1] ? [230, 230, 230] : px[2] ? [190, 190, 190] : px[0] ? [80, 80, 85] : [30, 45, 30];
+      const col = px[7]
+        ? [40, 200, 90]
+        : px[3]
+          ? [200, 50, 50]
+          : px[4]
+            ? [240, 190, 40]
+            : px[5]
+              ? [40, 150, 220]
+              : px[6]
+                ? [250, 120, 20]
+                : px[1]
+                  ? [230, 230, 230]
+                  : px[2]
+                    ? [190, 190, 190]
+                    : px[0]
+                      ? [80, 80, 85]
+                      : [30, 45, 30];
       rgb.set(col, i * 3);
     }
     return Tensor.from('uint8', [256, 256, 3], rgb);
@@ -438,8 +508,17 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
       const p = relativePose(s.ego, line.interpolate(s0 + d));
       pts.push([p.x, p.y, p.heading]);
     }
-    const lane = this.scorer?.map.lanesAt(s.ego.x, s.ego.y).map((id) => this.scorer?.map.lane(id)).find((l) => l && w.routeLaneIds.has(l.id));
-    return { route_roadblock_ids: s.route_roadblock_ids, centerline_ego_frame: pts, speed_limit_mps: lane?.speedLimit ?? null, driving_command: s.driving_command ?? [0, 0, 0, 1], command_order: ['left', 'straight', 'right', 'unknown'] };
+    const lane = this.scorer?.map
+      .lanesAt(s.ego.x, s.ego.y)
+      .map((id) => this.scorer?.map.lane(id))
+      .find((l) => l && w.routeLaneIds.has(l.id));
+    return {
+      route_roadblock_ids: s.route_roadblock_ids,
+      centerline_ego_frame: pts,
+      speed_limit_mps: lane?.speedLimit ?? null,
+      driving_command: s.driving_command ?? [0, 0, 0, 1],
+      command_order: ['left', 'straight', 'right', 'unknown'],
+    };
   }
 
   private egoState(): Info {
@@ -452,11 +531,21 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
   }
 
   getState(): Uint8Array {
-    return packState('navsim/1', { rng: this.rng.getState(), sceneIndex: this.sceneIndex, stepped: this.stepped, stage1: this.stage1 ? { poses: this.stage1.poses, interval: this.stage1.interval } : null });
+    return packState('navsim/1', {
+      rng: this.rng.getState(),
+      sceneIndex: this.sceneIndex,
+      stepped: this.stepped,
+      stage1: this.stage1 ? { poses: this.stage1.poses, interval: this.stage1.interval } : null,
+    });
   }
 
   setState(bytes: Uint8Array): void {
-    const st = unpackState('navsim/1', bytes) as { rng?: number[]; sceneIndex?: number; stepped?: boolean; stage1?: { poses: number[][]; interval: number } | null };
+    const st = unpackState('navsim/1', bytes) as {
+      rng?: number[];
+      sceneIndex?: number;
+      stepped?: boolean;
+      stage1?: { poses: number[][]; interval: number } | null;
+    };
     if (!st || !Array.isArray(st.rng) || typeof st.sceneIndex !== 'number') throw new InvalidStateError('not a NavsimEnv state');
     if (st.sceneIndex >= 0) {
       this.load(st.sceneIndex);
@@ -477,7 +566,15 @@ export function resultInfo(r: SceneResult, token: string): Info {
   const info: Info = {
     scene_token: token,
     version: r.version,
-    nc: m.nc, dac: m.dac, ddc: m.ddc, tlc: m.tlc, ep: m.ep, ttc: m.ttc, lk: m.lk, hc: m.hc, ec: m.ec,
+    nc: m.nc,
+    dac: m.dac,
+    ddc: m.ddc,
+    tlc: m.tlc,
+    ep: m.ep,
+    ttc: m.ttc,
+    lk: m.lk,
+    hc: m.hc,
+    ec: m.ec,
     comfort: m.comfort,
     multiplicative_prod: m.multiplicative_prod,
     pdms: m.pdms,
@@ -489,6 +586,16 @@ export function resultInfo(r: SceneResult, token: string): Info {
     ttc_time_s: r.ttcTimeS,
     simulated_states: Tensor.from('float64', [41, 11], r.simulatedStates),
   };
-  if (r.human) info.human_metrics = { nc: r.human.nc, dac: r.human.dac, ddc: r.human.ddc, tlc: r.human.tlc, ep: r.human.ep, ttc: r.human.ttc, lk: r.human.lk, hc: r.human.hc };
+  if (r.human)
+    info.human_metrics = {
+      nc: r.human.nc,
+      dac: r.human.dac,
+      ddc: r.human.ddc,
+      tlc: r.human.tlc,
+      ep: r.human.ep,
+      ttc: r.human.ttc,
+      lk: r.human.lk,
+      hc: r.human.hc,
+    };
   return info;
 }

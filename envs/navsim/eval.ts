@@ -16,7 +16,10 @@ import { parseScene } from './scene.ts';
 
 /** The part of an env (local or remote) that evaluation needs. */
 export interface EnvLike {
-  reset(opts?: { seed?: number | null; options?: Record<string, unknown> | null }): Promise<{ obs: unknown; info: Record<string, unknown> }> | { obs: unknown; info: Record<string, unknown> };
+  reset(opts?: {
+    seed?: number | null;
+    options?: Record<string, unknown> | null;
+  }): Promise<{ obs: unknown; info: Record<string, unknown> }> | { obs: unknown; info: Record<string, unknown> };
   step(action: unknown): Promise<{ reward: number; info: Record<string, unknown> }> | { reward: number; info: Record<string, unknown> };
   close?(): Promise<void> | void;
 }
@@ -102,7 +105,15 @@ export async function evaluateNavsim(opts: {
   const mean: Record<string, number> = {};
   for (const k of keys) mean[k] = rows.reduce((s, r) => s + (r.metrics[k] as number), 0) / Math.max(1, rows.length);
   mean.score = rows.reduce((s, r) => s + r.score, 0) / Math.max(1, rows.length);
-  return { agent: typeof opts.agent === 'string' ? opts.agent : 'custom', split: opts.split, version: opts.version, scenes: rows.length, mean, rows, seconds: (performance.now() - t0) / 1000 };
+  return {
+    agent: typeof opts.agent === 'string' ? opts.agent : 'custom',
+    split: opts.split,
+    version: opts.version,
+    scenes: rows.length,
+    mean,
+    rows,
+    seconds: (performance.now() - t0) / 1000,
+  };
 }
 
 /** A NAVSIM-style results table (percentages, as NAVSIM's leaderboard prints them). */
@@ -113,5 +124,10 @@ export function formatTable(report: EvalReport): string {
   const w = head.map((h, i) => Math.max(h.length, (vals[i] as string).length));
   const line = (cells: string[]) => `| ${cells.map((c, i) => c.padStart(w[i] as number)).join(' | ')} |`;
   const sep = `|${w.map((n) => '-'.repeat(n + 2)).join('|')}|`;
-  return [`NAVSIM v${report.version} (${report.version === 1 ? 'PDMS' : 'EPDMS'}) on ${report.split}: ${report.scenes} scenes in ${report.seconds.toFixed(1)} s`, line(head), sep, line(vals)].join('\n');
+  return [
+    `NAVSIM v${report.version} (${report.version === 1 ? 'PDMS' : 'EPDMS'}) on ${report.split}: ${report.scenes} scenes in ${report.seconds.toFixed(1)} s`,
+    line(head),
+    sep,
+    line(vals),
+  ].join('\n');
 }

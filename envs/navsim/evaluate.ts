@@ -67,13 +67,19 @@ export class SceneScorer {
 
   world(version: Version): ScoringWorld {
     let w = this.worlds.get(version);
-    if (!w) { w = buildWorld(this.scene, version, this.map); this.worlds.set(version, w); }
+    if (!w) {
+      w = buildWorld(this.scene, version, this.map);
+      this.worlds.set(version, w);
+    }
     return w;
   }
 
   pdmClosed(version: Version): PdmClosedResult {
     let r = this.closed.get(version);
-    if (!r) { r = pdmClosed(this.scene, this.world(version), version); this.closed.set(version, r); }
+    if (!r) {
+      r = pdmClosed(this.scene, this.world(version), version);
+      this.closed.set(version, r);
+    }
     return r;
   }
 
@@ -126,8 +132,20 @@ export class SceneScorer {
     const ec = opts.ec ?? null;
     const e = version === 2 ? epdms(final, ec ?? 1) : null;
     const metrics: SceneMetrics = {
-      nc: final.nc, dac: final.dac, ddc: final.ddc, tlc: final.tlc, ep: final.ep, ttc: final.ttc, comfort: final.comfort, lk: final.lk, hc: final.hc,
-      ec, multiplicative_prod: final.multiplicative, pdms: final.pdms, epdms: e, score: version === 1 ? final.pdms : (e as number),
+      nc: final.nc,
+      dac: final.dac,
+      ddc: final.ddc,
+      tlc: final.tlc,
+      ep: final.ep,
+      ttc: final.ttc,
+      comfort: final.comfort,
+      lk: final.lk,
+      hc: final.hc,
+      ec,
+      multiplicative_prod: final.multiplicative,
+      pdms: final.pdms,
+      epdms: e,
+      score: version === 1 ? final.pdms : (e as number),
     };
     return {
       version,
@@ -147,6 +165,10 @@ export class SceneScorer {
 }
 
 /** One-shot scoring of a scene (builds a {@link SceneScorer}). */
-export function scoreScene(scene: Scene, poses: readonly (readonly number[])[], opts: { version: Version; interval?: number; ec?: number | null }): SceneResult {
+export function scoreScene(
+  scene: Scene,
+  poses: readonly (readonly number[])[],
+  opts: { version: Version; interval?: number; ec?: number | null },
+): SceneResult {
   return new SceneScorer(scene).score(poses, opts);
 }

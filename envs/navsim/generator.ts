@@ -18,7 +18,17 @@ import type { Scene } from './scene.ts';
 export const SPLITS = { 'synthetic-train': { size: 400, seed: 1000 }, 'synthetic-test': { size: 240, seed: 2000 } } as const;
 export type SplitName = keyof typeof SPLITS;
 
-export const SCENARIOS = ['straight', 'curve', 'lead_vehicle', 'stopped_traffic', 'static_obstacle', 'junction_red', 'junction_green', 'pedestrians', 'oncoming'] as const;
+export const SCENARIOS = [
+  'straight',
+  'curve',
+  'lead_vehicle',
+  'stopped_traffic',
+  'static_obstacle',
+  'junction_red',
+  'junction_green',
+  'pedestrians',
+  'oncoming',
+] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 const LANE_W = 3.5;
@@ -55,7 +65,16 @@ interface Layout {
 
 /** Lanes: 'r0' (ego, right), 'r1' (left, same direction), 'o' (oncoming), in segments. */
 function buildMap(k: number, junction: boolean, speedLimit: number): Layout {
-  const segs: [number, number][] = junction ? [[0, 130], [130, 150], [150, ROAD_LEN]] : [[0, 150], [150, ROAD_LEN]];
+  const segs: [number, number][] = junction
+    ? [
+        [0, 130],
+        [130, 150],
+        [150, ROAD_LEN],
+      ]
+    : [
+        [0, 150],
+        [150, ROAD_LEN],
+      ];
   const roadblocks: MapData['roadblocks'] = [];
   const lanes: LaneData[] = [];
   const intersections: MapData['intersections'] = [];
@@ -67,26 +86,57 @@ function buildMap(k: number, junction: boolean, speedLimit: number): Layout {
     const fwd = `${prefix(i)}${i}`;
     const opp = `${prefix(i)}${i}_opp`;
     const kind = conn ? 'roadblock_connector' : 'roadblock';
-    roadblocks.push({ id: fwd, kind, polygon: strip(s0, s1, -LANE_W, LANE_W, k), incoming: i > 0 ? [`${prefix(i - 1)}${i - 1}`] : [], outgoing: i < segs.length - 1 ? [`${prefix(i + 1)}${i + 1}`] : [] });
+    roadblocks.push({
+      id: fwd,
+      kind,
+      polygon: strip(s0, s1, -LANE_W, LANE_W, k),
+      incoming: i > 0 ? [`${prefix(i - 1)}${i - 1}`] : [],
+      outgoing: i < segs.length - 1 ? [`${prefix(i + 1)}${i + 1}`] : [],
+    });
     roadblocks.push({ id: opp, kind, polygon: strip(s0, s1, LANE_W, 2 * LANE_W, k), incoming: [], outgoing: [] });
     route.push(fwd);
-    for (const [name, d] of [['r0', -LANE_W / 2], ['r1', LANE_W / 2]] as const) {
+    for (const [name, d] of [
+      ['r0', -LANE_W / 2],
+      ['r1', LANE_W / 2],
+    ] as const) {
       const id = `${fwd}_${name}`;
       if (name === 'r0') egoLanes.push(id);
       lanes.push({
-        id, roadblock_id: fwd, polygon: strip(s0, s1, d - LANE_W / 2, d + LANE_W / 2, k), centerline: line(s0, s1, d, k), speed_limit_mps: speedLimit,
+        id,
+        roadblock_id: fwd,
+        polygon: strip(s0, s1, d - LANE_W / 2, d + LANE_W / 2, k),
+        centerline: line(s0, s1, d, k),
+        speed_limit_mps: speedLimit,
         incoming: i > 0 ? [`${prefix(i - 1)}${i - 1}_${name}`] : [],
         outgoing: i < segs.length - 1 ? [`${prefix(i + 1)}${i + 1}_${name}`] : [],
-        left_boundary: line(s0, s1, d + LANE_W / 2, k), right_boundary: line(s0, s1, d - LANE_W / 2, k),
-        left_neighbour: name === 'r0' ? `${fwd}_r1` : null, right_neighbour: name === 'r1' ? `${fwd}_r0` : null,
+        left_boundary: line(s0, s1, d + LANE_W / 2, k),
+        right_boundary: line(s0, s1, d - LANE_W / 2, k),
+        left_neighbour: name === 'r0' ? `${fwd}_r1` : null,
+        right_neighbour: name === 'r1' ? `${fwd}_r0` : null,
       });
     }
-    lanes.push({ id: `${opp}_o`, roadblock_id: opp, polygon: strip(s0, s1, LANE_W, 2 * LANE_W, k), centerline: line(s0, s1, 1.5 * LANE_W, k, true), speed_limit_mps: speedLimit, incoming: [], outgoing: [] });
+    lanes.push({
+      id: `${opp}_o`,
+      roadblock_id: opp,
+      polygon: strip(s0, s1, LANE_W, 2 * LANE_W, k),
+      centerline: line(s0, s1, 1.5 * LANE_W, k, true),
+      speed_limit_mps: speedLimit,
+      incoming: [],
+      outgoing: [],
+    });
     if (conn) intersections.push({ id: 'junction', polygon: strip(s0, s1, -LANE_W - 2, 2 * LANE_W + 2, k) });
   });
   const crosswalks = junction ? [{ id: 'xwalk', polygon: strip(126, 130, -LANE_W, 2 * LANE_W, k) }] : [];
   return {
-    map: { name: junction ? 'junction' : Math.abs(k) > 0 ? 'curve' : 'straight', roadblocks, lanes, intersections, carparks: [], drivable_areas: [], crosswalks },
+    map: {
+      name: junction ? 'junction' : Math.abs(k) > 0 ? 'curve' : 'straight',
+      roadblocks,
+      lanes,
+      intersections,
+      carparks: [],
+      drivable_areas: [],
+      crosswalks,
+    },
     route,
     egoLanes,
     junction: junction ? { s0: 130, s1: 150, connector: 'j1_r0' } : null,
@@ -94,7 +144,17 @@ function buildMap(k: number, junction: boolean, speedLimit: number): Layout {
 }
 
 /** An agent driving along the road at lateral offset d from s0 with speed profile v(t). */
-function laneAgent(token: string, type: AgentData['type'], dims: [number, number, number], k: number, s0: number, d: number, v: (t: number) => number, dir = 1, tMin = -1.5): AgentData {
+function laneAgent(
+  token: string,
+  type: AgentData['type'],
+  dims: [number, number, number],
+  k: number,
+  s0: number,
+  d: number,
+  v: (t: number) => number,
+  dir = 1,
+  tMin = -1.5,
+): AgentData {
   const states: number[][] = [];
   let s = s0;
   // Integrate backwards for history then forwards.
@@ -149,11 +209,15 @@ export function generateScene(split: SplitName, index: number): Scene {
     const dims = car();
     agents.push(laneAgent('lead', 'vehicle', dims, k, egoS + gap, -LANE_W / 2, v));
     const st0 = egoS + gap;
-    leadS = (t) => { let s = st0; for (let tt = 0; tt < t - 1e-9; tt += 0.1) s += v(tt) * 0.1; return s - dims[0] / 2; };
+    leadS = (t) => {
+      let s = st0;
+      for (let tt = 0; tt < t - 1e-9; tt += 0.1) s += v(tt) * 0.1;
+      return s - dims[0] / 2;
+    };
     leadV = v;
   }
   if (scenario === 'stopped_traffic') {
-    const gap = 12 + egoV * egoV / 4 + rng.uniform(0, 8);
+    const gap = 12 + (egoV * egoV) / 4 + rng.uniform(0, 8);
     for (let i = 0; i < 3; i++) agents.push(laneAgent(`queue_${i}`, 'vehicle', car(), k, egoS + gap + i * 7, -LANE_W / 2, () => 0));
     leadS = () => egoS + gap - 2.4;
     leadV = () => 0;
@@ -174,7 +238,18 @@ export function generateScene(split: SplitName, index: number): Scene {
     const n = rng.integer(1, 4);
     for (let i = 0; i < n; i++) {
       const sp = rng.uniform(0.8, 1.6);
-      agents.push(laneAgent(`ped_${i}`, 'pedestrian', [0.6, 0.6, 1.75], k, egoS + rng.uniform(5, 60), -LANE_W - rng.uniform(1.5, 3), () => sp, rng.random() < 0.5 ? 1 : -1));
+      agents.push(
+        laneAgent(
+          `ped_${i}`,
+          'pedestrian',
+          [0.6, 0.6, 1.75],
+          k,
+          egoS + rng.uniform(5, 60),
+          -LANE_W - rng.uniform(1.5, 3),
+          () => sp,
+          rng.random() < 0.5 ? 1 : -1,
+        ),
+      );
     }
     if (rng.random() < 0.5) {
       const sp = rng.uniform(3, 5);
@@ -199,7 +274,8 @@ export function generateScene(split: SplitName, index: number): Scene {
   // The human: IDM along the ego lane centre behind the obstacle (front bumper = s + 4.049).
   const front = 4.049;
   const poses: number[][] = [];
-  let s = egoS, v = egoV;
+  let s = egoS,
+    v = egoV;
   const speeds: number[] = [];
   for (let i = 1; i <= 40; i++) {
     const t = (i - 1) * 0.1;
@@ -211,11 +287,15 @@ export function generateScene(split: SplitName, index: number): Scene {
     speeds.push(v);
     if (i % 5 === 0) poses.push([s, v]);
   }
-  const [ex, ey, eh] = (() => { const [x, y] = lateral(egoS, -LANE_W / 2, k); return [x, y, refPose(egoS, k)[2]]; })();
+  const [ex, ey, eh] = (() => {
+    const [x, y] = lateral(egoS, -LANE_W / 2, k);
+    return [x, y, refPose(egoS, k)[2]];
+  })();
   const toLocal = (ss: number): number[] => {
     const [x, y] = lateral(ss, -LANE_W / 2, k);
     const h = refPose(ss, k)[2];
-    const dx = x - ex, dy = y - ey;
+    const dx = x - ex,
+      dy = y - ey;
     return [Math.cos(eh) * dx + Math.sin(eh) * dy, -Math.sin(eh) * dx + Math.cos(eh) * dy, Math.atan2(Math.sin(h - eh), Math.cos(h - eh))];
   };
   const history = [-1.5, -1.0, -0.5].map((t) => {

@@ -83,10 +83,14 @@ export function pdmClosed(scene: Scene, world: ScoringWorld = buildWorld(scene, 
     const start = path.interpolate(progress0);
     const batch: PathBatch = { path, corridor, targets: [...targets], idm: [], se2: [], lead: [] };
     for (let p = 0; p < targets.length; p++) {
-      const idm = new Float64Array((T + 1) * 2), se2 = new Float64Array((T + 1) * 3);
-      idm[0] = progress0; idm[1] = ego.vx;
+      const idm = new Float64Array((T + 1) * 2),
+        se2 = new Float64Array((T + 1) * 3);
+      idm[0] = progress0;
+      idm[1] = ego.vx;
       se2.set(start, 0);
-      batch.idm.push(idm); batch.se2.push(se2); batch.lead.push(new Float64Array((T + 1) * 3));
+      batch.idm.push(idm);
+      batch.se2.push(se2);
+      batch.lead.push(new Float64Array((T + 1) * 3));
     }
     for (let t = 1; t <= PROPOSAL_POSES; t++) step(batch, [...targets.keys()], t, forecast);
     return batch;
@@ -96,9 +100,14 @@ export function pdmClosed(scene: Scene, world: ScoringWorld = buildWorld(scene, 
   const init = egoStateArray(ego);
   const proposals: { batch: PathBatch; index: number }[] = batches.flatMap((batch) => batch.targets.map((_t, index) => ({ batch, index })));
   const simulated = proposals.map(({ batch, index }) => simulate(referenceFromSe2(batch.se2[index] as Float64Array, PROPOSAL_POSES + 1), init));
-  const scored = aggregate(simulated.map((s) => proposalMetrics(s, forecast, { version })), version);
+  const scored = aggregate(
+    simulated.map((s) => proposalMetrics(s, forecast, { version })),
+    version,
+  );
   let bestIdx = 0;
-  scored.forEach((s, i) => { if (s.pdms > (scored[bestIdx]?.pdms ?? -1)) bestIdx = i; });
+  scored.forEach((s, i) => {
+    if (s.pdms > (scored[bestIdx]?.pdms ?? -1)) bestIdx = i;
+  });
 
   // `generate_trajectory`: the chosen proposal alone is unrolled on to 5 s.
   const best = proposals[bestIdx] as { batch: PathBatch; index: number };
@@ -107,8 +116,12 @@ export function pdmClosed(scene: Scene, world: ScoringWorld = buildWorld(scene, 
 
   // Re-sample the chosen trajectory as NAVSIM's scoring does (microsecond time points, truncated).
   const t0 = scene.timestamp_us;
-  const knots: Float64Array[] = [], times: number[] = [];
-  for (let i = 0; i <= T; i++) { knots.push(chosen.slice(i * STATE_SIZE, (i + 1) * STATE_SIZE)); times.push(t0 + i * 100000); }
+  const knots: Float64Array[] = [],
+    times: number[] = [];
+  for (let i = 0; i <= T; i++) {
+    knots.push(chosen.slice(i * STATE_SIZE, (i + 1) * STATE_SIZE));
+    times.push(t0 + i * 100000);
+  }
   const reference = sampleStates(times, knots, t0, PROPOSAL_POSES + 1, DT);
   const states = simulate(reference, init);
   const poses: number[][] = [];
@@ -135,9 +148,13 @@ function step(batch: PathBatch, members: number[], t: number, forecast: ScoringW
   updateLeadingAgents(batch, members, t, forecast);
   const P = PDM_CLOSED;
   for (const p of members) {
-    const idm = batch.idm[p] as Float64Array, lead = batch.lead[p] as Float64Array;
-    const x = idm[2 * (t - 1)] as number, vel = idm[2 * (t - 1) + 1] as number;
-    const xLead = lead[3 * t] as number, vLead = lead[3 * t + 1] as number, rearLead = lead[3 * t + 2] as number;
+    const idm = batch.idm[p] as Float64Array,
+      lead = batch.lead[p] as Float64Array;
+    const x = idm[2 * (t - 1)] as number,
+      vel = idm[2 * (t - 1) + 1] as number;
+    const xLead = lead[3 * t] as number,
+      vLead = lead[3 * t + 1] as number,
+      rearLead = lead[3 * t + 2] as number;
     const sStar = P.minGap + vel * P.headway + (vel * (vel - vLead)) / (2 * Math.sqrt(P.accelMax * P.decelMax));
     const sAlpha = Math.max(xLead - x - rearLead, P.minGap);
     let acc = P.accelMax * (1 - Math.pow(vel / (batch.targets[p] as number), P.exponent) - (sStar / sAlpha) ** 2);
@@ -173,12 +190,18 @@ function updateLeadingAgents(batch: PathBatch, members: number[], t: number, for
     const ahead = candidates.filter((c) => c.progress > egoProgress);
     if (ahead.length > 0) {
       const se2 = batch.se2[p] as Float64Array;
-      const x = se2[3 * (t - 1)] as number, y = se2[3 * (t - 1) + 1] as number, h = se2[3 * (t - 1) + 2] as number;
+      const x = se2[3 * (t - 1)] as number,
+        y = se2[3 * (t - 1) + 1] as number,
+        h = se2[3 * (t - 1) + 2] as number;
       const egoPoly = boxCorners({ x: x + toCenter * Math.cos(h), y: y + toCenter * Math.sin(h), heading: h, length: v.front + v.rear, width: v.width });
-      let nearest = ahead[0] as { o: FrameObject; progress: number }, nearestD = Infinity;
+      let nearest = ahead[0] as { o: FrameObject; progress: number },
+        nearestD = Infinity;
       for (const c of ahead) {
         const d = polygonDistance(egoPoly, c.o.polygon);
-        if (d < nearestD) { nearestD = d; nearest = c; }
+        if (d < nearestD) {
+          nearestD = d;
+          nearest = c;
+        }
       }
       buffer[0] = egoProgress + nearestD;
       if (!nearest.o.redLight) {

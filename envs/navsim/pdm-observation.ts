@@ -24,7 +24,20 @@ const FORECAST_FRAMES = 52;
 const SAMPLE_RESOLUTION = 2;
 const DT = 0.1;
 
-interface Seen { token: string; type: string; x: number; y: number; heading: number; length: number; width: number; dx: number; dy: number; speed: number; isStatic: boolean; distance: number }
+interface Seen {
+  token: string;
+  type: string;
+  x: number;
+  y: number;
+  heading: number;
+  length: number;
+  width: number;
+  dx: number;
+  dy: number;
+  speed: number;
+  isStatic: boolean;
+  distance: number;
+}
 
 /**
  * The constant-velocity world PDM-Closed plans and scores its proposals in. `logged` supplies the
@@ -37,23 +50,51 @@ export function forecastWorld(scene: Scene, logged: ScoringWorld): ScoringWorld 
     const tr = makeTrack(a);
     const k = sampleIndex(tr, 0);
     if (k < 0 || Math.abs(tr.t[k] as number) > 1e-6) continue;
-    const x = tr.s[5 * k] as number, y = tr.s[5 * k + 1] as number, heading = tr.s[5 * k + 2] as number;
+    const x = tr.s[5 * k] as number,
+      y = tr.s[5 * k + 1] as number,
+      heading = tr.s[5 * k + 2] as number;
     const distance = Math.hypot(x - center.x, y - center.y);
     if (distance > MAP_RADIUS) continue;
     const isStatic = isStaticType(tr.type);
-    const vx = tr.s[5 * k + 3] as number, vy = tr.s[5 * k + 4] as number;
+    const vx = tr.s[5 * k + 3] as number,
+      vy = tr.s[5 * k + 4] as number;
     const speed = isStatic ? 0 : Math.hypot(vx, vy);
     // Along the box heading, flipped when the velocity points backwards.
     const forward = Math.abs(normalizeAngle(heading - Math.atan2(vy, vx))) < Math.PI / 2;
     const h = forward ? heading : normalizeAngle(heading + Math.PI);
-    seen.push({ token: tr.token, type: tr.type, x, y, heading, length: tr.length, width: tr.width, dx: isStatic ? 0 : Math.cos(h) * speed, dy: isStatic ? 0 : Math.sin(h) * speed, speed, isStatic, distance });
+    seen.push({
+      token: tr.token,
+      type: tr.type,
+      x,
+      y,
+      heading,
+      length: tr.length,
+      width: tr.width,
+      dx: isStatic ? 0 : Math.cos(h) * speed,
+      dy: isStatic ? 0 : Math.sin(h) * speed,
+      speed,
+      isStatic,
+      distance,
+    });
   }
   const nearest = (list: Seen[], max: number): Seen[] => [...list].sort((p, q) => p.distance - q.distance).slice(0, max);
   const ordered = [
-    ...nearest(seen.filter((o) => o.isStatic), MAX_OBJECTS.static),
-    ...nearest(seen.filter((o) => o.type === 'vehicle'), MAX_OBJECTS.vehicle),
-    ...nearest(seen.filter((o) => o.type === 'pedestrian'), MAX_OBJECTS.pedestrian),
-    ...nearest(seen.filter((o) => o.type === 'bicycle'), MAX_OBJECTS.bicycle),
+    ...nearest(
+      seen.filter((o) => o.isStatic),
+      MAX_OBJECTS.static,
+    ),
+    ...nearest(
+      seen.filter((o) => o.type === 'vehicle'),
+      MAX_OBJECTS.vehicle,
+    ),
+    ...nearest(
+      seen.filter((o) => o.type === 'pedestrian'),
+      MAX_OBJECTS.pedestrian,
+    ),
+    ...nearest(
+      seen.filter((o) => o.type === 'bicycle'),
+      MAX_OBJECTS.bicycle,
+    ),
   ];
   const unique = new Map<string, UniqueObject>();
   for (const o of ordered) unique.set(o.token, { type: o.type, heading: o.heading, speed: o.speed, isStatic: o.isStatic });
@@ -63,7 +104,8 @@ export function forecastWorld(scene: Scene, logged: ScoringWorld): ScoringWorld 
   for (let sample = 0; sample < FORECAST_FRAMES; sample += SAMPLE_RESOLUTION) {
     const t = sample * DT;
     const objs: FrameObject[] = ordered.map((o) => {
-      const x = o.x + t * o.dx, y = o.y + t * o.dy;
+      const x = o.x + t * o.dx,
+        y = o.y + t * o.dy;
       const polygon = boxCorners({ x, y, heading: o.heading, length: o.length, width: o.width });
       const [minX, minY, maxX, maxY] = bounds(polygon);
       return { token: o.token, polygon, cx: x, cy: y, redLight: false, minX, minY, maxX, maxY };

@@ -56,7 +56,7 @@ export function unwrapAngles(a: ArrayLike<number>): Float64Array {
   let correction = 0;
   for (let i = 1; i < out.length; i++) {
     const d = (a[i] as number) - (a[i - 1] as number);
-    let dd = ((d + Math.PI) % (2 * Math.PI) + 2 * Math.PI) % (2 * Math.PI) - Math.PI;
+    let dd = ((((d + Math.PI) % (2 * Math.PI)) + 2 * Math.PI) % (2 * Math.PI)) - Math.PI;
     if (dd === -Math.PI && d > 0) dd = Math.PI;
     let c = dd - d;
     if (Math.abs(d) < Math.PI) c = 0;
@@ -79,7 +79,11 @@ export class SE2Path {
     this.size = discrete.length / 3;
     const xy = new Float64Array(this.size * 2);
     const headings = new Float64Array(this.size);
-    for (let i = 0; i < this.size; i++) { xy[2 * i] = discrete[3 * i] as number; xy[2 * i + 1] = discrete[3 * i + 1] as number; headings[i] = discrete[3 * i + 2] as number; }
+    for (let i = 0; i < this.size; i++) {
+      xy[2 * i] = discrete[3 * i] as number;
+      xy[2 * i + 1] = discrete[3 * i + 1] as number;
+      headings[i] = discrete[3 * i + 2] as number;
+    }
     const unwrapped = unwrapAngles(headings);
     this.states = new Float64Array(discrete);
     for (let i = 0; i < this.size; i++) this.states[3 * i + 2] = unwrapped[i] as number;
@@ -100,15 +104,23 @@ export class SE2Path {
   interpolate(distance: number): [number, number, number] {
     const d = Math.min(Math.max(distance, 1e-5), this.length);
     const p = this.progress;
-    let lo = 0, hi = this.size; // first index with p[i] >= d
-    while (lo < hi) { const mid = (lo + hi) >> 1; if ((p[mid] as number) < d) lo = mid + 1; else hi = mid; }
+    let lo = 0,
+      hi = this.size; // first index with p[i] >= d
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((p[mid] as number) < d) lo = mid + 1;
+      else hi = mid;
+    }
     const idx = Math.min(Math.max(lo, 1), this.size - 1);
-    const a = idx - 1, b = idx;
-    const xa = p[a] as number, xb = p[b] as number;
+    const a = idx - 1,
+      b = idx;
+    const xa = p[a] as number,
+      xb = p[b] as number;
     const s = this.states;
     const out: [number, number, number] = [0, 0, 0];
     for (let k = 0; k < 3; k++) {
-      const ya = s[3 * a + k] as number, yb = s[3 * b + k] as number;
+      const ya = s[3 * a + k] as number,
+        yb = s[3 * b + k] as number;
       const v = ((yb - ya) / (xb - xa)) * (d - xa) + ya;
       out[k] = Number.isNaN(v) ? 0 : v;
     }
@@ -118,14 +130,16 @@ export class SE2Path {
 
   /** `PDMPath.substring`: the discrete points with progress in [start, end], else shapely's interpolated substring. */
   substring(start: number, end: number): Float64Array {
-    const s0 = Math.min(Math.max(start, 0), this.length), s1 = Math.min(Math.max(end, 0), this.length);
+    const s0 = Math.min(Math.max(start, 0), this.length),
+      s1 = Math.min(Math.max(end, 0), this.length);
     const pts: number[] = [];
     for (let i = 0; i < this.size; i++) {
       const pi = this.progress[i] as number;
       if (s0 <= pi && pi <= s1) pts.push(this.discrete[3 * i] as number, this.discrete[3 * i + 1] as number);
     }
     if (pts.length > 2) return Float64Array.from(pts);
-    const a = this.line.interpolate(s0), b = this.line.interpolate(s1);
+    const a = this.line.interpolate(s0),
+      b = this.line.interpolate(s1);
     const out: number[] = [a.x, a.y];
     for (let i = 0; i < this.size; i++) {
       const pi = this.progress[i] as number;
@@ -137,11 +151,13 @@ export class SE2Path {
 }
 
 function segDist2(px: number, py: number, ax: number, ay: number, bx: number, by: number): number {
-  const dx = bx - ax, dy = by - ay;
+  const dx = bx - ax,
+    dy = by - ay;
   const l2 = dx * dx + dy * dy;
   let t = l2 > 0 ? ((px - ax) * dx + (py - ay) * dy) / l2 : 0;
   t = Math.max(0, Math.min(1, t));
-  const qx = ax + t * dx - px, qy = ay + t * dy - py;
+  const qx = ax + t * dx - px,
+    qy = ay + t * dy - py;
   return qx * qx + qy * qy;
 }
 
@@ -149,17 +165,24 @@ function segDist2(px: number, py: number, ax: number, ay: number, bx: number, by
 export function polygonDistance(a: Coords, b: Coords): number {
   if (polygonsIntersect(a, b)) return 0;
   let best = Infinity;
-  const na = a.length / 2, nb = b.length / 2;
+  const na = a.length / 2,
+    nb = b.length / 2;
   for (let i = 0; i < na; i++) {
     for (let j = 0; j < nb; j++) {
       const k = (j + 1) % nb;
-      best = Math.min(best, segDist2(a[2 * i] as number, a[2 * i + 1] as number, b[2 * j] as number, b[2 * j + 1] as number, b[2 * k] as number, b[2 * k + 1] as number));
+      best = Math.min(
+        best,
+        segDist2(a[2 * i] as number, a[2 * i + 1] as number, b[2 * j] as number, b[2 * j + 1] as number, b[2 * k] as number, b[2 * k + 1] as number),
+      );
     }
   }
   for (let i = 0; i < nb; i++) {
     for (let j = 0; j < na; j++) {
       const k = (j + 1) % na;
-      best = Math.min(best, segDist2(b[2 * i] as number, b[2 * i + 1] as number, a[2 * j] as number, a[2 * j + 1] as number, a[2 * k] as number, a[2 * k + 1] as number));
+      best = Math.min(
+        best,
+        segDist2(b[2 * i] as number, b[2 * i + 1] as number, a[2 * j] as number, a[2 * j + 1] as number, a[2 * k] as number, a[2 * k + 1] as number),
+      );
     }
   }
   return Math.sqrt(best);
@@ -170,7 +193,10 @@ function polygonToPolyline(poly: Coords, pts: Coords): number {
   let best = Infinity;
   const n = poly.length / 2;
   for (let i = 0; i + 3 < pts.length; i += 2) {
-    const ax = pts[i] as number, ay = pts[i + 1] as number, bx = pts[i + 2] as number, by = pts[i + 3] as number;
+    const ax = pts[i] as number,
+      ay = pts[i + 1] as number,
+      bx = pts[i + 2] as number,
+      by = pts[i + 3] as number;
     if (segmentIntersectsPolygon(ax, ay, bx, by, poly)) return 0;
     for (let k = 0; k < n; k++) {
       best = Math.min(best, segDist2(poly[2 * k] as number, poly[2 * k + 1] as number, ax, ay, bx, by));
@@ -190,26 +216,40 @@ export class Corridor {
   private readonly caps: Coords[] = [];
   readonly bounds: [number, number, number, number];
 
-  constructor(readonly line: Coords, readonly halfWidth: number) {
+  constructor(
+    readonly line: Coords,
+    readonly halfWidth: number,
+  ) {
     const n = line.length / 2;
     // Square caps follow the first and last segments of non-zero length (GEOS drops repeated points).
     const end = (from: number, step: number): void => {
-      const x0 = line[2 * from] as number, y0 = line[2 * from + 1] as number;
+      const x0 = line[2 * from] as number,
+        y0 = line[2 * from + 1] as number;
       for (let j = from + step; j >= 0 && j < n; j += step) {
-        const dx = x0 - (line[2 * j] as number), dy = y0 - (line[2 * j + 1] as number);
+        const dx = x0 - (line[2 * j] as number),
+          dy = y0 - (line[2 * j + 1] as number);
         const len = Math.hypot(dx, dy);
         if (len === 0) continue;
         const h = Math.atan2(dy, dx);
-        this.caps.push(boxCorners({ x: x0 + (Math.cos(h) * halfWidth) / 2, y: y0 + (Math.sin(h) * halfWidth) / 2, heading: h, length: halfWidth, width: 2 * halfWidth }));
+        this.caps.push(
+          boxCorners({ x: x0 + (Math.cos(h) * halfWidth) / 2, y: y0 + (Math.sin(h) * halfWidth) / 2, heading: h, length: halfWidth, width: 2 * halfWidth }),
+        );
         return;
       }
     };
     end(n - 1, -1);
     end(0, 1);
-    let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
+    let minX = Infinity,
+      minY = Infinity,
+      maxX = -Infinity,
+      maxY = -Infinity;
     for (let i = 0; i < n; i++) {
-      const x = line[2 * i] as number, y = line[2 * i + 1] as number;
-      minX = Math.min(minX, x); maxX = Math.max(maxX, x); minY = Math.min(minY, y); maxY = Math.max(maxY, y);
+      const x = line[2 * i] as number,
+        y = line[2 * i + 1] as number;
+      minX = Math.min(minX, x);
+      maxX = Math.max(maxX, x);
+      minY = Math.min(minY, y);
+      maxY = Math.max(maxY, y);
     }
     const r = halfWidth * Math.SQRT2;
     this.bounds = [minX - r, minY - r, maxX + r, maxY + r];

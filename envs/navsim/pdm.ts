@@ -18,7 +18,19 @@ import type { VehicleParameters } from '../driving/bicycle.ts';
 import { PACIFICA, S, STATE_SIZE } from '../driving/bicycle.ts';
 import { comfortChecks } from '../driving/comfort.ts';
 import type { Coords } from '../driving/geometry.ts';
-import { GridIndex, Polyline, PreparedPolygon, bounds, boxCorners, convexIntersects, normalizeAngle, pointInPolygon, polygonCentroid, polygonsIntersect, segmentIntersectsPolygon } from '../driving/geometry.ts';
+import {
+  GridIndex,
+  Polyline,
+  PreparedPolygon,
+  bounds,
+  boxCorners,
+  convexIntersects,
+  normalizeAngle,
+  pointInPolygon,
+  polygonCentroid,
+  polygonsIntersect,
+  segmentIntersectsPolygon,
+} from '../driving/geometry.ts';
 import type { Lane } from '../driving/map.ts';
 import { DrivingMap } from '../driving/map.ts';
 import { baselineHeadings, polygonDistance } from './pdm-path.ts';
@@ -53,7 +65,10 @@ export interface FrameObject {
   cx: number;
   cy: number;
   redLight: boolean;
-  minX: number; minY: number; maxX: number; maxY: number;
+  minX: number;
+  minY: number;
+  maxX: number;
+  maxY: number;
 }
 
 export interface UniqueObject {
@@ -98,32 +113,54 @@ export function routeLanes(map: DrivingMap, route: readonly string[]): Lane[] {
  * axle, the one whose nearest baseline point points most like the ego; otherwise the first route
  * lane containing the ego centre, else the route lane nearest the ego's footprint.
  */
-export function startingLane(map: DrivingMap, route: readonly string[], ego: { x: number; y: number; heading: number }, v: VehicleParameters = PACIFICA): Lane | null {
+export function startingLane(
+  map: DrivingMap,
+  route: readonly string[],
+  ego: { x: number; y: number; heading: number },
+  v: VehicleParameters = PACIFICA,
+): Lane | null {
   const routeLaneList = routeLanes(map, [...new Set(route)]);
   const onRoute = new Set(routeLaneList.map((l) => l.id));
-  let best: Lane | null = null, bestErr = Infinity;
+  let best: Lane | null = null,
+    bestErr = Infinity;
   for (const id of map.lanesAt(ego.x, ego.y)) {
     if (!onRoute.has(id)) continue;
     const lane = map.lane(id) as Lane;
     const c = lane.centerline.coords;
     const headings = baselineHeadings(c);
-    let k = 0, kd = Infinity;
+    let k = 0,
+      kd = Infinity;
     for (let i = 0; i < headings.length; i++) {
       const d = Math.sqrt(((c[2 * i] as number) - ego.x) ** 2 + ((c[2 * i + 1] as number) - ego.y) ** 2);
-      if (d < kd) { kd = d; k = i; }
+      if (d < kd) {
+        kd = d;
+        k = i;
+      }
     }
     const err = Math.abs(normalizeAngle((headings[k] as number) - ego.heading));
-    if (err < bestErr) { bestErr = err; best = lane; }
+    if (err < bestErr) {
+      bestErr = err;
+      best = lane;
+    }
   }
   if (best) return best;
   const center = egoCenter(ego, v);
   const toCenter = (v.front + v.rear) / 2 - v.rear;
-  const footprint = boxCorners({ x: ego.x + toCenter * Math.cos(ego.heading), y: ego.y + toCenter * Math.sin(ego.heading), heading: ego.heading, length: v.front + v.rear, width: v.width });
+  const footprint = boxCorners({
+    x: ego.x + toCenter * Math.cos(ego.heading),
+    y: ego.y + toCenter * Math.sin(ego.heading),
+    heading: ego.heading,
+    length: v.front + v.rear,
+    width: v.width,
+  });
   let closest = Infinity;
   for (const lane of routeLaneList) {
     if (pointInPolygon(center.x, center.y, lane.polygon)) return lane;
     const d = polygonDistance(lane.polygon, footprint);
-    if (d < closest) { closest = d; best = lane; }
+    if (d < closest) {
+      closest = d;
+      best = lane;
+    }
   }
   return best;
 }
@@ -160,7 +197,8 @@ export function routeCenterline(map: DrivingMap, route: readonly string[], ego: 
   for (const l of lanes) {
     const c = l.centerline.coords;
     for (let i = 0; i < c.length; i += 2) {
-      const x = c[i] as number, y = c[i + 1] as number;
+      const x = c[i] as number,
+        y = c[i + 1] as number;
       const n = pts.length;
       if (n >= 2 && Math.abs((pts[n - 2] as number) - x) < 1e-9 && Math.abs((pts[n - 1] as number) - y) < 1e-9) continue;
       pts.push(x, y);
@@ -192,7 +230,16 @@ export function egoCenter(ego: { x: number; y: number; heading: number }, v: Veh
  * layer is left out, as NAVSIM leaves it out.
  */
 export function proximalAreaMap(map: DrivingMap, center: { x: number; y: number }, radius = MAP_RADIUS): DrivingMap {
-  const patch = Float64Array.of(center.x - radius, center.y - radius, center.x + radius, center.y - radius, center.x + radius, center.y + radius, center.x - radius, center.y + radius);
+  const patch = Float64Array.of(
+    center.x - radius,
+    center.y - radius,
+    center.x + radius,
+    center.y - radius,
+    center.x + radius,
+    center.y + radius,
+    center.x - radius,
+    center.y + radius,
+  );
   const near = (p: Coords): boolean => polygonsIntersect(patch, p);
   const data = map.data;
   const blocks = data.roadblocks.filter((r) => near(map.roadblocks.get(r.id)?.polygon as Coords));
@@ -249,7 +296,9 @@ export function buildWorld(scene: Scene, version: Version, map: DrivingMap = new
       let k = sampleIndex(tr, t);
       if (k < 0 && tr.t.length === 1) k = 0; // a single observation holds for the whole horizon
       if (k < 0) continue;
-      const x = tr.s[5 * k] as number, y = tr.s[5 * k + 1] as number, h = tr.s[5 * k + 2] as number;
+      const x = tr.s[5 * k] as number,
+        y = tr.s[5 * k + 1] as number,
+        h = tr.s[5 * k + 2] as number;
       const corners = boxCorners({ x, y, heading: h, length: tr.length, width: tr.width });
       const [minX, minY, maxX, maxY] = bounds(corners);
       objs.push({ token: tr.token, polygon: corners, cx: x, cy: y, redLight: false, minX, minY, maxX, maxY });
@@ -312,7 +361,8 @@ export interface ScoreOptions {
 const D2R = Math.PI / 180;
 
 function relativeAngle(ex: number, ey: number, eh: number, ax: number, ay: number): number {
-  const vx = ax - ex, vy = ay - ey;
+  const vx = ax - ex,
+    vy = ay - ey;
   const n = Math.hypot(vx, vy);
   return Math.acos((Math.cos(eh) * vx + Math.sin(eh) * vy) / n);
 }
@@ -322,13 +372,15 @@ function egoGeometry(states: Float64Array, v: VehicleParameters): { corners: Flo
   const toCenter = (v.front + v.rear) / 2 - v.rear;
   const length = v.front + v.rear;
   const corners: Float64Array[] = [];
-  const cx = new Float64Array(n), cy = new Float64Array(n);
+  const cx = new Float64Array(n),
+    cy = new Float64Array(n);
   for (let i = 0; i < n; i++) {
     const o = i * STATE_SIZE;
     const h = states[o + S.HEADING] as number;
     const x = (states[o + S.X] as number) + toCenter * Math.cos(h);
     const y = (states[o + S.Y] as number) + toCenter * Math.sin(h);
-    cx[i] = x; cy[i] = y;
+    cx[i] = x;
+    cy[i] = y;
     corners.push(boxCorners({ x, y, heading: h, length, width: v.width }));
   }
   return { corners, cx, cy };
@@ -344,7 +396,9 @@ export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts:
   const n = states.length / STATE_SIZE;
   const map = world.areaMap;
   const { corners, cx, cy } = egoGeometry(states, world.vehicle);
-  const multiple = new Uint8Array(n), nonDrivable = new Uint8Array(n), oncoming = new Uint8Array(n);
+  const multiple = new Uint8Array(n),
+    nonDrivable = new Uint8Array(n),
+    oncoming = new Uint8Array(n);
   const scratch: number[] = [];
   for (let i = 0; i < n; i++) {
     const c = corners[i] as Float64Array;
@@ -352,13 +406,21 @@ export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts:
     const counts: number[] = [];
     let inDrivable = 0;
     for (let k = 0; k < 4; k++) {
-      const px = c[2 * k] as number, py = c[2 * k + 1] as number;
+      const px = c[2 * k] as number,
+        py = c[2 * k + 1] as number;
       for (const id of map.lanesAt(px, py)) {
         const j = laneIds.indexOf(id);
-        if (j < 0) { laneIds.push(id); counts.push(1); } else counts[j] = (counts[j] as number) + 1;
+        if (j < 0) {
+          laneIds.push(id);
+          counts.push(1);
+        } else counts[j] = (counts[j] as number) + 1;
       }
       let inside = false;
-      for (const j of world.dacIndex.queryPoint(px, py, scratch)) if ((world.dacPolygons[j] as PreparedPolygon).contains(px, py)) { inside = true; break; }
+      for (const j of world.dacIndex.queryPoint(px, py, scratch))
+        if ((world.dacPolygons[j] as PreparedPolygon).contains(px, py)) {
+          inside = true;
+          break;
+        }
       if (inside) inDrivable++;
     }
     multiple[i] = laneIds.length > 1 && !counts.includes(4) ? 1 : 0;
@@ -382,7 +444,8 @@ export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts:
       let atFault: boolean;
       if (egoSpeed <= PDM.egoStoppedSpeed) atFault = false;
       else if (u.isStatic || u.speed <= PDM.trackStoppedSpeed) atFault = true;
-      else if (relativeAngle(states[so + S.X] as number, states[so + S.Y] as number, states[so + S.HEADING] as number, o.cx, o.cy) > PDM.behindDeg * D2R) atFault = false;
+      else if (relativeAngle(states[so + S.X] as number, states[so + S.Y] as number, states[so + S.HEADING] as number, o.cx, o.cy) > PDM.behindDeg * D2R)
+        atFault = false;
       else if (segmentIntersectsPolygon(poly[0] as number, poly[1] as number, poly[6] as number, poly[7] as number, o.polygon)) atFault = true;
       else atFault = multiple[i] === 1 || nonDrivable[i] === 1;
       if (atFault) {
@@ -401,7 +464,11 @@ export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts:
     for (let i = 0; i < n && tlc === 1; i++) {
       const poly = corners[i] as Float64Array;
       const b = bounds(poly);
-      for (const o of world.frames[i] ?? []) if (o.redLight && hits(poly, o, b)) { tlc = 0; break; }
+      for (const o of world.frames[i] ?? [])
+        if (o.redLight && hits(poly, o, b)) {
+          tlc = 0;
+          break;
+        }
     }
   }
 
@@ -435,14 +502,19 @@ export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts:
     const so = i * STATE_SIZE;
     const speed = Math.hypot(states[so + S.VX] as number, states[so + S.VY] as number);
     const h = states[so + S.HEADING] as number;
-    const ex = states[so + S.X] as number, ey = states[so + S.Y] as number;
+    const ex = states[so + S.X] as number,
+      ey = states[so + S.Y] as number;
     for (const fi of PDM.ttcFutureIdcs) {
       const frame = world.frames[i + fi];
       if (!frame) continue;
       const dt = fi * PDM.dt;
-      const dx = Math.cos(h) * speed * dt, dy = Math.sin(h) * speed * dt;
+      const dx = Math.cos(h) * speed * dt,
+        dy = Math.sin(h) * speed * dt;
       const c = corners[i] as Float64Array;
-      for (let k = 0; k < 8; k += 2) { shifted[k] = (c[k] as number) + dx; shifted[k + 1] = (c[k + 1] as number) + dy; }
+      for (let k = 0; k < 8; k += 2) {
+        shifted[k] = (c[k] as number) + dx;
+        shifted[k + 1] = (c[k + 1] as number) + dy;
+      }
       const b = bounds(shifted);
       for (const o of frame) {
         if (o.redLight || ttcIgnored.has(o.token) || speed < PDM.ttcStoppedSpeed || !hits(shifted, o, b)) continue;
@@ -475,11 +547,29 @@ export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts:
     if (map.inIntersection(cx[i] as number, cy[i] as number)) continue;
     const d = Math.sqrt(world.centerline.project(cx[i] as number, cy[i] as number).dist2);
     run = d > PDM.lkDeviation ? run + 1 : 0;
-    if (run >= PDM.lkSteps) { lk = 0; break; }
+    if (run >= PDM.lkSteps) {
+      lk = 0;
+      break;
+    }
   }
 
   const steps = (m: Uint8Array) => Array.from(m).flatMap((v, i) => (v ? [i] : []));
-  return { nc, dac, ddc, tlc, ttc, comfort, lk, hc, progressRaw, collisionStep, ttcStep, multipleLanesSteps: steps(multiple), nonDrivableSteps: steps(nonDrivable), oncomingSteps: steps(oncoming) };
+  return {
+    nc,
+    dac,
+    ddc,
+    tlc,
+    ttc,
+    comfort,
+    lk,
+    hc,
+    progressRaw,
+    collisionStep,
+    ttcStep,
+    multipleLanesSteps: steps(multiple),
+    nonDrivableSteps: steps(nonDrivable),
+    oncomingSteps: steps(oncoming),
+  };
 }
 
 /** Aggregates proposals as `_aggregate_scores` (v1) / `_aggregate_pdm_scores` (v2). */
@@ -492,17 +582,22 @@ export function aggregate(metrics: ProposalMetrics[], version: Version): ScoredP
     let ep: number;
     if (version === 1) ep = norm > PDM.progressThreshold ? (masked[i] as number) / norm : mu === 0 ? 0 : 1;
     else ep = norm > PDM.progressThreshold ? Math.min(1, Math.max(0, m.progressRaw / norm)) : 1;
-    const w1 = PDM.weightsV1, w2 = PDM.weightsV2;
-    const weighted = version === 1
-      ? (w1.ep * ep + w1.ttc * m.ttc + w1.comfort * m.comfort + w1.ddc * m.ddc) / (w1.ep + w1.ttc + w1.comfort + w1.ddc)
-      : (w2.ep * ep + w2.ttc * m.ttc + w2.lk * m.lk + w2.hc * m.hc) / (w2.ep + w2.ttc + w2.lk + w2.hc);
+    const w1 = PDM.weightsV1,
+      w2 = PDM.weightsV2;
+    const weighted =
+      version === 1
+        ? (w1.ep * ep + w1.ttc * m.ttc + w1.comfort * m.comfort + w1.ddc * m.ddc) / (w1.ep + w1.ttc + w1.comfort + w1.ddc)
+        : (w2.ep * ep + w2.ttc * m.ttc + w2.lk * m.lk + w2.hc * m.hc) / (w2.ep + w2.ttc + w2.lk + w2.hc);
     return { ...m, ep, multiplicative: mu, pdms: mu * weighted };
   });
 }
 
 /** Scores a batch of simulated proposals (each flat 41 x 11) together. */
 export function scoreProposals(states: Float64Array[], world: ScoringWorld, opts: ScoreOptions): ScoredProposal[] {
-  return aggregate(states.map((s) => proposalMetrics(s, world, opts)), opts.version);
+  return aggregate(
+    states.map((s) => proposalMetrics(s, world, opts)),
+    opts.version,
+  );
 }
 
 /** The v2 score from sub-metrics, with EC: NC·DAC·DDC·TLC·(5EP + 5TTC + 2LK + 2HC + 2EC)/16. */

@@ -46,11 +46,26 @@ export const MapSchema = z.object({
   stop_signs: z.array(z.object({ id, polygon, lane_ids: z.array(id) })).optional(),
 });
 
-const EgoSchema = z.object({ x: finite, y: finite, heading: finite, vx: finite, vy: finite, ax: finite, ay: finite, steering_angle: finite.optional(), yaw_rate: finite.optional() });
+const EgoSchema = z.object({
+  x: finite,
+  y: finite,
+  heading: finite,
+  vx: finite,
+  vy: finite,
+  ax: finite,
+  ay: finite,
+  steering_angle: finite.optional(),
+  yaw_rate: finite.optional(),
+});
 const TrajectorySchema = z.object({ interval_length: finite.positive(), poses: z.array(z.tuple([finite, finite, finite])).min(1) });
 const CameraSchema = z.object({
   name: z.string(),
-  x: finite, y: finite, z: finite, yaw: finite, pitch: finite.default(0), fov_deg: finite.positive(),
+  x: finite,
+  y: finite,
+  z: finite,
+  yaw: finite,
+  pitch: finite.default(0),
+  fov_deg: finite.positive(),
   image_path: z.string().nullable().optional(),
   intrinsics: z.array(finite).length(9).optional(),
   distortion: z.array(finite).optional(),
@@ -67,14 +82,16 @@ export const SceneSchema = z.object({
   traffic_lights: z.array(z.object({ t: finite, red: z.array(id), green: z.array(id) })).default([]),
   ego: EgoSchema,
   ego_history: z.array(EgoSchema.extend({ t: finite.negative() })).optional(),
-  agents: z.array(z.object({
-    token: id,
-    type: z.enum(AGENT_TYPES),
-    length: finite.positive(),
-    width: finite.positive(),
-    height: finite.positive(),
-    states: z.array(z.tuple([finite, finite, finite, finite, finite, finite])).min(1),
-  })),
+  agents: z.array(
+    z.object({
+      token: id,
+      type: z.enum(AGENT_TYPES),
+      length: finite.positive(),
+      width: finite.positive(),
+      height: finite.positive(),
+      states: z.array(z.tuple([finite, finite, finite, finite, finite, finite])).min(1),
+    }),
+  ),
   agent_trajectory: TrajectorySchema.optional(),
   human_trajectory: TrajectorySchema.optional(),
   /** One-hot (left, straight, right, unknown); computed from the route when absent. */
@@ -114,7 +131,7 @@ export function parseScene(doc: unknown, source = '<scene>'): Scene {
   });
   s.agents.forEach((a, i) => {
     for (let k = 1; k < a.states.length; k++) {
-      if ((a.states[k] as number[])[0] as number <= ((a.states[k - 1] as number[])[0] as number)) {
+      if (((a.states[k] as number[])[0] as number) <= ((a.states[k - 1] as number[])[0] as number)) {
         problems.push(`${source}: agents[${i}].states[${k}][0]: times must increase`);
         break;
       }

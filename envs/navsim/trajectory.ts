@@ -28,9 +28,12 @@ export function egoStateArray(e: EgoStateData): Float64Array {
 
 /** Relative (rear-axle frame) poses to global, nuPlan's `relative_to_absolute_poses`. */
 export function posesToGlobal(origin: { x: number; y: number; heading: number }, poses: readonly (readonly number[])[]): number[][] {
-  const c = Math.cos(origin.heading), s = Math.sin(origin.heading);
+  const c = Math.cos(origin.heading),
+    s = Math.sin(origin.heading);
   return poses.map((p) => {
-    const px = p[0] ?? 0, py = p[1] ?? 0, ph = p[2] ?? 0;
+    const px = p[0] ?? 0,
+      py = p[1] ?? 0,
+      ph = p[2] ?? 0;
     return [origin.x + c * px - s * py, origin.y + s * px + c * py, origin.heading + ph];
   });
 }
@@ -39,7 +42,7 @@ function unwrap(a: number[]): number[] {
   const out = a.slice();
   for (let i = 1; i < out.length; i++) {
     const d = (a[i] as number) - (a[i - 1] as number);
-    let dd = ((d + Math.PI) % (2 * Math.PI) + 2 * Math.PI) % (2 * Math.PI) - Math.PI;
+    let dd = ((((d + Math.PI) % (2 * Math.PI)) + 2 * Math.PI) % (2 * Math.PI)) - Math.PI;
     if (dd === -Math.PI && d > 0) dd = Math.PI;
     const corr = Math.abs(d) < Math.PI ? 0 : dd - d;
     out[i] = (out[i - 1] as number) + (d + corr);
@@ -56,7 +59,8 @@ export function sampleStates(knotTimesUs: number[], knots: Float64Array[], start
   const headings = unwrap(knots.map((k) => k[2] as number));
   const out = new Float64Array(count * STATE_SIZE);
   const startS = startUs * 1e-6;
-  const first = knotTimesUs[0] as number, last = knotTimesUs[n - 1] as number;
+  const first = knotTimesUs[0] as number,
+    last = knotTimesUs[n - 1] as number;
   for (let i = 0; i < count; i++) {
     let t = Math.trunc((i * intervalS + startS) * 1e6);
     t = Math.min(last, Math.max(first, t));
@@ -65,8 +69,10 @@ export function sampleStates(knotTimesUs: number[], knots: Float64Array[], start
     while (hi < n && (knotTimesUs[hi] as number) < t) hi++;
     hi = Math.min(Math.max(hi, 1), n - 1);
     const lo = hi - 1;
-    const x0 = knotTimesUs[lo] as number, x1 = knotTimesUs[hi] as number;
-    const a = knots[lo] as Float64Array, b = knots[hi] as Float64Array;
+    const x0 = knotTimesUs[lo] as number,
+      x1 = knotTimesUs[hi] as number;
+    const a = knots[lo] as Float64Array,
+      b = knots[hi] as Float64Array;
     const o = i * STATE_SIZE;
     for (const k of [0, 1, 3, 4, 5, 6, 7]) {
       const slope = ((b[k] as number) - (a[k] as number)) / (x1 - x0);
@@ -82,13 +88,20 @@ export function sampleStates(knotTimesUs: number[], knots: Float64Array[], start
  * The 41 reference states for an agent trajectory of poses (rear-axle frame, `interval` s apart)
  * from ego state `ego` at `timestampUs`.
  */
-export function referenceStates(ego: EgoStateData, poses: readonly (readonly number[])[], interval: number, timestampUs: number, numPoses = 40, dt = 0.1): Float64Array {
+export function referenceStates(
+  ego: EgoStateData,
+  poses: readonly (readonly number[])[],
+  interval: number,
+  timestampUs: number,
+  numPoses = 40,
+  dt = 0.1,
+): Float64Array {
   const startS = timestampUs * 1e-6;
   const times = [timestampUs];
   const knots = [egoStateArray(ego)];
   const global = posesToGlobal(ego, poses);
   global.forEach((g, i) => {
-    times.push(Math.trunc(((i * interval) + interval + startS) * 1e6));
+    times.push(Math.trunc((i * interval + interval + startS) * 1e6));
     knots.push(Float64Array.of(g[0] as number, g[1] as number, principalValue(g[2] as number), 0, 0, 0, 0, 0, 0, 0, 0));
   });
   const st = sampleStates(times, knots, timestampUs, numPoses + 1, dt);

@@ -15,7 +15,13 @@ import type { Scene } from './scene.ts';
 
 export const STAGE2_OFFSET_S = 4;
 /** Perturbations of the follow-up start in the human endpoint's frame: (longitudinal, lateral) metres. */
-export const STAGE2_PERTURBATIONS: readonly [number, number][] = [[0, 0], [-2, 0], [2, 0], [0, -0.6], [0, 0.6]];
+export const STAGE2_PERTURBATIONS: readonly [number, number][] = [
+  [0, 0],
+  [-2, 0],
+  [2, 0],
+  [0, -0.6],
+  [0, 0.6],
+];
 
 /** The follow-up (stage-2) scenes of `scene`, or [] when it lacks a human trajectory or agent tracks to 8 s. */
 export function followUpScenes(scene: Scene): Scene[] {
@@ -27,7 +33,12 @@ export function followUpScenes(scene: Scene): Scene[] {
   const speed = Math.hypot(last[0] - prev[0], last[1] - prev[1]) / h.interval_length;
   const dt = STAGE2_OFFSET_S;
   const agents = scene.agents
-    .map((a) => ({ ...a, states: a.states.filter((s) => (s[0] as number) >= dt - 1.5 - 1e-6).map((s) => [Math.round(((s[0] as number) - dt) * 10) / 10, s[1], s[2], s[3], s[4], s[5]] as [number, number, number, number, number, number]) }))
+    .map((a) => ({
+      ...a,
+      states: a.states
+        .filter((s) => (s[0] as number) >= dt - 1.5 - 1e-6)
+        .map((s) => [Math.round(((s[0] as number) - dt) * 10) / 10, s[1], s[2], s[3], s[4], s[5]] as [number, number, number, number, number, number]),
+    }))
     .filter((a) => a.states.length > 0 && (a.states.length === 1 || (a.states[a.states.length - 1]?.[0] ?? 0) >= 4 - 1e-6));
   return STAGE2_PERTURBATIONS.map(([dl, dlat], i) => {
     const start = absolutePose(end, { x: dl, y: dlat, heading: 0 });

@@ -30,7 +30,9 @@ run(async () => {
       obs = (last.obs as { values: number[] }).values;
       if (last.terminated || last.truncated) break;
     }
-    console.log(`episode over after ${String(last.episode_steps)} steps: return ${total}, terminated ${String(last.terminated)}, truncated ${String(last.truncated)}`);
+    console.log(
+      `episode over after ${String(last.episode_steps)} steps: return ${total}, terminated ${String(last.terminated)}, truncated ${String(last.truncated)}`,
+    );
     await h.call('close_env', { session_id: session });
     if (!last.terminated && !last.truncated) throw new Error('the episode did not end');
     if (last.episode_return !== total) throw new Error(`server episode_return ${String(last.episode_return)} != summed rewards ${total}`);

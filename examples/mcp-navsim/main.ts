@@ -102,7 +102,8 @@ function plan(line: Point[] | null, speed: number): [number, number, number][] {
 /** Arguments for step_with_waypoints from its JSON Schema: the array property gets the poses in the layout its items ask for. */
 function waypointArgs(schema: Record<string, unknown>, poses: [number, number, number][]): Record<string, unknown> {
   const props = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
-  const isArray = (p: Record<string, unknown>) => p.type === 'array' || (Array.isArray(p.anyOf) && (p.anyOf as Record<string, unknown>[]).some((x) => x.type === 'array'));
+  const isArray = (p: Record<string, unknown>) =>
+    p.type === 'array' || (Array.isArray(p.anyOf) && (p.anyOf as Record<string, unknown>[]).some((x) => x.type === 'array'));
   const name = Object.keys(props).find((k) => k !== 'session_id' && isArray(props[k]!));
   if (!name) throw new Error(`step_with_waypoints has no array argument: ${JSON.stringify(schema)}`);
   const items = (props[name]!.items ?? {}) as Record<string, unknown>;
@@ -110,7 +111,9 @@ function waypointArgs(schema: Record<string, unknown>, poses: [number, number, n
   const value =
     items.type === 'object'
       ? poses.map(([x, y, h]) => ({ x, y, ...('heading' in itemProps ? { heading: h } : 'yaw' in itemProps ? { yaw: h } : {}) }))
-      : (items.maxItems === 2 ? poses.map(([x, y]) => [x, y]) : poses);
+      : items.maxItems === 2
+        ? poses.map(([x, y]) => [x, y])
+        : poses;
   return { [name]: value };
 }
 
@@ -151,8 +154,12 @@ run(async () => {
       if (score === undefined) throw new Error(`no score in the step_with_waypoints result: ${JSON.stringify(res).slice(0, 500)}`);
       if (score < 0 || score > 1) throw new Error(`PDM Score ${score} is outside [0, 1]`);
       if (res.terminated !== undefined && res.terminated !== true) throw new Error('a NAVSIM episode is one step: terminated must be true');
-      const subs = ['nc', 'dac', 'ddc', 'tlc', 'ep', 'ttc', 'comfort', 'hc', 'lk', 'ec'].filter((k) => isNum(info[k])).map((k) => `${k}=${(info[k] as number).toFixed(3)}`);
-      console.log(`scene seed ${seed}: ${frames} camera images, speed ${speed.toFixed(2)} m/s, followed ${line ? line.path : 'a straight line'}; PDMS ${score.toFixed(4)} (${subs.join(' ')})`);
+      const subs = ['nc', 'dac', 'ddc', 'tlc', 'ep', 'ttc', 'comfort', 'hc', 'lk', 'ec']
+        .filter((k) => isNum(info[k]))
+        .map((k) => `${k}=${(info[k] as number).toFixed(3)}`);
+      console.log(
+        `scene seed ${seed}: ${frames} camera images, speed ${speed.toFixed(2)} m/s, followed ${line ? line.path : 'a straight line'}; PDMS ${score.toFixed(4)} (${subs.join(' ')})`,
+      );
       scores.push(score);
     }
     await h.call('close_env', { session_id: session });

@@ -25,7 +25,10 @@ def server_url() -> Iterator[str]:
         return
     proc = subprocess.Popen(
         ["node", str(REPO / "bin" / "gymwire.js"), "serve", "--port", "0", "--log-level", "warn"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         assert proc.stdout is not None

@@ -27,12 +27,21 @@ NUM_ENVS, CHUNKS, ACTION_DIM = 4, 8, 7
 
 with server_url() as url:
     print("registered:", register())
-    cfg = OmegaConf.create({
-        "env_type": "gymwire", "total_num_envs": NUM_ENVS, "group_size": 2, "seed": 0, "auto_reset": True,
-        "ignore_terminations": False, "use_fixed_reset_state_ids": True, "max_episode_steps": 32,
-        "reward_coef": 1.0, "use_rel_reward": False,
-        "gymwire": {"url": url, "env_id": "gymwire/EvacWorldModel-v0"},
-    })
+    cfg = OmegaConf.create(
+        {
+            "env_type": "gymwire",
+            "total_num_envs": NUM_ENVS,
+            "group_size": 2,
+            "seed": 0,
+            "auto_reset": True,
+            "ignore_terminations": False,
+            "use_fixed_reset_state_ids": True,
+            "max_episode_steps": 32,
+            "reward_coef": 1.0,
+            "use_rel_reward": False,
+            "gymwire": {"url": url, "env_id": "gymwire/EvacWorldModel-v0"},
+        }
+    )
     # What RLinf's EnvWorker does: look the class up by env_type, build it, reset at init (auto_reset) ...
     env_cls = env_worker.get_env_cls(cfg.env_type, cfg)
     env = env_cls(cfg=cfg, num_envs=NUM_ENVS, seed_offset=0, total_num_processes=1, worker_info=None)
@@ -43,7 +52,15 @@ with server_url() as url:
     for _ in range(32 // CHUNKS):  # max_steps_per_rollout_epoch // num_action_chunks
         # ... and for each chunk, prepare the policy's flat actions with keyword arguments, then chunk_step.
         raw = torch.from_numpy(rng.uniform(-0.2, 0.2, size=(NUM_ENVS, CHUNKS * ACTION_DIM)).astype(np.float32))
-        actions = env_worker.prepare_actions(raw_chunk_actions=raw, env_type=cfg.env_type, model_type="mlp_policy", num_action_chunks=CHUNKS, action_dim=ACTION_DIM, policy=None, wm_env_type=None)
+        actions = env_worker.prepare_actions(
+            raw_chunk_actions=raw,
+            env_type=cfg.env_type,
+            model_type="mlp_policy",
+            num_action_chunks=CHUNKS,
+            action_dim=ACTION_DIM,
+            policy=None,
+            wm_env_type=None,
+        )
         obs_list, r, terms, truncs, infos = env.chunk_step(actions)
         rewards.append(r)
         ends += (terms | truncs)[:, -1].numpy()

@@ -37,9 +37,18 @@ async function collectAndCheck(): Promise<boolean> {
   const probe = await client.make('gymwire/CartPole-v1');
   const writer = await TrajectoryWriter.create(out, { envId: probe.envId, observationSpace: probe.observationSpace, actionSpace: probe.actionSpace });
   await probe.close();
-  const summary = await new Rollout({ envId: 'gymwire/CartPole-v1', targets: [{ client, url: server.url, sessions: 16 }], policy, episodes, seed: 0, writer }).run();
+  const summary = await new Rollout({
+    envId: 'gymwire/CartPole-v1',
+    targets: [{ client, url: server.url, sessions: 16 }],
+    policy,
+    episodes,
+    seed: 0,
+    writer,
+  }).run();
   const manifest = await writer.close({ policy: policy.name });
-  console.log(`${summary.episodes} episodes, ${summary.steps} steps at ${summary.stepsPerSec.toFixed(0)} steps/s, mean return ${summary.meanReturn?.toFixed(2)} -> ${out}`);
+  console.log(
+    `${summary.episodes} episodes, ${summary.steps} steps at ${summary.stepsPerSec.toFixed(0)} steps/s, mean return ${summary.meanReturn?.toFixed(2)} -> ${out}`,
+  );
   const ds = await readDataset(out);
   const sessions = decodeColumn(ds.steps, 'session') as string[];
   const counters = decodeColumn(ds.steps, 'session_step') as number[];

@@ -19,7 +19,11 @@ let episodes = 0;
 let envSteps = 0;
 const start = performance.now();
 for (let t = 0; t < 300; t++) {
-  const actions = Tensor.from('int64', [N], Array.from({ length: N }, (_, i) => (obs.get(i, 2) + 0.5 * obs.get(i, 3) > 0 ? 1 : 0)));
+  const actions = Tensor.from(
+    'int64',
+    [N],
+    Array.from({ length: N }, (_, i) => (obs.get(i, 2) + 0.5 * obs.get(i, 3) > 0 ? 1 : 0)),
+  );
   const out = await vec.step(actions);
   obs = out.obs as Tensor;
   envSteps += N;

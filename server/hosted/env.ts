@@ -45,7 +45,11 @@ const toResetResult = (v: unknown): ResetResult => {
 
 function parseSpace(desc: unknown, which: string, what: string): Space {
   const parsed = SpaceSchema.safeParse(desc);
-  if (!parsed.success) throw new ProtocolError('ENV_ERR_ENV_FAILURE', `the Python env ${what} has an ${which} the wire cannot describe: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  if (!parsed.success)
+    throw new ProtocolError(
+      'ENV_ERR_ENV_FAILURE',
+      `the Python env ${what} has an ${which} the wire cannot describe: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
+    );
   return parsed.data;
 }
 

@@ -21,13 +21,17 @@ export interface WorkerFailure {
 }
 
 export function failureError(op: string, failure: WorkerFailure, what: string): Error {
-  if (failure.kind === 'invalid_kwargs') return new InvalidKwargsError(`invalid kwargs for ${what}: ${failure.message}`, [{ path: '', message: failure.message }]);
+  if (failure.kind === 'invalid_kwargs')
+    return new InvalidKwargsError(`invalid kwargs for ${what}: ${failure.message}`, [{ path: '', message: failure.message }]);
   if (failure.kind === 'invalid_state') return new InvalidStateError(failure.message);
   // A missing optional package (pygame for classic-control frames): the op is unsupported here.
-  if (failure.kind === 'unsupported') return new ProtocolError('ENV_ERR_UNSUPPORTED', `${op} is not available for ${what} on this server: ${failure.message}`, { error: failure.type });
+  if (failure.kind === 'unsupported')
+    return new ProtocolError('ENV_ERR_UNSUPPORTED', `${op} is not available for ${what} on this server: ${failure.message}`, { error: failure.type });
   return new ProtocolError('ENV_ERR_ENV_FAILURE', `${op} failed in the Python env ${what}: ${failure.message}`, { error: failure.type });
 }
 
 export function workerLostError(reason: string): ProtocolError {
-  return new ProtocolError('ENV_ERR_ENV_FAILURE', `the Python worker hosting this env is gone: ${reason}; this session is lost: close it and make a new one`, { worker_lost: true });
+  return new ProtocolError('ENV_ERR_ENV_FAILURE', `the Python worker hosting this env is gone: ${reason}; this session is lost: close it and make a new one`, {
+    worker_lost: true,
+  });
 }

@@ -170,7 +170,7 @@ export class PythonWorker {
       this.inFlight.delete(id);
       for (const q of batch) q.reject(err instanceof Error ? err : new Error(String(err)));
     }
-  }
+  };
 
   private readonly checkHung = (): void => {
     const oldest = this.inFlight.values().next().value as InFlight | undefined;
@@ -178,7 +178,8 @@ export class PythonWorker {
     const now = performance.now();
     if (this.readyAt === null) {
       // Still importing (gymnasium, the env's packages): allow a slow start on top of the call timeout.
-      if (now - this.startedAt > this.opts.callTimeoutMs + STARTUP_GRACE_MS) this.lose(`it did not start within ${Math.round((now - this.startedAt) / 1000)} s`);
+      if (now - this.startedAt > this.opts.callTimeoutMs + STARTUP_GRACE_MS)
+        this.lose(`it did not start within ${Math.round((now - this.startedAt) / 1000)} s`);
       return;
     }
     if (now - Math.max(oldest.sentAt, this.readyAt) > this.opts.callTimeoutMs) {

@@ -74,7 +74,12 @@ export class CallerCaps<S extends CappedSession> {
     const own = this.byCaller.get(caller);
     if (own && own.size >= this.opts.perCaller) {
       const victim = leastRecentlyUsedIdle(own, evict);
-      if (!victim) return { kind: 'refused', status: 429, message: `too many MCP sessions from this caller (at most ${this.opts.perCaller}), and every one of them is busy` };
+      if (!victim)
+        return {
+          kind: 'refused',
+          status: 429,
+          message: `too many MCP sessions from this caller (at most ${this.opts.perCaller}), and every one of them is busy`,
+        };
       evict.push(victim);
     }
     if (this.count - evict.length >= this.opts.total) {

@@ -202,44 +202,53 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
     }
   }
 
-  routes.add(path, async (req, res) => {
-    const origin = req.headers.origin;
-    if (!originAllowed(origin, opts.allowedOrigins)) {
-      log.warn({ origin }, 'MCP request from a browser origin that is not allowed');
-      return jsonRpcError(res, 403, -32000, `Forbidden: Origin ${origin} may not use this endpoint (DNS-rebinding protection); allow it with gymwire serve --mcp-allow-origin ${origin}`);
-    }
-    const token = bearerToken(req);
-    // Before anything is read or allocated for the request: an unauthenticated body costs nothing.
-    if (!core.authorizes(token)) {
-      res.setHeader('WWW-Authenticate', 'Bearer realm="gymwire"');
-      const why = token === undefined ? 'this server needs an auth token' : 'the auth token is wrong';
-      drainThenClose(req, res);
-      return jsonRpcError(res, 401, -32001, `Unauthorized: ${why}; send Authorization: Bearer <token>`);
-    }
-    const sid = req.headers['mcp-session-id'];
-    if (typeof sid !== 'string') {
-      if (req.method !== 'POST') return jsonRpcError(res, 400, -32000, 'Bad Request: no Mcp-Session-Id header; start with an initialize POST');
-      return open(req, res, token);
-    }
-    const s = sessions.get(sid);
-    if (!s) return jsonRpcError(res, 404, -32001, 'Session not found: it ended or was reaped; initialize a new one');
-    if (s.token !== token) {
-      res.setHeader('WWW-Authenticate', 'Bearer realm="gymwire"');
-      return jsonRpcError(res, 401, -32001, 'Unauthorized: this MCP session was opened with a different bearer token');
-    }
-    const counts = req.method === 'POST';
-    if (counts) s.busy++;
-    s.lastActive = Date.now();
-    try {
-      if (counts) {
-        const read = await readBody(req, res);
-        if (read) await s.transport.handleRequest(req, res, read.value);
-      } else await s.transport.handleRequest(req, res);
-    } finally {
-      if (counts) s.busy--;
+  routes.add(
+    path,
+    async (req, res) => {
+      const origin = req.headers.origin;
+      if (!originAllowed(origin, opts.allowedOrigins)) {
+        log.warn({ origin }, 'MCP request from a browser origin that is not allowed');
+        return jsonRpcError(
+          res,
+          403,
+          -32000,
+          `Forbidden: Origin ${origin} may not use this endpoint (DNS-rebinding protection); allow it with gymwire serve --mcp-allow-origin ${origin}`,
+        );
+      }
+      const token = bearerToken(req);
+      // Before anything is read or allocated for the request: an unauthenticated body costs nothing.
+      if (!core.authorizes(token)) {
+        res.setHeader('WWW-Authenticate', 'Bearer realm="gymwire"');
+        const why = token === undefined ? 'this server needs an auth token' : 'the auth token is wrong';
+        drainThenClose(req, res);
+        return jsonRpcError(res, 401, -32001, `Unauthorized: ${why}; send Authorization: Bearer <token>`);
+      }
+      const sid = req.headers['mcp-session-id'];
+      if (typeof sid !== 'string') {
+        if (req.method !== 'POST') return jsonRpcError(res, 400, -32000, 'Bad Request: no Mcp-Session-Id header; start with an initialize POST');
+        return open(req, res, token);
+      }
+      const s = sessions.get(sid);
+      if (!s) return jsonRpcError(res, 404, -32001, 'Session not found: it ended or was reaped; initialize a new one');
+      if (s.token !== token) {
+        res.setHeader('WWW-Authenticate', 'Bearer realm="gymwire"');
+        return jsonRpcError(res, 401, -32001, 'Unauthorized: this MCP session was opened with a different bearer token');
+      }
+      const counts = req.method === 'POST';
+      if (counts) s.busy++;
       s.lastActive = Date.now();
-    }
-  }, { checksOrigin: true });
+      try {
+        if (counts) {
+          const read = await readBody(req, res);
+          if (read) await s.transport.handleRequest(req, res, read.value);
+        } else await s.transport.handleRequest(req, res);
+      } finally {
+        if (counts) s.busy--;
+        s.lastActive = Date.now();
+      }
+    },
+    { checksOrigin: true },
+  );
 
   return {
     path,

@@ -57,10 +57,12 @@ export const TOOL_INPUTS = {
   reset: ResetRequestSchema.omit(WIRE_ONLY).extend({
     // The wire also takes msgpack bigints; JSON has only numbers.
     seed: z.number().int().nonnegative().nullable().optional().describe('non-negative integer seed: the same seed gives the same episode'),
-    options: ResetRequestSchema.shape.options.describe("env-specific reset options (a scene index, a route...)"),
+    options: ResetRequestSchema.shape.options.describe('env-specific reset options (a scene index, a route...)'),
   }),
   step: StepRequestSchema.omit(WIRE_ONLY).extend({
-    action: z.custom<unknown>((v) => v !== undefined, { message: 'action is required' }).describe('the action as JSON: an integer for Discrete, a (nested) array of numbers for Box, an object for Dict; make_env returns the action_schema'),
+    action: z
+      .custom<unknown>((v) => v !== undefined, { message: 'action is required' })
+      .describe('the action as JSON: an integer for Discrete, a (nested) array of numbers for Box, an object for Dict; make_env returns the action_schema'),
   }),
   render: RenderRequestSchema.pick({ session_id: true }),
   close_env: CloseRequestSchema.omit(WIRE_ONLY),
@@ -152,7 +154,7 @@ export class GymwireMcp {
       {
         capabilities: { tools: { listChanged: true } },
         instructions:
-          'gymwire environments as tools: list_envs, then make_env (returns session_id), reset, then step (or the env\'s own tools such as step_with_waypoints) until terminated or truncated; close_env when done.',
+          "gymwire environments as tools: list_envs, then make_env (returns session_id), reset, then step (or the env's own tools such as step_with_waypoints) until terminated or truncated; close_env when done.",
       },
     );
     this.fixedTools = (Object.keys(TOOL_INPUTS) as FixedToolName[]).map((name) => ({
@@ -217,7 +219,11 @@ export class GymwireMcp {
         return this.make(args.env_id as string, (args.kwargs as Record<string, unknown> | undefined) ?? {});
       case 'reset': {
         const id = this.known(args.session_id as string);
-        const res = await this.link.request('reset', { session_id: id, seed: args.seed as number | null | undefined, options: args.options as Record<string, unknown> | null | undefined });
+        const res = await this.link.request('reset', {
+          session_id: id,
+          seed: args.seed as number | null | undefined,
+          options: args.options as Record<string, unknown> | null | undefined,
+        });
         const view = this.sessions.get(id);
         if (view) {
           view.episodeReturn = 0;
@@ -232,7 +238,8 @@ export class GymwireMcp {
         try {
           action = fromJson(view.actionSpace, args.action);
         } catch (err) {
-          if (err instanceof ActionFormatError) throw new ToolFailure('ENV_ERR_INVALID_ACTION', `${err.message}; the action space is ${spaceToString(view.actionSpace)}`);
+          if (err instanceof ActionFormatError)
+            throw new ToolFailure('ENV_ERR_INVALID_ACTION', `${err.message}; the action space is ${spaceToString(view.actionSpace)}`);
           throw err;
         }
         const res = await this.link.request('step', { session_id: id, action });
@@ -273,7 +280,10 @@ export class GymwireMcp {
       case 'list_session_tools': {
         const id = this.known(args.session_id as string);
         const { tools } = await this.link.request('list_tools', { session_id: id });
-        return respond({ session_id: id, tools: tools.map((t) => ({ name: t.function.name, description: t.function.description, input_schema: t.function.parameters as Json })) });
+        return respond({
+          session_id: id,
+          tools: tools.map((t) => ({ name: t.function.name, description: t.function.description, input_schema: t.function.parameters as Json })),
+        });
       }
       case 'call_session_tool':
         return this.execute(this.known(args.session_id as string), args.tool as string, args.args as Record<string, unknown>);
@@ -283,7 +293,13 @@ export class GymwireMcp {
   private async make(envId: string, kwargs: Record<string, unknown>): Promise<CallToolResult> {
     const made: MakeResult = await this.link.request('make', { env_id: envId, kwargs });
     const id = made.session_id;
-    this.sessions.set(id, { envId: made.env_id, actionSpace: made.action_space, tools: made.tools.map((t) => t.function.name), episodeReturn: 0, episodeSteps: 0 });
+    this.sessions.set(id, {
+      envId: made.env_id,
+      actionSpace: made.action_space,
+      tools: made.tools.map((t) => t.function.name),
+      episodeReturn: 0,
+      episodeSteps: 0,
+    });
     const added = this.publishEnvTools(id, made.env_id, made.tools);
     if (added) this.notifyToolsChanged();
     return respond({
@@ -322,7 +338,8 @@ export class GymwireMcp {
   private known(sessionId: string): string {
     if (this.sessions.has(sessionId)) return sessionId;
     const reason = this.closedSessions.get(sessionId);
-    if (reason !== undefined) throw new ToolFailure('ENV_ERR_UNKNOWN_SESSION', `session ${sessionId} is closed (${reason}); make a new one with make_env`, { session_id: sessionId });
+    if (reason !== undefined)
+      throw new ToolFailure('ENV_ERR_UNKNOWN_SESSION', `session ${sessionId} is closed (${reason}); make a new one with make_env`, { session_id: sessionId });
     const open = this.sessionIds;
     throw new ToolFailure(
       'ENV_ERR_UNKNOWN_SESSION',
@@ -379,7 +396,12 @@ export class GymwireMcp {
       const envs = [...new Set(entry.sessions.values())];
       const params = entry.description.parameters as { properties?: Record<string, unknown>; required?: string[] };
       const inputSchema: Tool['inputSchema'] = entry.uniform
-        ? { ...params, type: 'object', properties: { ...SessionArg, ...params.properties }, required: ['session_id', ...(params.required ?? []).filter((r) => r !== 'session_id')] }
+        ? {
+            ...params,
+            type: 'object',
+            properties: { ...SessionArg, ...params.properties },
+            required: ['session_id', ...(params.required ?? []).filter((r) => r !== 'session_id')],
+          }
         : // Envs disagree on the arguments: the session's env checks them (list_session_tools shows each).
           { type: 'object', properties: { ...SessionArg }, required: ['session_id'], additionalProperties: true };
       return {
@@ -420,7 +442,10 @@ export class GymwireMcp {
 function respond(structured: Record<string, unknown>, images: { data: string; path: string }[] = []): CallToolResult {
   const json = toJson(structured) as Record<string, Json>;
   return {
-    content: [{ type: 'text', text: JSON.stringify(json) }, ...images.map((img) => ({ type: 'image' as const, data: img.data, mimeType: 'image/png', _meta: { path: img.path } }))],
+    content: [
+      { type: 'text', text: JSON.stringify(json) },
+      ...images.map((img) => ({ type: 'image' as const, data: img.data, mimeType: 'image/png', _meta: { path: img.path } })),
+    ],
     structuredContent: json,
   };
 }

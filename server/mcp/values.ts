@@ -39,7 +39,9 @@ export const MAX_IMAGE_SIDE = 1024;
 /** Whether a tensor is an RGB(A) frame [H, W, 3|4], or a stack of them [N, H, W, 3|4] (camera history). */
 export function isImageTensor(t: Tensor): boolean {
   const r = t.shape.length;
-  return t.dtype === 'uint8' && (r === 3 || r === 4) && (t.shape[r - 1] === 3 || t.shape[r - 1] === 4) && t.shape[r - 3]! >= 8 && t.shape[r - 2]! >= 8 && t.size > 0;
+  return (
+    t.dtype === 'uint8' && (r === 3 || r === 4) && (t.shape[r - 1] === 3 || t.shape[r - 1] === 4) && t.shape[r - 3]! >= 8 && t.shape[r - 2]! >= 8 && t.size > 0
+  );
 }
 
 /** The frame to show: the tensor itself, or the last (current) frame of a stack, as a view. */

@@ -44,7 +44,12 @@ export class UwsTransport implements ServerTransport {
     const allowed = (res: UwsModule.HttpResponse, req: UwsModule.HttpRequest): boolean => {
       const verdict = core.origins.check({ origin: req.getHeader('origin') || undefined, host: req.getHeader('host') || undefined });
       if (verdict.allowed) return true;
-      res.cork(() => res.writeStatus('403 Forbidden').writeHeader('content-type', 'application/json').end(JSON.stringify({ error: verdict.reason })));
+      res.cork(() =>
+        res
+          .writeStatus('403 Forbidden')
+          .writeHeader('content-type', 'application/json')
+          .end(JSON.stringify({ error: verdict.reason })),
+      );
       return false;
     };
     app.ws<{ conn?: Connection; closed?: boolean }>('/*', {
@@ -61,7 +66,12 @@ export class UwsTransport implements ServerTransport {
         const refused = upgradeRefusal(core, undefined, { url, origin: req.getHeader('origin') || undefined, host: req.getHeader('host') || undefined, ip });
         if (refused) {
           core.log.info({ ip, path: req.getUrl(), status: refused.status }, `WebSocket upgrade refused: ${refused.reason}`);
-          res.cork(() => res.writeStatus(`${refused.status} ${STATUS_CODES[refused.status] ?? ''}`).writeHeader('content-type', 'application/json').end(JSON.stringify({ error: refused.reason })));
+          res.cork(() =>
+            res
+              .writeStatus(`${refused.status} ${STATUS_CODES[refused.status] ?? ''}`)
+              .writeHeader('content-type', 'application/json')
+              .end(JSON.stringify({ error: refused.reason })),
+          );
           return;
         }
         res.upgrade({}, req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context);
@@ -105,7 +115,10 @@ export class UwsTransport implements ServerTransport {
     app.get('/healthz', (res, req) => {
       if (!allowed(res, req)) return;
       res.cork(() => {
-        res.writeStatus(core.isShuttingDown ? '503 Service Unavailable' : '200 OK').writeHeader('content-type', 'application/json').end(healthBody(core));
+        res
+          .writeStatus(core.isShuttingDown ? '503 Service Unavailable' : '200 OK')
+          .writeHeader('content-type', 'application/json')
+          .end(healthBody(core));
       });
     });
     app.get('/metrics', (res, req) => {

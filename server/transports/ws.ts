@@ -34,7 +34,9 @@ function refuseUpgrade(socket: Duplex, status: number, reason: string): void {
   const body = JSON.stringify({ error: reason });
   if (!socket.writable) return void socket.destroy();
   socket.once('finish', () => socket.destroy());
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
 }
 
 interface Tracked {
@@ -72,7 +74,10 @@ export class WsTransport implements ServerTransport {
       const ip = req.socket.remoteAddress ?? '?';
       const refused = upgradeRefusal(core, routes, { url: req.url ?? '/', origin: req.headers.origin, host: req.headers.host, ip });
       if (refused) {
-        core.log.info({ ip, path: (req.url ?? '/').split('?')[0], origin: req.headers.origin, host: req.headers.host, status: refused.status }, `WebSocket upgrade refused: ${refused.reason}`);
+        core.log.info(
+          { ip, path: (req.url ?? '/').split('?')[0], origin: req.headers.origin, host: req.headers.host, status: refused.status },
+          `WebSocket upgrade refused: ${refused.reason}`,
+        );
         return refuseUpgrade(socket, refused.status, refused.reason);
       }
       wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));

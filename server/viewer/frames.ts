@@ -89,7 +89,9 @@ export function frameRgb(obs: unknown, key: string): { data: Uint8Array; width: 
 }
 
 export async function toPng(img: { data: Uint8Array; width: number; height: number; channels: 3 | 4 }): Promise<Buffer> {
-  return sharp(Buffer.from(img.data.buffer, img.data.byteOffset, img.data.byteLength), { raw: { width: img.width, height: img.height, channels: img.channels } })
+  return sharp(Buffer.from(img.data.buffer, img.data.byteOffset, img.data.byteLength), {
+    raw: { width: img.width, height: img.height, channels: img.channels },
+  })
     .png({ compressionLevel: 1 })
     .toBuffer();
 }

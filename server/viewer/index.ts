@@ -66,7 +66,10 @@ export function mountViewer(routes: HttpRoutes, core: ServerCore): void {
         json(res, 200, { sessions: core.listSessions() });
       }),
     )
-    .add('/api/sessions/*', guarded(core, (req, res) => session(core, req, res)));
+    .add(
+      '/api/sessions/*',
+      guarded(core, (req, res) => session(core, req, res)),
+    );
 }
 
 /** GET /api/sessions/:id and /api/sessions/:id/frame.png. */
@@ -84,7 +87,13 @@ async function session(core: ServerCore, req: IncomingMessage, res: ServerRespon
   if (!summary || !peek) return json(res, 404, { error: `no live session ${id}` });
   if (leaf === undefined || leaf === '') {
     const renders = (peek.env.metadata.render_modes ?? []).includes('rgb_array') && peek.env.renderMode === 'rgb_array';
-    return json(res, 200, { session: summary, frames: listFrames(peek.obs), can_render: renders, info: infoSummary(peek.info), metadata: { bev_channels: peek.env.metadata['bev_channels'] ?? null } });
+    return json(res, 200, {
+      session: summary,
+      frames: listFrames(peek.obs),
+      can_render: renders,
+      info: infoSummary(peek.info),
+      metadata: { bev_channels: peek.env.metadata['bev_channels'] ?? null },
+    });
   }
   if (leaf !== 'frame.png') return json(res, 404, { error: `unknown endpoint ${leaf}` });
   const key = url.searchParams.get('key') ?? 'render';

@@ -30,7 +30,7 @@ const scenario = buildScenario('HighwayCutIn', 0);
   let world = new World(scenario, { backgroundVehicles: BACKGROUND });
   const agents = world.actors.length;
   let elapsed = 0;
-  for (let done = 0; done < ticks; ) {
+  for (let done = 0; done < ticks;) {
     const t = performance.now();
     let k = 0;
     for (; k < 500 && world.status === 'running'; k++) world.step(control);
@@ -51,7 +51,14 @@ const scenario = buildScenario('HighwayCutIn', 0);
     }
   }
   const floor = ticks / ((performance.now() - tf) / 1000);
-  emit('bench2drive', 'world_ticks_per_s', perSec, 'ticks/s', { agents, background: BACKGROUND, cameras: 0, target: 5000, floor_ticks_per_s: Number(floor.toFixed(0)), sink: sink > 0 });
+  emit('bench2drive', 'world_ticks_per_s', perSec, 'ticks/s', {
+    agents,
+    background: BACKGROUND,
+    cameras: 0,
+    target: 5000,
+    floor_ticks_per_s: Number(floor.toFixed(0)),
+    sink: sink > 0,
+  });
 }
 
 // env.step without sensors: obs + info every tick.

@@ -34,7 +34,12 @@ const SEPARATE_CORES = SERVER_CORE;
 const SAME_CORE = CLIENT_CORE;
 
 /** `busyPoll`: the gymwire server's polling setting (protocol/busy-poll.ts); its default is 'auto'. */
-async function spawnServer(kind: 'gymwire' | 'echo', transport: 'ws' | 'uws', cpu = SEPARATE_CORES, busyPoll: BusyPollSetting = 'auto'): Promise<{ url: string; stop(): void }> {
+async function spawnServer(
+  kind: 'gymwire' | 'echo',
+  transport: 'ws' | 'uws',
+  cpu = SEPARATE_CORES,
+  busyPoll: BusyPollSetting = 'auto',
+): Promise<{ url: string; stop(): void }> {
   // BENCH_SERVER points at a prebuilt server-process.mjs (see test/bench/run-built.sh) to measure without tsx.
   const v8 = process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : [];
   const entry = [...v8, ...(process.env.BENCH_SERVER ? [process.env.BENCH_SERVER] : ['--import', 'tsx', 'test/bench/server-process.ts'])];
@@ -136,7 +141,11 @@ async function latency(transport: 'ws' | 'uws', cpu: number): Promise<void> {
       round_ratios_min_median_max: [ratios[0], median(ratios), ratios[ratios.length - 1]].map((r) => Number(r!.toFixed(2))),
       ...(side.polling === 'off' ? { target_ratio: 1.5 } : {}),
     });
-    emit(`step_rtt_${transport}`, 'p99', percentile(times, 0.99) * 1000, 'us', { ...placement, polling, floor_p99_us: Number((percentile(floor, 0.99) * 1000).toFixed(1)) });
+    emit(`step_rtt_${transport}`, 'p99', percentile(times, 0.99) * 1000, 'us', {
+      ...placement,
+      polling,
+      floor_p99_us: Number((percentile(floor, 0.99) * 1000).toFixed(1)),
+    });
   }
 }
 
@@ -280,7 +289,11 @@ async function batched(transport: 'ws' | 'uws'): Promise<void> {
   const c = await connect(srv.url);
   const vec = await c.makeVec('gymwire/CartPole-v1', n, { autoresetMode: 'next_step' });
   await vec.reset({ seed: 0 });
-  const actions = Tensor.from('int64', [n], Array.from({ length: n }, (_, i) => i % 2));
+  const actions = Tensor.from(
+    'int64',
+    [n],
+    Array.from({ length: n }, (_, i) => i % 2),
+  );
   let batches = 0;
   const t0 = performance.now();
   while (performance.now() - t0 < seconds * 1000) {
@@ -312,7 +325,8 @@ async function concurrency(): Promise<void> {
   const perConnection = 128;
   const stepsEach = QUICK ? 5 : 20;
   const srv = await spawnServer('gymwire', 'ws');
-  const health = async () => (await (await fetch(`${srv.url.replace('ws://', 'http://')}/healthz`)).json()) as { rss_bytes: number; heap_used_bytes: number; sessions: number };
+  const health = async () =>
+    (await (await fetch(`${srv.url.replace('ws://', 'http://')}/healthz`)).json()) as { rss_bytes: number; heap_used_bytes: number; sessions: number };
   const clients = await Promise.all(Array.from({ length: total / perConnection }, () => connect(srv.url)));
   await new Promise((r) => setTimeout(r, 200));
   const before = await health();
@@ -336,7 +350,9 @@ async function concurrency(): Promise<void> {
   emit('sessions_2048', 'open_sessions', after.sessions, 'sessions');
   emit('sessions_2048', 'steps_answered', answered, 'steps', { expected: total * stepsEach, all_answered: answered === total * stepsEach });
   emit('sessions_2048', 'steps_per_s', answered / elapsed, 'steps/s');
-  emit('sessions_2048', 'memory_per_idle_session', (after.heap_used_bytes - before.heap_used_bytes) / total / 1024, 'KiB (heap)', { rss_per_session_kib: Number(((after.rss_bytes - before.rss_bytes) / total / 1024).toFixed(1)) });
+  emit('sessions_2048', 'memory_per_idle_session', (after.heap_used_bytes - before.heap_used_bytes) / total / 1024, 'KiB (heap)', {
+    rss_per_session_kib: Number(((after.rss_bytes - before.rss_bytes) / total / 1024).toFixed(1)),
+  });
 }
 
 const imageClientAt = process.argv.indexOf('--image-client');

@@ -50,7 +50,12 @@ function emit(metric: string, value: number, unit: string, extra: Record<string,
   console.log(JSON.stringify({ bench: 'evac', metric, value: Math.round(value * 100) / 100, unit, resolution: RES, ...extra }));
 }
 
-const action = (k: number) => new Tensor('float32', [8, 7], Float32Array.from({ length: 56 }, (_, j) => Math.sin(k + j) * 0.8));
+const action = (k: number) =>
+  new Tensor(
+    'float32',
+    [8, 7],
+    Float32Array.from({ length: 56 }, (_, j) => Math.sin(k + j) * 0.8),
+  );
 
 interface Mode {
   runtime: WorldModelRuntime;
@@ -125,7 +130,10 @@ for (const sessions of [1, 8, 32]) {
   try {
     for (const mode of [one, bat]) await round(mode, WARMUP_SECONDS, null);
     for (let r = 0; r < ROUNDS; r++) {
-      for (const [key, mode] of [['one', one], ['bat', bat]] as const) {
+      for (const [key, mode] of [
+        ['one', one],
+        ['bat', bat],
+      ] as const) {
         const res = await round(mode, SECONDS / ROUNDS, key === 'bat' ? loop : null);
         rates[key].push(res.rate);
         cpu[key].push(res.cpuMs);
@@ -146,7 +154,12 @@ for (const sessions of [1, 8, 32]) {
     cpu_ms_per_step: cpuPerStep(cpu.bat),
     max_batch_seen: bat.runtime.stats.maxBatchSeen,
   });
-  emit('batched_speedup', median(ratios), 'x', { sessions, min: Math.round(Math.min(...ratios) * 100) / 100, rounds: rounded(ratios), ...(sessions === 32 ? { target: 4 } : {}) });
+  emit('batched_speedup', median(ratios), 'x', {
+    sessions,
+    min: Math.round(Math.min(...ratios) * 100) / 100,
+    rounds: rounded(ratios),
+    ...(sessions === 32 ? { target: 4 } : {}),
+  });
   if (loop) emit('event_loop_delay_p99', loop.percentile(99) / 1e6, 'ms', { sessions, mode: 'batched, model in worker', target: 5 });
 }
 emit('event_loop_delay_p99_floor', await mainThreadDelay(), 'ms', { sessions: 32, mode: 'same model run on the main thread' });

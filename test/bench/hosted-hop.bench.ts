@@ -60,10 +60,11 @@ async function bareRoundTrips(requestBytes: number, replyBytes: number, count: n
       waiting?.();
     }
   });
-  const once = () => new Promise<void>((resolve) => {
-    waiting = resolve;
-    socket.write(frame);
-  });
+  const once = () =>
+    new Promise<void>((resolve) => {
+      waiting = resolve;
+      socket.write(frame);
+    });
   for (let i = 0; i < 200; i++) await once();
   const t0 = performance.now();
   for (let i = 0; i < count; i++) await once();

@@ -15,7 +15,9 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
 
 function noopServer(): Server {
   const server = new Server({ name: 'floor', version: '0.0.0' }, { capabilities: { tools: {} } });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [{ name: 'noop', description: 'does nothing', inputSchema: { type: 'object', properties: {} } }] }));
+  server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: [{ name: 'noop', description: 'does nothing', inputSchema: { type: 'object', properties: {} } }],
+  }));
   server.setRequestHandler(CallToolRequestSchema, () => ({ content: [{ type: 'text', text: '{}' }], structuredContent: {} }));
   return server;
 }
@@ -32,7 +34,11 @@ if (process.argv[2] === 'stdio') {
       const id = req.headers['mcp-session-id'];
       let transport = typeof id === 'string' ? transports.get(id) : undefined;
       if (!transport) {
-        transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), enableJsonResponse: true, onsessioninitialized: (sid) => void transports.set(sid, transport!) });
+        transport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          enableJsonResponse: true,
+          onsessioninitialized: (sid) => void transports.set(sid, transport!),
+        });
         void noopServer().connect(transport);
       }
       void transport.handleRequest(req, res, body);

@@ -55,20 +55,35 @@ const world = buildWorld(crowd, 1, scorer.map);
 const closed = scorer.pdmClosed(1).states;
 const { states } = scorer.simulatePoses(humanAgent(crowd));
 const reps = QUICK ? 50 : 300;
-const scoreMs = time(() => { aggregate([proposalMetrics(closed, world, { version: 1 }), proposalMetrics(states, world, { version: 1 })], 1); }, reps) / 2;
-const egoBoxes = Array.from({ length: 41 }, (_, i) => boxCorners({ x: states[i * 11] as number, y: states[i * 11 + 1] as number, heading: states[i * 11 + 2] as number, length: 5.176, width: 2.297 }));
+const scoreMs =
+  time(() => {
+    aggregate([proposalMetrics(closed, world, { version: 1 }), proposalMetrics(states, world, { version: 1 })], 1);
+  }, reps) / 2;
+const egoBoxes = Array.from({ length: 41 }, (_, i) =>
+  boxCorners({ x: states[i * 11] as number, y: states[i * 11 + 1] as number, heading: states[i * 11 + 2] as number, length: 5.176, width: 2.297 }),
+);
 const floorMs = time(() => {
   let hits = 0;
   for (let i = 0; i < 41; i++) for (const o of world.frames[i] ?? []) if (convexIntersects(egoBoxes[i] as Float64Array, o.polygon)) hits++;
   if (hits < 0) throw new Error('unreachable');
 }, reps);
-emit('navsim', 'score_one_trajectory_50_agents', scoreMs, 'ms', { agents: crowd.agents.length, target_ms: 2, floor_box_overlaps_ms: Number(floorMs.toFixed(4)) });
-emit('navsim', 'lqr_simulate_one_trajectory', time(() => scorer.simulatePoses(humanAgent(crowd)), reps), 'ms');
+emit('navsim', 'score_one_trajectory_50_agents', scoreMs, 'ms', {
+  agents: crowd.agents.length,
+  target_ms: 2,
+  floor_box_overlaps_ms: Number(floorMs.toFixed(4)),
+});
+emit(
+  'navsim',
+  'lqr_simulate_one_trajectory',
+  time(() => scorer.simulatePoses(humanAgent(crowd)), reps),
+  'ms',
+);
 
 // Full step with eight cameras at the default resolution.
 const camEnv = new NavsimEnv(1, { cameras: true });
 const camReps = QUICK ? 3 : 10;
-const resetMs: number[] = [], stepMs: number[] = [];
+const resetMs: number[] = [],
+  stepMs: number[] = [];
 for (let i = 0; i < camReps; i++) {
   const t0 = performance.now();
   const { info } = camEnv.reset({ options: { scene_index: i } });
@@ -99,4 +114,6 @@ for (let i = 0; i < n; i++) {
   const sc = parseScene(generateScene('synthetic-test', i));
   new SceneScorer(sc).score(humanAgent(sc), { version: 1 });
 }
-emit('navsim', 'scenes_scored_per_second_one_core', n / ((performance.now() - t0) / 1000), 'scenes/s', { includes: 'scene generation, PDM-Closed (15 proposals), agent scoring' });
+emit('navsim', 'scenes_scored_per_second_one_core', n / ((performance.now() - t0) / 1000), 'scenes/s', {
+  includes: 'scene generation, PDM-Closed (15 proposals), agent scoring',
+});

@@ -46,10 +46,16 @@ function emit(metric: string, value: number, unit: string, extra: Record<string,
 }
 
 // BENCH_SERVER points at a prebuilt server-process.mjs (see test/bench/run-rollout-built.sh) to measure without tsx.
-const serverEntry = [...(process.env.BENCH_NODE_FLAGS?.split(' ') ?? []), ...(process.env.BENCH_SERVER ? [process.env.BENCH_SERVER] : ['--import', 'tsx', 'test/bench/server-process.ts'])];
+const serverEntry = [
+  ...(process.env.BENCH_NODE_FLAGS?.split(' ') ?? []),
+  ...(process.env.BENCH_SERVER ? [process.env.BENCH_SERVER] : ['--import', 'tsx', 'test/bench/server-process.ts']),
+];
 // The server gets a core of its own, as on another machine (placement.ts).
 async function startBenchServer(busyPollUs: BusyPollSetting): Promise<{ url: string; child: ReturnType<typeof spawn> }> {
-  const child = spawn(...onCore(SERVER_CORE, process.execPath, [...serverEntry, 'gymwire', 'ws']), { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BENCH_BUSY_POLL_US: String(busyPollUs) } });
+  const child = spawn(...onCore(SERVER_CORE, process.execPath, [...serverEntry, 'gymwire', 'ws']), {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, BENCH_BUSY_POLL_US: String(busyPollUs) },
+  });
   const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
   return { url: (JSON.parse(line) as { url: string }).url, child };
 }
@@ -110,7 +116,10 @@ const MODELS = [
   { name: 'mlp256x3', hidden: 256, depth: 3 },
   { name: 'mlp768x3', hidden: 768, depth: 3, lan: true },
 ] as const satisfies readonly { name: string; hidden: number; depth: number; headline?: boolean; lan?: boolean }[];
-const ONLY = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+const ONLY = process.argv
+  .find((a) => a.startsWith('--only='))
+  ?.slice('--only='.length)
+  .split(',');
 const env = new CartPoleEnv();
 let client = await connect(localUrl);
 let url = localUrl;
@@ -122,7 +131,8 @@ function cpuMs(task: string): number {
   return existsSync(path) ? Number(readFileSync(path, 'utf8').split(' ')[0]) / 1e6 : 0;
 }
 /** All threads of a process (its V8 helpers too). */
-const processCpuMs = (pid: number | undefined) => (existsSync(`/proc/${pid}/task`) ? readdirSync(`/proc/${pid}/task`).reduce((a, t) => a + cpuMs(`/proc/${pid}/task/${t}`), 0) : 0);
+const processCpuMs = (pid: number | undefined) =>
+  existsSync(`/proc/${pid}/task`) ? readdirSync(`/proc/${pid}/task`).reduce((a, t) => a + cpuMs(`/proc/${pid}/task/${t}`), 0) : 0;
 const threadIds = () => (existsSync('/proc/self/task') ? readdirSync('/proc/self/task') : []);
 let workerTids: string[] = [];
 /** The client process total (main thread, worker, V8 helpers) comes from process.cpuUsage. */
@@ -139,7 +149,7 @@ function machineBusyMs(): number {
 }
 const usage = () => ({
   machine: machineBusyMs(),
-  client: (cpuTotal()) / 1000,
+  client: cpuTotal() / 1000,
   worker: workerTids.reduce((a, t) => a + cpuMs(`/proc/self/task/${t}`), 0),
   server: processCpuMs(serverPid),
 });
@@ -158,7 +168,13 @@ interface RunResult {
  * for both modes, are left out).
  */
 async function run(groups: number, withWriter: boolean): Promise<RunResult> {
-  const writer = withWriter ? await TrajectoryWriter.create(join(dir, `ds-${groups}-${Date.now()}`), { envId: ENV, observationSpace: env.observationSpace, actionSpace: env.actionSpace }) : null;
+  const writer = withWriter
+    ? await TrajectoryWriter.create(join(dir, `ds-${groups}-${Date.now()}`), {
+        envId: ENV,
+        observationSpace: env.observationSpace,
+        actionSpace: env.actionSpace,
+      })
+    : null;
   type Mark = { t: number; steps: number; cpu: ReturnType<typeof usage> };
   let from: Mark | null = null;
   let to: Mark | null = null;
@@ -166,7 +182,18 @@ async function run(groups: number, withWriter: boolean): Promise<RunResult> {
     if (!from && p.steps >= STEPS / 10) from = { t: performance.now(), steps: p.steps, cpu: usage() };
     else if (from && !to && p.steps >= (STEPS * 9) / 10) to = { t: performance.now(), steps: p.steps, cpu: usage() };
   };
-  const rollout = new Rollout({ envId: ENV, targets: [{ client, url, sessions: SESSIONS }], policy: policy!, episodes: 1e9, maxSteps: STEPS, onLimit: 'discard', groups, seed: 0, writer, onProgress });
+  const rollout = new Rollout({
+    envId: ENV,
+    targets: [{ client, url, sessions: SESSIONS }],
+    policy: policy!,
+    episodes: 1e9,
+    maxSteps: STEPS,
+    onLimit: 'discard',
+    groups,
+    seed: 0,
+    writer,
+    onProgress,
+  });
   await rollout.run();
   await writer?.close({ policy: policy!.name });
   const a = from! as Mark;
@@ -182,7 +209,11 @@ async function run(groups: number, withWriter: boolean): Promise<RunResult> {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const round3 = (x: number) => Number(x.toFixed(3));
-const cpuMedian = (rs: RunResult[]) => ({ client_main_plus_worker: round3(median(rs.map((r) => r.cpu.client))), worker: round3(median(rs.map((r) => r.cpu.worker))), server: round3(median(rs.map((r) => r.cpu.server))) });
+const cpuMedian = (rs: RunResult[]) => ({
+  client_main_plus_worker: round3(median(rs.map((r) => r.cpu.client))),
+  worker: round3(median(rs.map((r) => r.cpu.worker))),
+  server: round3(median(rs.map((r) => r.cpu.server))),
+});
 
 /**
  * Lock-step and pipelined runs alternate, so both see the same machine load. Reported: min and
@@ -190,7 +221,13 @@ const cpuMedian = (rs: RunResult[]) => ({ client_main_plus_worker: round3(median
  * ratios, and the CPU spent per 64 env steps (median) by the client process (main thread + policy
  * worker), the worker alone and the server process, to show which one bounds the rate.
  */
-async function compare(model: string, link: 'local' | 'lan', withDataset: boolean, headline: boolean, polling = 'auto'): Promise<{ lockstep: number; pipelined: number }> {
+async function compare(
+  model: string,
+  link: 'local' | 'lan',
+  withDataset: boolean,
+  headline: boolean,
+  polling = 'auto',
+): Promise<{ lockstep: number; pipelined: number }> {
   // Warm-up: sessions path, worker, and the JIT of client and server for both schedules (one run of
   // each left the per-call code half-optimised: the rates kept climbing for several more runs).
   for (let i = 0; i < WARMUP_ROUNDS; i++) for (const groups of [1, 2]) await run(groups, false);
@@ -203,11 +240,30 @@ async function compare(model: string, link: 'local' | 'lan', withDataset: boolea
     locks.push(first ? a : b);
     pipes.push(first ? b : a);
   }
-  const extra = { model, thread: policy!.thread, sessions: SESSIONS, link, polling, rounds: ROUNDS, loadavg: Number(loadavg()[0]!.toFixed(2)), ...(link === 'lan' ? { one_way_delay_ms: LINK_MS } : {}) };
+  const extra = {
+    model,
+    thread: policy!.thread,
+    sessions: SESSIONS,
+    link,
+    polling,
+    rounds: ROUNDS,
+    loadavg: Number(loadavg()[0]!.toFixed(2)),
+    ...(link === 'lan' ? { one_way_delay_ms: LINK_MS } : {}),
+  };
   const ratios = locks.map((l, i) => pipes[i]!.stepsPerSec / l.stepsPerSec);
   const rates = (rs: RunResult[]) => rs.map((r) => r.stepsPerSec);
-  emit('lockstep_env_steps_per_s', median(rates(locks)), 'steps/s', { ...extra, groups: 1, min: round3(Math.min(...rates(locks))), cpu_ms_per_64_steps: cpuMedian(locks) });
-  emit('pipelined_env_steps_per_s', median(rates(pipes)), 'steps/s', { ...extra, groups: 2, min: round3(Math.min(...rates(pipes))), cpu_ms_per_64_steps: cpuMedian(pipes) });
+  emit('lockstep_env_steps_per_s', median(rates(locks)), 'steps/s', {
+    ...extra,
+    groups: 1,
+    min: round3(Math.min(...rates(locks))),
+    cpu_ms_per_64_steps: cpuMedian(locks),
+  });
+  emit('pipelined_env_steps_per_s', median(rates(pipes)), 'steps/s', {
+    ...extra,
+    groups: 2,
+    min: round3(Math.min(...rates(pipes))),
+    cpu_ms_per_64_steps: cpuMedian(pipes),
+  });
   if (withDataset) emit('pipelined_with_dataset_env_steps_per_s', (await run(2, true)).stepsPerSec, 'steps/s', { ...extra, groups: 2, dataset: 'arrow' });
   const ratio = median(ratios);
   // The per-round ratios next to how many cores other processes kept busy in that round (10 ms ticks, so coarse).
@@ -225,7 +281,8 @@ async function compare(model: string, link: 'local' | 'lan', withDataset: boolea
     rounds_ratio_and_others_cores: rounds,
     others_under_half_core: split(true),
     others_half_core_or_more: split(false),
-    ...(headline && polling === 'auto' ? { target: 1.5, pass: ratio >= 1.5 } : {}) });
+    ...(headline && polling === 'auto' ? { target: 1.5, pass: ratio >= 1.5 } : {}),
+  });
   return { lockstep: median(rates(locks)), pipelined: median(rates(pipes)) };
 }
 
@@ -261,7 +318,8 @@ try {
         const t0 = performance.now();
         const calls = QUICK ? 100 : 400;
         for (let i = 0; i < calls; i++) await policy.act(obs.slice(0, n), { sessions: [] });
-        if (pass === 1) emit(`policy_batch${n}_ms`, (performance.now() - t0) / calls, 'ms', { model: m.name, thread: policy.thread, probe_us: policy.probeUs, floor: true });
+        if (pass === 1)
+          emit(`policy_batch${n}_ms`, (performance.now() - t0) / calls, 'ms', { model: m.name, thread: policy.thread, probe_us: policy.probeUs, floor: true });
       }
     }
     const headline = 'headline' in m && m.headline;
@@ -279,7 +337,11 @@ try {
       // chosen for the workload.
       const best = (k: 'lockstep' | 'pipelined') => bySetting.reduce((a, b) => (b[k] > a[k] ? b : a));
       const [bl, bp] = [best('lockstep'), best('pipelined')];
-      emit('speedup_pipelined_vs_lockstep_best_setting', bp.pipelined / bl.lockstep, 'x', { model: m.name, lockstep: { polling: bl.polling, steps_per_s: Math.round(bl.lockstep) }, pipelined: { polling: bp.polling, steps_per_s: Math.round(bp.pipelined) } });
+      emit('speedup_pipelined_vs_lockstep_best_setting', bp.pipelined / bl.lockstep, 'x', {
+        model: m.name,
+        lockstep: { polling: bl.polling, steps_per_s: Math.round(bl.lockstep) },
+        pipelined: { polling: bp.polling, steps_per_s: Math.round(bp.pipelined) },
+      });
       await client.close();
       client = await connect(localUrl);
       url = localUrl;

@@ -16,7 +16,13 @@ const [kind, transport] = process.argv.slice(2) as ['gymwire' | 'echo', 'ws' | '
 
 async function main(): Promise<string> {
   if (kind === 'gymwire') {
-    const srv = await startServer({ port: 0, transport, registry: benchRegistry(), limits: { max_sessions_per_client: 4096, max_sessions: 8192, idle_timeout_ms: 0 }, busyPollUs: parseBusyPoll(process.env.BENCH_BUSY_POLL_US ?? 'auto') });
+    const srv = await startServer({
+      port: 0,
+      transport,
+      registry: benchRegistry(),
+      limits: { max_sessions_per_client: 4096, max_sessions: 8192, idle_timeout_ms: 0 },
+      busyPollUs: parseBusyPoll(process.env.BENCH_BUSY_POLL_US ?? 'auto'),
+    });
     return srv.url;
   }
   if (transport === 'ws') {
@@ -28,7 +34,10 @@ async function main(): Promise<string> {
   }
   const uws = await loadUws();
   const app = uws.App();
-  app.ws('/*', { compression: uws.DISABLED, maxPayloadLength: 256 * 1024 * 1024, message: (ws, msg) => {
+  app.ws('/*', {
+    compression: uws.DISABLED,
+    maxPayloadLength: 256 * 1024 * 1024,
+    message: (ws, msg) => {
       ws.send(replyFor(Buffer.from(msg)), true);
     },
   });

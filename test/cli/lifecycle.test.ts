@@ -31,7 +31,11 @@ afterEach(() => {
 
 /** Starts `gymwire serve` and resolves with it and its port once it serves, or with null when it exits first. */
 async function serve(port: number): Promise<{ child: ChildProcess; port: number; output: string } | null> {
-  const child = spawn(process.execPath, ['bin/gymwire.js', 'serve', '--port', String(port), '--log-level', 'warn'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(process.execPath, ['bin/gymwire.js', 'serve', '--port', String(port), '--log-level', 'warn'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   started.push(child);
   let output = '';
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));

@@ -32,7 +32,11 @@ const env = { ...process.env, GYMWIRE_NO_REEXEC: '1' };
 
 describe('gymwire serve --data-root', () => {
   it('serves scene_dir from any of its roots and refuses the rest', async () => {
-    child = spawn(process.execPath, serveArgs('--data-root', join(base, 'first'), '--data-root', join(base, 'second')), { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], env });
+    child = spawn(process.execPath, serveArgs('--data-root', join(base, 'first'), '--data-root', join(base, 'second')), {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env,
+    });
     let url = '';
     for await (const line of createInterface({ input: child.stdout! })) {
       url = /on (ws:\/\/\S+)/.exec(line)?.[1] ?? '';
@@ -42,7 +46,10 @@ describe('gymwire serve --data-root', () => {
     try {
       const made = await client.make('gymwire/NavsimEnv-v1', { scene_dir: 'scenes' });
       expect((await made.reset({ seed: 0 })).info.scene_token).toBe(generateScene('synthetic-test', 3).name);
-      await expect(client.make('gymwire/NavsimEnv-v1', { scene_dir: base })).rejects.toMatchObject({ code: 'ENV_ERR_INVALID_KWARGS', message: expect.stringMatching(/^scene_dir: the path is outside/) });
+      await expect(client.make('gymwire/NavsimEnv-v1', { scene_dir: base })).rejects.toMatchObject({
+        code: 'ENV_ERR_INVALID_KWARGS',
+        message: expect.stringMatching(/^scene_dir: the path is outside/),
+      });
     } finally {
       await client.close();
     }

@@ -13,7 +13,11 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Starts `gymwire serve` on a free port and waits for the line saying it serves. */
 async function serve(): Promise<ReturnType<typeof spawn>> {
   // detached: a process group of its own, so a failed test can kill the re-run child (bin/gymwire.js) too.
-  const child = spawn(process.execPath, ['bin/gymwire.js', 'serve', '--port', '0', '--log-level', 'info'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(process.execPath, ['bin/gymwire.js', 'serve', '--port', '0', '--log-level', 'info'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   const lines = createInterface({ input: child.stdout! });
   for await (const line of lines) if (line.startsWith('gymwire serving')) break;
   return child;

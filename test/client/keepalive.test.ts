@@ -70,7 +70,12 @@ describe('client keepalive', () => {
     const port = await proxy.start();
     cleanups.push(() => proxy.close());
     const events: ClientEvent[] = [];
-    const c = await connect(`ws://127.0.0.1:${port}`, { keepaliveIntervalMs: 200, keepaliveTimeoutMs: 500, requestTimeoutMs: 60_000, onEvent: (e) => events.push(e) });
+    const c = await connect(`ws://127.0.0.1:${port}`, {
+      keepaliveIntervalMs: 200,
+      keepaliveTimeoutMs: 500,
+      requestTimeoutMs: 60_000,
+      onEvent: (e) => events.push(e),
+    });
     cleanups.push(() => c.close());
     const env = await c.make('test/Counter-v0');
     await env.reset();

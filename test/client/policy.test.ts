@@ -79,14 +79,19 @@ describe('OnnxPolicy', () => {
     }
   });
 
-  it('runs on the caller\'s thread or in the worker with the same results, in call order when calls overlap', async () => {
+  it("runs on the caller's thread or in the worker with the same results, in call order when calls overlap", async () => {
     const obs = observations(64);
-    const [inline, worker] = await Promise.all([OnnxPolicy.load(modelPath, { thread: 'main', seed: 5 }), OnnxPolicy.load(modelPath, { thread: 'worker', seed: 5 })]);
+    const [inline, worker] = await Promise.all([
+      OnnxPolicy.load(modelPath, { thread: 'main', seed: 5 }),
+      OnnxPolicy.load(modelPath, { thread: 'worker', seed: 5 }),
+    ]);
     try {
       expect([inline.thread, worker.thread]).toEqual(['main', 'worker']);
       for (const p of [inline, worker]) p.check(spaces);
       // Two batches in flight at once: each answer belongs to its own call and the sampler runs in call order.
-      const outs = await Promise.all([inline, worker].map((p) => Promise.all([p.act(obs.slice(0, 40), { sessions: [] }), p.act(obs.slice(40), { sessions: [] })])));
+      const outs = await Promise.all(
+        [inline, worker].map((p) => Promise.all([p.act(obs.slice(0, 40), { sessions: [] }), p.act(obs.slice(40), { sessions: [] })])),
+      );
       const [a, b] = outs as [PolicyOutputPair, PolicyOutputPair];
       a.forEach((out, k) => {
         expect(out.actions).toEqual(b[k]!.actions);
@@ -114,7 +119,7 @@ describe('OnnxPolicy', () => {
     await expect(auto.act(observations(1), { sessions: [] })).rejects.toThrow(/closed/);
   });
 
-  it('finishes a batch already asked for when closed on the caller\'s thread', async () => {
+  it("finishes a batch already asked for when closed on the caller's thread", async () => {
     const inline = await OnnxPolicy.load(modelPath, { thread: 'main' });
     inline.check(spaces);
     const pending = inline.act(observations(5), { sessions: [] });
@@ -139,9 +144,13 @@ describe('OnnxPolicy', () => {
     expect(() => policy.check({ observationSpace: box({ low: -1, high: 1, shape: [6], dtype: 'float32' }), actionSpace: discrete(2) })).toThrow(
       /model input 'obs' has shape \[N, 4\] but the observation is \[6\]/,
     );
-    expect(() => policy.check({ observationSpace: obsSpace, actionSpace: discrete(3) })).toThrow(/'logits' has 2 actions but the action space is Discrete\(3\)/);
+    expect(() => policy.check({ observationSpace: obsSpace, actionSpace: discrete(3) })).toThrow(
+      /'logits' has 2 actions but the action space is Discrete\(3\)/,
+    );
     expect(() => policy.check({ observationSpace: obsSpace, actionSpace: box({ low: -1, high: 1, shape: [2] }) })).toThrow(PolicyMismatchError);
-    expect(() => policy.check({ observationSpace: dict({ image: obsSpace }), actionSpace: discrete(2) })).toThrow(/model input 'obs' names no observation key \(the env has: image\)/);
+    expect(() => policy.check({ observationSpace: dict({ image: obsSpace }), actionSpace: discrete(2) })).toThrow(
+      /model input 'obs' names no observation key \(the env has: image\)/,
+    );
     const named = join(dir, 'named.onnx');
     await writeFile(named, buildMlp(mlpWeights({ ...CARTPOLE_MLP, inputName: 'state' })));
     const p = await OnnxPolicy.load(named);
@@ -166,7 +175,9 @@ describe('RandomPolicy and perSessionPolicy', () => {
     r.check(spaces);
     const { actions } = r.act(observations(5));
     for (const a of actions) expect(contains(discrete(2), a)).toBeNull();
-    const p = perSessionPolicy('const', (_o, s) => (s === 'b' ? 1 : 0), { accepts: ({ actionSpace }) => (actionSpace.type === 'discrete' ? null : 'needs Discrete') });
+    const p = perSessionPolicy('const', (_o, s) => (s === 'b' ? 1 : 0), {
+      accepts: ({ actionSpace }) => (actionSpace.type === 'discrete' ? null : 'needs Discrete'),
+    });
     p.check(spaces);
     expect((await p.act(observations(2), { sessions: ['a', 'b'] })).actions).toEqual([0, 1]);
     expect(() => p.check({ observationSpace: obsSpace, actionSpace: box({ low: 0, high: 1, shape: [1] }) })).toThrow(/needs Discrete/);

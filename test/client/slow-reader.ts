@@ -9,7 +9,10 @@ import { PROTOCOL_VERSION } from '../../protocol/messages.ts';
  * before their answers arrive, calls `shutDown`, and reads again a moment later. Returns the ids
  * answered, the events seen and the close code.
  */
-export async function slowReaderThroughShutdown(url: string, shutDown: () => void): Promise<{ sent: number[]; answered: number[]; events: string[]; closeCode: number }> {
+export async function slowReaderThroughShutdown(
+  url: string,
+  shutDown: () => void,
+): Promise<{ sent: number[]; answered: number[]; events: string[]; closeCode: number }> {
   const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 1 << 30 });
   await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
   const answered: number[] = [];

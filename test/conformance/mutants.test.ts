@@ -42,7 +42,8 @@ describe('the conformance suite against mutant servers', () => {
     const survives = SURVIVORS[mutant];
     it(`${survives ? 'cannot kill' : 'kills'} ${mutant}: ${MUTANTS[mutant]}`, { timeout: 300_000 }, async () => {
       const failed = await failures(mutant, true);
-      if (survives) expect(failed, `${mutant} is listed as a survivor (${survives}) but the suite killed it: update SURVIVORS and docs/conformance.md`).toEqual([]);
+      if (survives)
+        expect(failed, `${mutant} is listed as a survivor (${survives}) but the suite killed it: update SURVIVORS and docs/conformance.md`).toEqual([]);
       else expect(failed.length, `the suite did not catch ${mutant}`).toBeGreaterThan(0);
     });
   }

@@ -141,17 +141,22 @@ export function mutantConnector(inner: Connector, mutant: MutantName): Connector
         const current = result.obs;
         if (mutant === 'stale-observations' && req.type === 'step' && c.lastObs.has(sid)) result.obs = c.lastObs.get(sid);
         c.lastObs.set(sid, current);
-        if (mutant === 'obs-dtype-widened' && result.obs instanceof Tensor && result.obs.dtype === 'float32') result.obs = Tensor.from('float64', result.obs.shape, result.obs.toNumbers());
+        if (mutant === 'obs-dtype-widened' && result.obs instanceof Tensor && result.obs.dtype === 'float32')
+          result.obs = Tensor.from('float64', result.obs.shape, result.obs.toNumbers());
       }
       if (mutant === 'rewards-zero' && result) {
         if (req.type === 'step') result.reward = 0;
         if (req.type === 'step_batch') result.rewards = Tensor.zeros('float64', (result.rewards as Tensor).shape);
       }
-      if (mutant === 'batch-obs-as-list' && result && (req.type === 'step_batch' || req.type === 'reset_batch') && result.obs instanceof Tensor) result.obs = rows(result.obs);
+      if (mutant === 'batch-obs-as-list' && result && (req.type === 'step_batch' || req.type === 'reset_batch') && result.obs instanceof Tensor)
+        result.obs = rows(result.obs);
       if (mutant === 'ping-payload-dropped' && req.type === 'ping' && result) delete result.payload;
-      if (mutant === 'tool-args-unchecked' && errorCode === 'ENV_ERR_INVALID_TOOL_ARGS') return wrapped.onmessage?.(encode({ id: entry.clientId, type: 'result', result: { result: null } }));
+      if (mutant === 'tool-args-unchecked' && errorCode === 'ENV_ERR_INVALID_TOOL_ARGS')
+        return wrapped.onmessage?.(encode({ id: entry.clientId, type: 'result', result: { result: null } }));
       if (mutant === 'close-not-idempotent' && req.type === 'close' && result && result.closed === false) {
-        return wrapped.onmessage?.(encode({ id: entry.clientId, type: 'error', error: { code: 'ENV_ERR_UNKNOWN_SESSION', message: 'no such session', details: {} } }));
+        return wrapped.onmessage?.(
+          encode({ id: entry.clientId, type: 'error', error: { code: 'ENV_ERR_UNKNOWN_SESSION', message: 'no such session', details: {} } }),
+        );
       }
       if (mutant === 'error-id-null' && answer.type === 'error') answer.id = null;
       wrapped.onmessage?.(encode(answer));
@@ -173,7 +178,11 @@ function finiteBounds(space: unknown): void {
   for (const key of ['low', 'high'] as const) {
     const bound = s[key];
     if (bound instanceof Tensor && (bound.dtype === 'float32' || bound.dtype === 'float64')) {
-      s[key] = Tensor.from(bound.dtype, bound.shape, bound.toNumbers().map((v) => (v === Infinity ? 3.4e38 : v === -Infinity ? -3.4e38 : v)));
+      s[key] = Tensor.from(
+        bound.dtype,
+        bound.shape,
+        bound.toNumbers().map((v) => (v === Infinity ? 3.4e38 : v === -Infinity ? -3.4e38 : v)),
+      );
     }
   }
   for (const value of Object.values(s)) if (value && typeof value === 'object' && !(value instanceof Tensor)) finiteBounds(value);

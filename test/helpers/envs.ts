@@ -30,7 +30,13 @@ export class TestEnv implements Env<number, number> {
     if (action === 1) throw new Error('boom: action 1 crashes this env');
     const result = () => {
       this.count += 1;
-      return { obs: this.count, reward: 1, terminated: false, truncated: false, info: action === 2 ? { count: this.count, handle: Symbol('not a wire value') } : { count: this.count } };
+      return {
+        obs: this.count,
+        reward: 1,
+        terminated: false,
+        truncated: false,
+        info: action === 2 ? { count: this.count, handle: Symbol('not a wire value') } : { count: this.count },
+      };
     };
     if (this.delayMs <= 0) return result();
     return new Promise((resolve) => setTimeout(() => resolve(result()), this.delayMs));

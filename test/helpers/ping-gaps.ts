@@ -11,15 +11,26 @@ import type { GymwireClient } from '../../client/ts/client.ts';
  * Runs test/helpers/heavy-client.ts against `url` in a child process and pings back to back
  * until it exits; returns the slowest round trip (ms), how many pings were sent and its lines.
  */
-export async function pingGapsDuringHeavyClient(client: GymwireClient, url: string, kwargs: Record<string, unknown>, steps: number): Promise<{ maxMs: number; pings: number; lines: string[]; maxByPhase: Record<string, number> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./heavy-client.ts', import.meta.url)), url, JSON.stringify(kwargs), String(steps)], { stdio: ['ignore', 'pipe', 'inherit'] });
+export async function pingGapsDuringHeavyClient(
+  client: GymwireClient,
+  url: string,
+  kwargs: Record<string, unknown>,
+  steps: number,
+): Promise<{ maxMs: number; pings: number; lines: string[]; maxByPhase: Record<string, number> }> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(new URL('./heavy-client.ts', import.meta.url)), url, JSON.stringify(kwargs), String(steps)],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   let exited = false;
-  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => {
-    exited = true;
-    resolve(code);
-  }));
+  const exit = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      exited = true;
+      resolve(code);
+    }),
+  );
   let maxMs = 0;
   let pings = 0;
   const maxByPhase: Record<string, number> = {};
@@ -37,4 +48,3 @@ export async function pingGapsDuringHeavyClient(client: GymwireClient, url: stri
   if (code !== 0) throw new Error(`the heavy client exited with code ${code}: ${out}`);
   return { maxMs, pings, lines: out.trim().split('\n'), maxByPhase };
 }
-

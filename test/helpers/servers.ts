@@ -17,9 +17,11 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(transport: TransportName, opts: { registry?: Registry; limits?: Partial<Limits>; token?: string; reapIntervalMs?: number; busyPollUs?: number } = {}): Promise<TestServer> {
+export async function startTestServer(
+  transport: TransportName,
+  opts: { registry?: Registry; limits?: Partial<Limits>; token?: string; reapIntervalMs?: number; busyPollUs?: number } = {},
+): Promise<TestServer> {
   const server = await startServer({ port: 0, transport, ...opts });
-  const connector: Connector =
-    transport === 'memory' ? async () => (server.transport as MemoryTransport).connect() : wsConnector(server.url);
+  const connector: Connector = transport === 'memory' ? async () => (server.transport as MemoryTransport).connect() : wsConnector(server.url);
   return { server, connector, close: () => server.close(2000) };
 }

@@ -11,7 +11,11 @@ function loopback() {
   const socket = new PassThrough();
   const received: unknown[] = [];
   const errors: Error[] = [];
-  const channel = new FrameChannel(socket, (m) => received.push(m), (e) => errors.push(e));
+  const channel = new FrameChannel(
+    socket,
+    (m) => received.push(m),
+    (e) => errors.push(e),
+  );
   return { socket, channel, received, errors };
 }
 
@@ -20,7 +24,11 @@ const tick = () => new Promise((r) => setImmediate(r));
 describe('FrameChannel', () => {
   it('round-trips messages with tensors, small and large', async () => {
     const { channel, received } = loopback();
-    const big = Tensor.from('float32', [300, 300], new Float32Array(90_000).map((_, i) => i));
+    const big = Tensor.from(
+      'float32',
+      [300, 300],
+      new Float32Array(90_000).map((_, i) => i),
+    );
     channel.send({ id: 1, calls: [{ op: 'step', action: 1 }] });
     channel.send({ id: 2, results: [{ ok: [big, 1.5, false, true, {}] }] });
     await tick();

@@ -28,7 +28,7 @@ describe('CallerCaps', () => {
     expect(caps.size).toBe(1);
   });
 
-  it("#makeRoom: a caller at its cap gives up its own least recently used idle session", () => {
+  it('#makeRoom: a caller at its cap gives up its own least recently used idle session', () => {
     const caps = new CallerCaps<S>({ perCaller: 3, total: 100 });
     const [oldest, middle] = fill(caps, 'a', 3);
     fill(caps, 'b', 1);

@@ -30,11 +30,15 @@ function memory(pid: number): { rss: number; peak: number } {
 
 beforeAll(async () => {
   // GYMWIRE_NO_REEXEC: the process spawned is the server itself, not a launcher around it.
-  child = spawn(process.execPath, ['bin/gymwire.js', 'serve', '--port', '0', '--token', TOKEN, '--log-level', 'error', '--mcp-max-body-bytes', String(4 * MiB)], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, GYMWIRE_NO_REEXEC: '1' },
-  });
+  child = spawn(
+    process.execPath,
+    ['bin/gymwire.js', 'serve', '--port', '0', '--token', TOKEN, '--log-level', 'error', '--mcp-max-body-bytes', String(4 * MiB)],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, GYMWIRE_NO_REEXEC: '1' },
+    },
+  );
   for await (const line of createInterface({ input: child.stdout! })) {
     const m = /on ws:\/\/([\d.]+):(\d+)/.exec(line);
     if (m) {

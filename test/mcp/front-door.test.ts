@@ -34,7 +34,10 @@ describe('MCP request bodies', () => {
   it('answers a request without the token with 401 before reading its body', async () => {
     t = await startMcpServer({ token: 'sekret' });
     // 64 MiB declared and nothing sent: only an answer from the headers alone can arrive.
-    for (const headers of [{ 'content-length': String(64 * MiB) }, { 'content-length': String(64 * MiB), authorization: 'Bearer wrong' }] as Record<string, string>[]) {
+    for (const headers of [{ 'content-length': String(64 * MiB) }, { 'content-length': String(64 * MiB), authorization: 'Bearer wrong' }] as Record<
+      string,
+      string
+    >[]) {
       const answer = await rawPost(t.mcpUrl, { headers, withholdBody: true });
       expect(answer.status).toBe(401);
       expect(answer.headers['www-authenticate']).toMatch(/^Bearer/);
@@ -50,7 +53,9 @@ describe('MCP request bodies', () => {
     t = await startMcpServer({ token: 'sekret', mcp: { maxBodyBytes: MiB } });
     const answer = await rawPost(t.mcpUrl, { headers: { authorization: 'Bearer sekret', 'content-length': String(MiB + 1) }, withholdBody: true });
     expect(answer.status).toBe(413);
-    expect(JSON.parse(answer.body)).toMatchObject({ error: { message: `Payload Too Large: the request body must not exceed ${MiB} bytes (gymwire serve --mcp-max-body-bytes)` } });
+    expect(JSON.parse(answer.body)).toMatchObject({
+      error: { message: `Payload Too Large: the request body must not exceed ${MiB} bytes (gymwire serve --mcp-max-body-bytes)` },
+    });
     expect(t.endpoint.sessionCount).toBe(0);
   });
 

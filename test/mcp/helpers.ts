@@ -23,7 +23,10 @@ export const CAMERA_ENV = 'test/Camera-v0';
 
 /** A tiny driving-like env: a camera frame in obs, a Box action, a `drive` tool that steps. */
 class CameraEnv implements Env {
-  readonly observationSpace = dict({ camera: box({ low: 0, high: 255, shape: [16, 24, 3], dtype: 'uint8' }), speed: box({ low: 0, high: 100, shape: [1], dtype: 'float32' }) });
+  readonly observationSpace = dict({
+    camera: box({ low: 0, high: 255, shape: [16, 24, 3], dtype: 'uint8' }),
+    speed: box({ low: 0, high: 100, shape: [1], dtype: 'float32' }),
+  });
   readonly actionSpace = box({ low: -1, high: 1, shape: [2], dtype: 'float32' });
   readonly metadata = { render_modes: ['rgb_array'] };
   readonly renderMode = 'rgb_array';
@@ -113,7 +116,10 @@ export async function startMcpServer(opts: { token?: string; mcp?: McpHttpOption
 
 export async function httpClient(mcpUrl: string, token?: string): Promise<Client> {
   const client = new Client({ name: 'gymwire-test', version: '0.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), token !== undefined ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : {});
+  const transport = new StreamableHTTPClientTransport(
+    new URL(mcpUrl),
+    token !== undefined ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : {},
+  );
   await client.connect(transport);
   return client;
 }

@@ -52,7 +52,12 @@ describe('MCP over Streamable HTTP', () => {
   it('plays a full CartPole episode through make_env, reset, step and close_env', async () => {
     const c = await setup();
     const made = await callOk(c, 'make_env', { env_id: CARTPOLE });
-    expect(made).toMatchObject({ env_id: CARTPOLE, action_space: 'Discrete(2)', action_schema: { type: 'integer', minimum: 0, maximum: 1 }, max_episode_steps: 500 });
+    expect(made).toMatchObject({
+      env_id: CARTPOLE,
+      action_space: 'Discrete(2)',
+      action_schema: { type: 'integer', minimum: 0, maximum: 1 },
+      max_episode_steps: 500,
+    });
     const id = made.session_id as string;
     const first = await callOk(c, 'reset', { session_id: id, seed: 7 });
     expect(first.obs).toMatchObject({ dtype: 'float32', shape: [4] });
@@ -60,7 +65,7 @@ describe('MCP over Streamable HTTP', () => {
     let last: Record<string, unknown> = {};
     for (let i = 0; i < 500; i++) {
       // Push the cart the way the pole leans: a long episode, ended by the pole or the 500-step limit.
-      const [, , angle, velocity] = (last.obs as { values: number[] } | undefined)?.values ?? ((first.obs as { values: number[] }).values);
+      const [, , angle, velocity] = (last.obs as { values: number[] } | undefined)?.values ?? (first.obs as { values: number[] }).values;
       last = await callOk(c, 'step', { session_id: id, action: angle! + 0.5 * velocity! > 0 ? 1 : 0 });
       total += last.reward as number;
       if (last.terminated || last.truncated) break;
@@ -169,11 +174,15 @@ describe('MCP over Streamable HTTP', () => {
 
   it('answers an unknown or closed session clearly', async () => {
     const c = await setup();
-    expect(await callErr(c, 'step', { session_id: 's_nope', action: 0 })).toBe('ENV_ERR_UNKNOWN_SESSION: no session "s_nope" in this MCP session; make one with make_env');
+    expect(await callErr(c, 'step', { session_id: 's_nope', action: 0 })).toBe(
+      'ENV_ERR_UNKNOWN_SESSION: no session "s_nope" in this MCP session; make one with make_env',
+    );
     const id = (await callOk(c, 'make_env', { env_id: CARTPOLE })).session_id as string;
     expect(await callErr(c, 'reset', { session_id: 's_nope' })).toMatch(`open sessions: ${id}`);
     await callOk(c, 'close_env', { session_id: id });
-    expect(await callErr(c, 'reset', { session_id: id })).toBe(`ENV_ERR_UNKNOWN_SESSION: session ${id} is closed (closed by close_env); make a new one with make_env`);
+    expect(await callErr(c, 'reset', { session_id: id })).toBe(
+      `ENV_ERR_UNKNOWN_SESSION: session ${id} is closed (closed by close_env); make a new one with make_env`,
+    );
     expect(await callOk(c, 'close_env', { session_id: id })).toMatchObject({ closed: false });
     // Another MCP session cannot reach this one's sessions.
     const mine = (await callOk(c, 'make_env', { env_id: CARTPOLE })).session_id as string;
@@ -225,7 +234,12 @@ describe('MCP over Streamable HTTP', () => {
     expect(await callOk(c, 'get_route_info', { session_id: id })).toMatchObject({ tool: 'get_route_info', result: expect.any(Object) });
     const straight = Array.from({ length: 8 }, (_, i) => [(i + 1) * 2, 0, 0]);
     const res = await callOk(c, 'step_with_waypoints', { session_id: id, waypoints: straight });
-    expect(res).toMatchObject({ terminated: true, truncated: false, episode_steps: 1, info: { nc: expect.any(Number), dac: expect.any(Number), ep: expect.any(Number) } });
+    expect(res).toMatchObject({
+      terminated: true,
+      truncated: false,
+      episode_steps: 1,
+      info: { nc: expect.any(Number), dac: expect.any(Number), ep: expect.any(Number) },
+    });
     expect(res.reward).toBeGreaterThanOrEqual(0);
     expect(res.reward).toBeLessThanOrEqual(1);
     expect(await callErr(c, 'step_with_waypoints', { session_id: id, waypoints: [[1, 2]] })).toMatch(/^ENV_ERR_INVALID_TOOL_ARGS: /);
@@ -243,7 +257,12 @@ describe('MCP over Streamable HTTP', () => {
     const sid = (c.transport as StreamableHTTPClientTransport).sessionId!;
     const res = await fetch(t.mcpUrl, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': sid,
+        'mcp-protocol-version': '2025-06-18',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/list' }),
     });
     expect(res.status).toBe(401);
@@ -256,7 +275,12 @@ describe('MCP over Streamable HTTP', () => {
       fetch(t!.mcpUrl, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(origin ? { origin } : {}) },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '0' } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '0' } },
+        }),
       });
     const refused = await initialize('http://attacker.example:8765');
     expect(refused.status).toBe(403);

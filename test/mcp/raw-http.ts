@@ -82,7 +82,10 @@ export const INITIALIZE = {
 };
 
 /** Opens an MCP session with a bare initialize POST; resolves with the status and the session id. */
-export async function rawInitialize(url: string, opts: { localAddress?: string; token?: string } = {}): Promise<{ status: number; sessionId: string | undefined; body: string }> {
+export async function rawInitialize(
+  url: string,
+  opts: { localAddress?: string; token?: string } = {},
+): Promise<{ status: number; sessionId: string | undefined; body: string }> {
   const answer = await rawPost(url, {
     json: INITIALIZE,
     localAddress: opts.localAddress,

@@ -9,19 +9,43 @@ import type { FoundImage } from '../../server/mcp/values.ts';
 
 describe('MCP values', () => {
   it('writes small tensors in full and summarises large ones', () => {
-    expect(toJson(Tensor.from('float32', [2, 2], [1, 2, 3, 4]))).toEqual({ dtype: 'float32', shape: [2, 2], values: [[1, 2], [3, 4]] });
+    expect(toJson(Tensor.from('float32', [2, 2], [1, 2, 3, 4]))).toEqual({
+      dtype: 'float32',
+      shape: [2, 2],
+      values: [
+        [1, 2],
+        [3, 4],
+      ],
+    });
     expect(toJson(Tensor.from('bool', [2], [1, 0]))).toEqual({ dtype: 'bool', shape: [2], values: [true, false] });
     expect(toJson(Tensor.from('int64', [], [7]))).toEqual({ dtype: 'int64', shape: [], values: 7 });
-    const big = Tensor.from('float64', [1000], Array.from({ length: 1000 }, (_, i) => i));
+    const big = Tensor.from(
+      'float64',
+      [1000],
+      Array.from({ length: 1000 }, (_, i) => i),
+    );
     expect(toJson(big)).toEqual({ dtype: 'float64', shape: [1000], min: 0, max: 999, mean: 499.5 });
-    expect(toJson({ a: 1n, b: 2n ** 70n, c: NaN, d: new Uint8Array(5), e: [Infinity] })).toEqual({ a: 1, b: '1180591620717411303424', c: 'NaN', d: { bytes: 5 }, e: ['Infinity'] });
+    expect(toJson({ a: 1n, b: 2n ** 70n, c: NaN, d: new Uint8Array(5), e: [Infinity] })).toEqual({
+      a: 1,
+      b: '1180591620717411303424',
+      c: 'NaN',
+      d: { bytes: 5 },
+      e: ['Infinity'],
+    });
   });
 
   it('collects camera frames (and the current frame of a stack) as images', () => {
     const images: FoundImage[] = [];
     const frame = Tensor.zeros('uint8', [10, 12, 3]);
-    const stack = Tensor.from('uint8', [2, 10, 12, 3], Array.from({ length: 720 }, (_, i) => (i < 360 ? 0 : 200)));
-    const json = toJson({ cameras: { front: frame, history: stack }, mask: Tensor.zeros('uint8', [20, 20]) }, images) as Record<string, Record<string, unknown>>;
+    const stack = Tensor.from(
+      'uint8',
+      [2, 10, 12, 3],
+      Array.from({ length: 720 }, (_, i) => (i < 360 ? 0 : 200)),
+    );
+    const json = toJson({ cameras: { front: frame, history: stack }, mask: Tensor.zeros('uint8', [20, 20]) }, images) as Record<
+      string,
+      Record<string, unknown>
+    >;
     expect(images.map((i) => i.path)).toEqual(['cameras.front', 'cameras.history']);
     expect(images[1]!.tensor.shape).toEqual([10, 12, 3]);
     expect(images[1]!.tensor.at(0)).toBe(200);
@@ -35,7 +59,10 @@ describe('MCP values', () => {
   });
 
   it('shapes JSON actions into the action space', () => {
-    const a = fromJson(box({ low: -1, high: 1, shape: [2, 2], dtype: 'float32' }), [[1, 0], [0, -1]]) as Tensor;
+    const a = fromJson(box({ low: -1, high: 1, shape: [2, 2], dtype: 'float32' }), [
+      [1, 0],
+      [0, -1],
+    ]) as Tensor;
     expect([a.dtype, a.shape, a.toNumbers()]).toEqual(['float32', [2, 2], [1, 0, 0, -1]]);
     expect(fromJson(discrete(3), [2])).toBe(2);
     const md = fromJson(multiDiscrete([3, 4]), [2, 3]) as Tensor;
@@ -45,7 +72,11 @@ describe('MCP values', () => {
     expect((d.steer as Tensor).toNumbers()).toEqual([0.5]);
     const tup = fromJson(tuple([discrete(2), box({ low: 0, high: 1, shape: [2] })]), [1, [0, 1]]) as unknown[];
     expect((tup[1] as Tensor).shape).toEqual([2]);
-    const seq = fromJson(sequence(box({ low: 0, high: 1, shape: [2] }), true), [[0, 1], [1, 0], [0, 0]]) as Tensor;
+    const seq = fromJson(sequence(box({ low: 0, high: 1, shape: [2] }), true), [
+      [0, 1],
+      [1, 0],
+      [0, 0],
+    ]) as Tensor;
     expect(seq.shape).toEqual([3, 2]);
     expect(() => fromJson(box({ low: -1, high: 1, shape: [2] }), [1, 'x'])).toThrow(ActionFormatError);
     expect(() => fromJson(box({ low: -1, high: 1, shape: [2] }), [1])).toThrow('action needs 2 numbers for shape [2], got 1');

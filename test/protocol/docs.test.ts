@@ -19,7 +19,11 @@ describe('docs', () => {
   it('docs/schemas is up to date with the zod schemas (run npm run gen:schemas)', () => {
     const dir = join(root, 'docs', 'schemas');
     const expected = messageJsonSchemas();
-    expect(readdirSync(dir).filter((f) => f.endsWith('.json')).sort()).toEqual(Object.keys(expected).sort());
+    expect(
+      readdirSync(dir)
+        .filter((f) => f.endsWith('.json'))
+        .sort(),
+    ).toEqual(Object.keys(expected).sort());
     for (const [name, doc] of Object.entries(expected)) expect(readFileSync(join(dir, name), 'utf8'), `${name} is stale`).toBe(renderSchemaFile(doc));
   });
 

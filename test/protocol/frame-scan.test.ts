@@ -66,14 +66,20 @@ describe('checkFrame', () => {
 describe('frameRequestId', () => {
   it('reads a non-negative integer id wherever it sits in the top-level map, skipping values without decoding', () => {
     expect(frameRequestId(encode({ id: 7, type: 'ping' }))).toBe(7);
-    expect(frameRequestId(encode({ type: 'step', action: Tensor.from('float64', [1000], new Float64Array(1000)), nested: { a: [[1], { id: 3 }] }, id: 2 ** 40 }))).toBe(2 ** 40);
+    expect(
+      frameRequestId(encode({ type: 'step', action: Tensor.from('float64', [1000], new Float64Array(1000)), nested: { a: [[1], { id: 3 }] }, id: 2 ** 40 })),
+    ).toBe(2 ** 40);
     expect(frameRequestId(encode({ id: 300 }))).toBe(300);
     expect(frameRequestId(encode({ id: 70_000 }))).toBe(70_000);
     expect(frameRequestId(encode({ id: 3.0 }))).toBe(3);
   });
 
   it('is null without a usable id: negative, fractional, huge, a string, not a map, malformed', () => {
-    for (const m of [{ id: -1 }, { id: 1.5 }, { id: '1' }, { type: 'ping' }, [1, 2], 5, { id: 2n ** 60n }]) expect(frameRequestId(encode(m)), JSON.stringify(m, (_k, v) => (typeof v === 'bigint' ? String(v) : v))).toBeNull();
+    for (const m of [{ id: -1 }, { id: 1.5 }, { id: '1' }, { type: 'ping' }, [1, 2], 5, { id: 2n ** 60n }])
+      expect(
+        frameRequestId(encode(m)),
+        JSON.stringify(m, (_k, v) => (typeof v === 'bigint' ? String(v) : v)),
+      ).toBeNull();
     const truncated = encode({ type: 'ping', id: 9 });
     expect(frameRequestId(truncated.subarray(0, truncated.length - 1))).toBeNull();
   });

@@ -62,7 +62,10 @@ afterAll(async () => {
 
 describe('docs/schemas against live frames', () => {
   it('every answer of a CartPole episode validates against its response schema', async () => {
-    const requests: [string, Record<string, unknown>][] = [['hello', { protocol_version: PROTOCOL_VERSION, client_name: 'schema-test' }], ['list_envs', {}]];
+    const requests: [string, Record<string, unknown>][] = [
+      ['hello', { protocol_version: PROTOCOL_VERSION, client_name: 'schema-test' }],
+      ['list_envs', {}],
+    ];
     for (const [type, fields] of requests) expectValid(`response.${type}.json`, await call(type, fields));
     const made = await call('make', { env_id: 'gymwire/CartPole-v1', kwargs: { render_mode: 'rgb_array' } });
     expectValid('response.make.json', made);

@@ -2,7 +2,22 @@ import { describe, expect, it } from 'vitest';
 
 import { decode, encode } from '../../protocol/codec.ts';
 import { Random } from '../../protocol/random.ts';
-import { box, contains, dict, discrete, graph, multiBinary, multiDiscrete, oneOf, sample, sequence, SpaceSchema, spaceToString, text, tuple } from '../../protocol/spaces.ts';
+import {
+  box,
+  contains,
+  dict,
+  discrete,
+  graph,
+  multiBinary,
+  multiDiscrete,
+  oneOf,
+  sample,
+  sequence,
+  SpaceSchema,
+  spaceToString,
+  text,
+  tuple,
+} from '../../protocol/spaces.ts';
 import type { Space } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 
@@ -82,7 +97,11 @@ describe('broadcast box bounds', () => {
     const scalar = box({ low: 10, high: 20, shape: [100, 100], dtype: 'int16' });
     const inside = Tensor.from('int16', [100, 100], new Array(10_000).fill(15));
     expect(contains(scalar, inside)).toBeNull();
-    const out = Tensor.from('int16', [100, 100], new Array(10_000).fill(15).map((v, i) => (i === 123 ? 21 : v)));
+    const out = Tensor.from(
+      'int16',
+      [100, 100],
+      new Array(10_000).fill(15).map((v, i) => (i === 123 ? 21 : v)),
+    );
     expect(contains(scalar, out)).toBe('element 123 = 21 is above high 20');
     const perChannel = box({ low: Tensor.from('float32', [3], [-1, 0, 2]), high: Tensor.from('float32', [3], [1, 0.5, 3]), shape: [2, 3] });
     expect(contains(perChannel, Tensor.from('float32', [2, 3], [0, 0.5, 2.5, -1, 0, 3]))).toBeNull();

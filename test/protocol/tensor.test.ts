@@ -6,10 +6,13 @@ import { decodeTensorPayload, DTYPES, encodeTensorPayload, float16ToNumber, numb
 describe('Tensor', () => {
   it.each(DTYPES)('round-trips %s exactly through the codec', (dtype) => {
     const values =
-      dtype === 'bool' ? [0, 1, 1, 0, 1, 0]
-      : dtype.startsWith('float') ? [0, -1.5, Infinity, -Infinity, 65504, 1e-3]
-      : dtype.startsWith('uint') ? [0, 1, 2, 3, 100, 255]
-      : [0, -1, 2, -3, 100, -128];
+      dtype === 'bool'
+        ? [0, 1, 1, 0, 1, 0]
+        : dtype.startsWith('float')
+          ? [0, -1.5, Infinity, -Infinity, 65504, 1e-3]
+          : dtype.startsWith('uint')
+            ? [0, 1, 2, 3, 100, 255]
+            : [0, -1, 2, -3, 100, -128];
     const t = Tensor.from(dtype, [2, 3], values);
     const back = decode(encode({ t })) as { t: Tensor };
     expect(back.t).toBeInstanceOf(Tensor);

@@ -149,8 +149,23 @@ describe('memory budgets', () => {
 
 describe('resume grace bounds', () => {
   it('empties the reply caches of the clients that left first once departed clients hold too much', () => {
-    const clients = [3, 1, 2].map((left) => ({ detachedAt: left, replyBytes: 10, emptied: false, forgetAll() { this.emptied = true; this.replyBytes = 0; } }));
-    const connected = { detachedAt: null, replyBytes: 1000, emptied: false, forgetAll() { this.emptied = true; } };
+    const clients = [3, 1, 2].map((left) => ({
+      detachedAt: left,
+      replyBytes: 10,
+      emptied: false,
+      forgetAll() {
+        this.emptied = true;
+        this.replyBytes = 0;
+      },
+    }));
+    const connected = {
+      detachedAt: null,
+      replyBytes: 1000,
+      emptied: false,
+      forgetAll() {
+        this.emptied = true;
+      },
+    };
     expect(boundDepartedReplies([...clients, connected], 15)).toBe(2);
     expect(clients.map((c) => c.emptied)).toEqual([false, true, true]);
     expect(connected.emptied).toBe(false);

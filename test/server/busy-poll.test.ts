@@ -72,7 +72,7 @@ describe.each(['ws', 'uws'] as const)('default polling (%s)', (transport) => {
 });
 
 describe('polling and env work in flight', () => {
-  it('the server does not poll after an answer while another request\'s env work still runs (a model worker may need the core)', async () => {
+  it("the server does not poll after an answer while another request's env work still runs (a model worker may need the core)", async () => {
     // Margins for a loaded machine: the ping must be answered within ~1 s of the slow step's start,
     // and the check after the step's answer must come within the 300 ms window it opens.
     const srv = await startTestServer('ws', { registry: testRegistry(), busyPollUs: 300_000 });

@@ -71,7 +71,8 @@ describe('path kwargs through a real server', () => {
     expect(new Set(answers.map((a) => JSON.stringify(a))).size).toBe(1);
     expect(answers[0]).toEqual({
       code: 'ENV_ERR_INVALID_KWARGS',
-      message: 'scene_dir: the path is outside the data roots this server allows (gymwire serve --data-root DIR); give a path relative to a data root, or an absolute one inside it',
+      message:
+        'scene_dir: the path is outside the data roots this server allows (gymwire serve --data-root DIR); give a path relative to a data root, or an absolute one inside it',
       details: { issues: [{ path: 'scene_dir', message: expect.any(String) }] },
     });
   });

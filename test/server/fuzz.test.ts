@@ -79,7 +79,11 @@ describe.each(TRANSPORTS)('fuzzed frames (%s)', (transport) => {
 });
 
 /** A server on `transport` and a raw connection to it, greeted unless `greet` is false; both closed after `body`. */
-async function withRawConnection(transport: (typeof TRANSPORTS)[number], body: (raw: RawConnection, srv: TestServer) => Promise<void>, greet = true): Promise<void> {
+async function withRawConnection(
+  transport: (typeof TRANSPORTS)[number],
+  body: (raw: RawConnection, srv: TestServer) => Promise<void>,
+  greet = true,
+): Promise<void> {
   const srv = await startTestServer(transport);
   const raw = new RawConnection(await srv.connector());
   try {
@@ -107,7 +111,7 @@ describe.each(TRANSPORTS)('frames the type check cannot print (%s)', (transport)
       expect(long.message.length).toBeLessThan(300);
     }));
 
-  it('deeply nested payloads are the client\'s fault at every depth: echoed, refused as too deep to echo, or not msgpack', () =>
+  it("deeply nested payloads are the client's fault at every depth: echoed, refused as too deep to echo, or not msgpack", () =>
     withRawConnection(transport, async (raw) => {
       // {id, type: 'ping', payload: [[[...0]]]} with the arrays written by hand (encode would overflow too).
       const deep = (id: number, depth: number) => {

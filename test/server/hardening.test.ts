@@ -129,7 +129,11 @@ describe.each(NET_TRANSPORTS)('frames before and after hello (%s)', (transport) 
       expect(await probe.opened).toBe(true);
       const big = Buffer.from(encode({ id: 41, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: 'x'.repeat(PRE_HELLO_MAX_FRAME_BYTES) }));
       probe.sendBytes(big);
-      expect(await probe.next()).toMatchObject({ id: 41, type: 'error', error: { code: 'ENV_ERR_FRAME_TOO_LARGE', details: { max_frame_bytes: PRE_HELLO_MAX_FRAME_BYTES } } });
+      expect(await probe.next()).toMatchObject({
+        id: 41,
+        type: 'error',
+        error: { code: 'ENV_ERR_FRAME_TOO_LARGE', details: { max_frame_bytes: PRE_HELLO_MAX_FRAME_BYTES } },
+      });
       expect((await probe.closed).code).toBe(1008);
     }));
 
@@ -140,7 +144,11 @@ describe.each(NET_TRANSPORTS)('frames before and after hello (%s)', (transport) 
       expect(await probe.next()).toMatchObject({ id: 0, type: 'result' });
       // Its id sits after a long string: the bounded scan skips values, it does not decode them.
       probe.send({ note: 'y'.repeat(5000), type: 'ping', id: 42 });
-      expect(await probe.next()).toMatchObject({ id: 42, type: 'error', error: { code: 'ENV_ERR_FRAME_TOO_LARGE', details: { size: expect.any(Number), max_frame_bytes: 4096 } } });
+      expect(await probe.next()).toMatchObject({
+        id: 42,
+        type: 'error',
+        error: { code: 'ENV_ERR_FRAME_TOO_LARGE', details: { size: expect.any(Number), max_frame_bytes: 4096 } },
+      });
       probe.send({ id: 43, type: 'ping', payload: 'still open' });
       expect(await probe.next()).toMatchObject({ id: 43, type: 'result' });
       probe.sendBytes(Buffer.alloc(2 * 4096 + 1, 0xc0));
@@ -157,7 +165,11 @@ describe.each(NET_TRANSPORTS)('frames before and after hello (%s)', (transport) 
       const head = Buffer.from(encode({ id: 7, type: 'ping' }));
       head[0]! += 1;
       probe.sendBytes(Buffer.concat([head, Buffer.from(encode('payload')), maps]));
-      expect(await probe.next()).toMatchObject({ id: 7, type: 'error', error: { code: 'ENV_ERR_FRAME_TOO_LARGE', message: expect.stringContaining('decode to more than') } });
+      expect(await probe.next()).toMatchObject({
+        id: 7,
+        type: 'error',
+        error: { code: 'ENV_ERR_FRAME_TOO_LARGE', message: expect.stringContaining('decode to more than') },
+      });
       probe.send({ id: 8, type: 'ping', payload: [{}, {}, [{}]] });
       expect(await probe.next()).toMatchObject({ id: 8, type: 'result', result: { payload: [{}, {}, [{}]] } });
     }));
@@ -308,7 +320,17 @@ describe('tokens and flags', () => {
     const program = new Command();
     registerServe(program);
     const help = program.commands.find((c) => c.name() === 'serve')!.helpInformation();
-    for (const flag of ['--token-file', '--allow-origin', '--allow-host', '--max-connections', '--max-preauth-per-ip', '--hello-timeout', 'GYMWIRE_TOKEN', 'process list']) expect(help).toContain(flag);
+    for (const flag of [
+      '--token-file',
+      '--allow-origin',
+      '--allow-host',
+      '--max-connections',
+      '--max-preauth-per-ip',
+      '--hello-timeout',
+      'GYMWIRE_TOKEN',
+      'process list',
+    ])
+      expect(help).toContain(flag);
   });
 });
 
@@ -329,11 +351,15 @@ describe.each(NET_TRANSPORTS)('a 64 MiB frame of empty maps before hello, to `gy
     dir = mkdtempSync(join(tmpdir(), 'gymwire-hardening-'));
     writeFileSync(join(dir, 'token'), 'sekrit\n');
     // GYMWIRE_NO_REEXEC: the spawned process is the server itself, whose /proc figures we read.
-    child = spawn(process.execPath, ['bin/gymwire.js', 'serve', '--port', '0', '--transport', transport, '--token-file', join(dir, 'token'), '--log-level', 'warn'], {
-      cwd: ROOT,
-      env: { ...process.env, GYMWIRE_NO_REEXEC: '1', GYMWIRE_TOKEN: '' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    child = spawn(
+      process.execPath,
+      ['bin/gymwire.js', 'serve', '--port', '0', '--transport', transport, '--token-file', join(dir, 'token'), '--log-level', 'warn'],
+      {
+        cwd: ROOT,
+        env: { ...process.env, GYMWIRE_NO_REEXEC: '1', GYMWIRE_TOKEN: '' },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     url = await new Promise<string>((resolve, reject) => {
       let out = '';
       child.stdout!.on('data', (chunk: Buffer) => {

@@ -5,7 +5,8 @@ import { OriginPolicy, originAllowed } from '../../server/origin.ts';
 describe('originAllowed', () => {
   it('allows no Origin, loopback origins and listed ones', () => {
     expect(originAllowed(undefined)).toBe(true);
-    for (const o of ['http://localhost:3000', 'http://127.0.0.1', 'https://[::1]:8443', 'http://app.localhost:5173', 'http://127.1.2.3:80']) expect(originAllowed(o)).toBe(true);
+    for (const o of ['http://localhost:3000', 'http://127.0.0.1', 'https://[::1]:8443', 'http://app.localhost:5173', 'http://127.1.2.3:80'])
+      expect(originAllowed(o)).toBe(true);
     expect(originAllowed('https://evil.example')).toBe(false);
     expect(originAllowed('http://localhost.evil.example')).toBe(false);
     expect(originAllowed('null')).toBe(false);
@@ -18,7 +19,8 @@ describe('OriginPolicy', () => {
   const policy = new OriginPolicy({ machineHostname: 'gpu-box', allowedHosts: ['gym.example'], allowedOrigins: ['https://dash.example/'] });
 
   it('#hostAllowed: IP literals, loopback names, the machine and listed names', () => {
-    for (const h of [undefined, '127.0.0.1:8765', 'localhost:8765', '[::1]:8765', '10.0.0.5:8765', 'gpu-box:8765', 'GYM.example', '[2001:db8::1]:1']) expect(policy.hostAllowed(h)).toBe(true);
+    for (const h of [undefined, '127.0.0.1:8765', 'localhost:8765', '[::1]:8765', '10.0.0.5:8765', 'gpu-box:8765', 'GYM.example', '[2001:db8::1]:1'])
+      expect(policy.hostAllowed(h)).toBe(true);
     for (const h of ['evil.example', 'evil.example:8765', 'localhost.evil.example', '', 'a b', 'x/y']) expect(policy.hostAllowed(h)).toBe(false);
   });
 
@@ -38,7 +40,10 @@ describe('OriginPolicy', () => {
 
   it('#check names the flag that would allow a refused request', () => {
     expect(policy.check({ host: 'evil.example:1' })).toMatchObject({ allowed: false, reason: expect.stringContaining('--allow-host evil.example') });
-    expect(policy.check({ host: '127.0.0.1:1', origin: 'https://evil.example' })).toMatchObject({ allowed: false, reason: expect.stringContaining('--allow-origin https://evil.example') });
+    expect(policy.check({ host: '127.0.0.1:1', origin: 'https://evil.example' })).toMatchObject({
+      allowed: false,
+      reason: expect.stringContaining('--allow-origin https://evil.example'),
+    });
     expect(policy.check({ host: '127.0.0.1:1', origin: 'http://localhost:3000' })).toEqual({ allowed: true });
   });
 });

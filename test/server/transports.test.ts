@@ -33,7 +33,11 @@ async function client(srv: TestServer, opts: Parameters<typeof connect>[1] = {})
   return c;
 }
 
-const codeOf = async (p: Promise<unknown>) => p.then(() => 'ok', (e: unknown) => (e instanceof ProtocolError ? e.code : String(e)));
+const codeOf = async (p: Promise<unknown>) =>
+  p.then(
+    () => 'ok',
+    (e: unknown) => (e instanceof ProtocolError ? e.code : String(e)),
+  );
 
 describe.each(TRANSPORTS)('transport %s', (transport) => {
   it('answers pipelined requests for one session in order', async () => {
@@ -249,7 +253,9 @@ describe.each(TRANSPORTS)('transport %s', (transport) => {
     const events: ClientEvent[] = [];
     const c = await client(srv, { onEvent: (e) => events.push(e) });
     const env = await c.make('test/Counter-v0');
-    await expect.poll(() => events.some((e) => e.type === 'event' && e.event === 'session_closed' && e.session_id === env.sessionId), { timeout: 3000 }).toBe(true);
+    await expect
+      .poll(() => events.some((e) => e.type === 'event' && e.event === 'session_closed' && e.session_id === env.sessionId), { timeout: 3000 })
+      .toBe(true);
     expect(env.closed).toBe(true);
     expect(await codeOf(c.request('reset', { session_id: env.sessionId }))).toBe('ENV_ERR_UNKNOWN_SESSION');
   });

@@ -59,7 +59,9 @@ function walk(): { files: Set<string>; packages: Map<string, string>; urls: Arra
     if (files.has(file)) continue;
     files.add(file);
     // Comments hold examples with import lines of their own.
-    const text = readFileSync(join(ROOT, file), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+    const text = readFileSync(join(ROOT, file), 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/^\s*\/\/.*$/gm, '');
     for (const m of text.matchAll(IMPORT)) {
       const spec = m[1] ?? m[2] ?? m[3]!;
       if (spec.startsWith('.')) queue.push(relative(ROOT, resolve(ROOT, dirname(file), spec)));
@@ -117,7 +119,9 @@ describe('package topology', () => {
   });
 
   it("the non-code files the entries load beside themselves are among the build's copied assets", () => {
-    expect(graph.urls.map((u) => u.path)).toEqual(expect.arrayContaining(['client/ts/policies/onnx-worker.mjs', 'server/viewer/static', 'envs/evac/assets/tiny-']));
+    expect(graph.urls.map((u) => u.path)).toEqual(
+      expect.arrayContaining(['client/ts/policies/onnx-worker.mjs', 'server/viewer/static', 'envs/evac/assets/tiny-']),
+    );
     for (const { from, path } of graph.urls) {
       if (/\.ts$/.test(path) || existsSync(join(ROOT, path.replace(/\.js$/, '.ts')))) continue; // compiled beside it
       const covered = ASSETS.some((a: string) => path === a || path.startsWith(`${a}/`) || a.startsWith(`${path.replace(/\/$/, '')}/`));

@@ -111,25 +111,37 @@ describe('viewer on a server with a token', () => {
     expect((await fetch(`${base}/api/sessions/%E0%A4%A?token=s3cret`)).status).toBe(404);
   });
 
-  it.skipIf(!HAVE_CHROMIUM)('in Chromium: /?token= lists the sessions, without it the page says what is missing', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'gymwire-chromium-token-'));
-    const context = await chromium.launchPersistentContext(dir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-    try {
-      const page = await context.newPage();
-      await page.goto(`${base}/?token=s3cret&session=${sessionId}`);
-      await page.waitForSelector(`tr.session[data-session="${sessionId}"]`);
-      await page.locator('[id="frame-render"] img[data-loaded]').waitFor({ timeout: 20_000 });
-      await page.goto(`${base}/`);
-      await page.waitForFunction(() => document.getElementById('status')?.textContent?.includes('auth token'));
-    } finally {
-      await context.close();
-      await rm(dir, { recursive: true, force: true });
-    }
-  }, 60_000);
+  it.skipIf(!HAVE_CHROMIUM)(
+    'in Chromium: /?token= lists the sessions, without it the page says what is missing',
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'gymwire-chromium-token-'));
+      const context = await chromium.launchPersistentContext(dir, {
+        executablePath: CHROMIUM,
+        headless: true,
+        args: [
+          '--headless',
+          '--no-sandbox',
+          '--disable-gpu',
+          '--no-first-run',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+        ],
+      });
+      try {
+        const page = await context.newPage();
+        await page.goto(`${base}/?token=s3cret&session=${sessionId}`);
+        await page.waitForSelector(`tr.session[data-session="${sessionId}"]`);
+        await page.locator('[id="frame-render"] img[data-loaded]').waitFor({ timeout: 20_000 });
+        await page.goto(`${base}/`);
+        await page.waitForFunction(() => document.getElementById('status')?.textContent?.includes('auth token'));
+      } finally {
+        await context.close();
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+    60_000,
+  );
 });
 
 describe.skipIf(!HAVE_CHROMIUM)('viewer in headless Chromium', () => {
@@ -138,7 +150,16 @@ describe.skipIf(!HAVE_CHROMIUM)('viewer in headless Chromium', () => {
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: 1400, height: 1000 },
     });
   }, 60_000);

@@ -61,7 +61,9 @@ class ScriptedServerManager:
     replies: list[str]
     calls: int = 0
 
-    async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], image_data: Any = None, video_data: Any = None) -> TokenOutput:
+    async def generate(
+        self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], image_data: Any = None, video_data: Any = None
+    ) -> TokenOutput:
         text = self.replies[min(self.calls, len(self.replies) - 1)]
         self.calls += 1
         return TokenOutput([ord(c) for c in text], [-0.25] * len(text))

@@ -19,6 +19,7 @@ from gymnasium import spaces as gs
 
 from gymwire.worker import tool
 
+
 class FaultyCounter(gym.Env[np.ndarray, np.int64]):
     """Counts steps (action 1 counts twice) and ends at random or at ``limit``; ``reset(options={"fault": "raise"|"crash"|"hang"})`` arms a
     fault for the next step. Has a tool, the state protocol and rgb_array frames."""
@@ -64,7 +65,10 @@ class FaultyCounter(gym.Env[np.ndarray, np.int64]):
     def _obs(self) -> np.ndarray:
         return np.array([self.count, self.noise], dtype=np.float64)
 
-    @tool("Add n to the counter and return the new count", {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}, "required": ["n"], "additionalProperties": False})
+    @tool(
+        "Add n to the counter and return the new count",
+        {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}, "required": ["n"], "additionalProperties": False},
+    )
     def add(self, n: int) -> dict[str, Any]:
         self.count += n
         return {"count": self.count, "obs": self._obs()}

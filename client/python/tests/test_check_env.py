@@ -76,7 +76,7 @@ def test_observations_stay_in_space_with_exact_dtypes(url: str, env_id: str) -> 
 
 def test_render_returns_an_rgb_frame_when_asked(url: str, env_id: str) -> None:
     listing = next(e for e in server_envs() if e["id"] == env_id)
-    props = ((listing.get("kwargs_schema") or {}).get("properties") or {})
+    props = (listing.get("kwargs_schema") or {}).get("properties") or {}
     if "render_mode" not in props:
         pytest.skip(f"{env_id} takes no render_mode kwarg")
     env = gymwire.make(url, env_id, render_mode="rgb_array")

@@ -127,7 +127,10 @@ def test_the_typescript_reader_reads_python_datasets(url: str, tmp_path: Path) -
         env.close()
     out = subprocess.run(
         [str(REPO / "node_modules/.bin/tsx"), str(REPO / "client/python/tests/ts/read_dataset.ts"), str(tmp_path)],
-        cwd=REPO, capture_output=True, text=True, timeout=90,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=90,
     )
     assert out.returncode == 0, out.stderr
     ts = json.loads(out.stdout.strip().splitlines()[-1])
@@ -158,8 +161,28 @@ def test_python_and_typescript_writers_produce_the_same_schema(url: str, tmp_pat
     """`gymwire rollout` (TypeScript) and gymwire.collect write the same columns, types and metadata."""
     ts_dir = tmp_path / "ts"
     out = subprocess.run(
-        ["node", str(REPO / "bin/gymwire.js"), "rollout", "--url", url, "--env", env_id, "--sessions", "2", "--episodes", "3", "--out", str(ts_dir), "--no-progress", "--seed", "0"],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
+        [
+            "node",
+            str(REPO / "bin/gymwire.js"),
+            "rollout",
+            "--url",
+            url,
+            "--env",
+            env_id,
+            "--sessions",
+            "2",
+            "--episodes",
+            "3",
+            "--out",
+            str(ts_dir),
+            "--no-progress",
+            "--seed",
+            "0",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     ts = load_dataset(ts_dir)

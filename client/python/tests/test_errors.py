@@ -26,7 +26,15 @@ WELCOME = {
     "resume_token": "r",
     "resumed": False,
     "sessions": [],
-    "limits": {"max_frame_bytes": 1 << 20, "max_sessions_per_client": 8, "max_sessions": 8, "max_pending_per_session": 8, "idle_timeout_ms": 0, "resume_grace_ms": 0, "heartbeat_ms": 0},
+    "limits": {
+        "max_frame_bytes": 1 << 20,
+        "max_sessions_per_client": 8,
+        "max_sessions": 8,
+        "max_pending_per_session": 8,
+        "idle_timeout_ms": 0,
+        "resume_grace_ms": 0,
+        "heartbeat_ms": 0,
+    },
 }
 
 
@@ -185,6 +193,7 @@ def test_sync_client_is_safe_from_many_threads(url: str) -> None:
 
 def test_blocking_call_on_the_clients_own_loop_is_refused(url: str) -> None:
     with gymwire.Client(url) as client:
+
         async def inside() -> None:
             client.list_envs()
 

@@ -33,6 +33,10 @@ def test_every_example_is_listed() -> None:
 def test_example_runs(url: str, name: str) -> None:
     out = subprocess.run(
         [sys.executable, str(REPO / "examples" / "python" / name), *EXAMPLES[name]],
-        cwd=REPO, capture_output=True, text=True, timeout=110, env={**os.environ, "GYMWIRE_URL": url},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        env={**os.environ, "GYMWIRE_URL": url},
     )
     assert out.returncode == 0, f"{name} failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}"

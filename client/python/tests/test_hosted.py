@@ -44,9 +44,21 @@ def start_server(*args: str) -> ServerProcess:
 @pytest.fixture(scope="module")
 def hosted() -> Iterator[ServerProcess]:
     server = start_server(
-        "--gym", "CartPole-v1", "--gym", "MountainCarContinuous-v0", "--gym", "HalfCheetah-v5",
-        "--python", COUNTER, "--python", "hosted_envs:EverySpace", "--id", COUNTER_ID, "tests/EverySpace-v0",
-        "--workers", "2",
+        "--gym",
+        "CartPole-v1",
+        "--gym",
+        "MountainCarContinuous-v0",
+        "--gym",
+        "HalfCheetah-v5",
+        "--python",
+        COUNTER,
+        "--python",
+        "hosted_envs:EverySpace",
+        "--id",
+        COUNTER_ID,
+        "tests/EverySpace-v0",
+        "--workers",
+        "2",
     )
     yield server
     server.stop()

@@ -32,7 +32,9 @@ def _host_with(env_factory: str) -> Host:
 
 def test_make_describes_spaces_tools_and_state_support() -> None:
     host = _host_with("hosted_envs:make_counter")
-    made = host.run({"op": "make", "handle": 2, "target": {"kind": "callable", "path": "hosted_envs:make_counter"}, "kwargs": {"render_mode": "rgb_array"}})["ok"]
+    made = host.run({"op": "make", "handle": 2, "target": {"kind": "callable", "path": "hosted_envs:make_counter"}, "kwargs": {"render_mode": "rgb_array"}})[
+        "ok"
+    ]
     assert made["action_space"] == {"type": "discrete", "n": 2, "start": 0, "dtype": "int64"}
     assert made["render_mode"] == "rgb_array" and made["state"] is True
     assert [t["name"] for t in made["tools"]] == ["add"]

@@ -47,7 +47,8 @@ export function decodeColumn(table: Table, name: string): unknown[] {
     else if (encoding === 'raw') out.push(tensorFromBytes(dtype, shape, (v as Uint8Array).slice()));
     else if (encoding === 'scalar') out.push(Number(v));
     else if (encoding === 'json') out.push(JSON.parse(v as string));
-    else if (typeof v === 'bigint') out.push(Number(v)); // int64 bookkeeping columns (episode_id, seed)
+    else if (typeof v === 'bigint')
+      out.push(Number(v)); // int64 bookkeeping columns (episode_id, seed)
     else out.push(v);
   }
   return out;

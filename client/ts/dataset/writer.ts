@@ -346,7 +346,10 @@ export class TrajectoryWriter {
     epWriter.finish();
     await writeFile(join(this.dir, 'episodes.arrow'), await epWriter.toUint8Array());
     const columns: DatasetManifest['columns'] = {};
-    for (const [prefix, list] of [['obs', this.obsCols], ['action', this.actCols]] as const) {
+    for (const [prefix, list] of [
+      ['obs', this.obsCols],
+      ['action', this.actCols],
+    ] as const) {
       for (const c of list) columns[`${prefix}${c.path}`] = { encoding: c.encoding, dtype: c.dtype, shape: [...c.shape] };
     }
     const manifest: DatasetManifest = {

@@ -24,8 +24,12 @@ const OP = 0; // per slot: what the request asks: RUN, PAUSE (leave the loop for
 const STATUS = 1; // per slot: OK, ERROR (message in the slot's output) or TOO_SMALL (bytes needed in NEED)
 const ROWS = 2; // per slot: batch size
 const NEED = 3;
-const OP_RUN = 0, OP_PAUSE = 1, OP_CLOSE = 2;
-const OK = 0, ERROR = 1, TOO_SMALL = 2;
+const OP_RUN = 0,
+  OP_PAUSE = 1,
+  OP_CLOSE = 2;
+const OK = 0,
+  ERROR = 1,
+  TOO_SMALL = 2;
 // Output header: per output [typeCode, byteOffset, byteLength, ndims, d0..d3] Int32s, then data.
 const HEADER_INTS = 8;
 const TYPES = ['float32', 'float64', 'int64', 'int32', 'uint8', 'int8', 'int16', 'uint16', 'bool'];

@@ -66,7 +66,9 @@ interface WorkerTensor {
   data: ArrayLike<number | bigint>;
 }
 
-type WorkerMessage = { type: 'ready'; provider: string; fallback: string | null; probeUs: number | null; inputs: OnnxValueMeta[]; outputs: OnnxValueMeta[] } | { type: 'failed'; message: string };
+type WorkerMessage =
+  | { type: 'ready'; provider: string; fallback: string | null; probeUs: number | null; inputs: OnnxValueMeta[]; outputs: OnnxValueMeta[] }
+  | { type: 'failed'; message: string };
 
 /**
  * `thread: 'auto'` runs a model on the caller's thread when a batch of {@link PROBE_ROWS} takes less
@@ -112,7 +114,9 @@ const OUT_ARRAYS: Partial<Record<string, ArrayCtor & { BYTES_PER_ELEMENT: number
 };
 
 const FLOAT_INPUTS = new Set(['float32', 'float64']);
-const TYPED: Partial<Record<string, (new (buffer: ArrayBufferLike, byteOffset: number, length: number) => { [i: number]: number }) & { BYTES_PER_ELEMENT: number }>> = {
+const TYPED: Partial<
+  Record<string, (new (buffer: ArrayBufferLike, byteOffset: number, length: number) => { [i: number]: number }) & { BYTES_PER_ELEMENT: number }>
+> = {
   float32: Float32Array,
   float64: Float64Array,
   uint8: Uint8Array,
@@ -186,7 +190,13 @@ export class OnnxPolicy implements Policy {
     const thread = opts.thread ?? 'auto';
     assertOnnxRuntimeInstalled();
     const worker = new Worker(new URL('./onnx-worker.mjs', import.meta.url), {
-      workerData: { path, device: opts.device ?? 'cpu', deviceId: opts.deviceId ?? 0, threads: opts.threads ?? 1, probeRows: thread === 'auto' ? PROBE_ROWS : 0 },
+      workerData: {
+        path,
+        device: opts.device ?? 'cpu',
+        deviceId: opts.deviceId ?? 0,
+        threads: opts.threads ?? 1,
+        probeRows: thread === 'auto' ? PROBE_ROWS : 0,
+      },
     });
     const ready = await new Promise<WorkerMessage>((resolve, reject) => {
       worker.once('message', resolve);
@@ -207,7 +217,12 @@ export class OnnxPolicy implements Policy {
     await Promise.race([exited, new Promise((r) => setTimeout(r, 2000).unref())]);
     await worker.terminate();
     const ort = await import('onnxruntime-node');
-    const session = await ort.InferenceSession.create(path, { intraOpNumThreads: opts.threads ?? 1, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionProviders: ['cpu'] });
+    const session = await ort.InferenceSession.create(path, {
+      intraOpNumThreads: opts.threads ?? 1,
+      interOpNumThreads: 1,
+      graphOptimizationLevel: 'all',
+      executionProviders: ['cpu'],
+    });
     return new OnnxPolicy(null, { session, Tensor: ort.Tensor }, path, ready.provider, ready.inputs, ready.outputs, opts, ready.probeUs);
   }
 
@@ -369,7 +384,8 @@ export class OnnxPolicy implements Policy {
   /** Bytes a slot's outputs take for a batch of n, from the model's metadata (symbolic dims taken as n). */
   private outputBytes(n: number): number {
     let bytes = this.outputs.length * HEADER_INTS * 4 + 8;
-    for (const o of this.outputs) bytes += Math.ceil(((o.shape ?? [n, 64]).reduce<number>((a, d) => a * (typeof d === 'number' ? Math.max(1, d) : n), 1) * 8) / 8) * 8 + 8;
+    for (const o of this.outputs)
+      bytes += Math.ceil(((o.shape ?? [n, 64]).reduce<number>((a, d) => a * (typeof d === 'number' ? Math.max(1, d) : n), 1) * 8) / 8) * 8 + 8;
     return Math.max(bytes, this.outputHint, 1024);
   }
 
@@ -395,7 +411,16 @@ export class OnnxPolicy implements Policy {
       offset += Math.ceil((this.capacity * per * TYPED[f.type]!.BYTES_PER_ELEMENT) / 8) * 8;
       return { input: f.input, type: f.type, shape: f.shape, per, byteOffset };
     });
-    this.worker!.postMessage({ type: 'shared', ctrl: this.ctrl.buffer, input: this.input, output: this.output, inStride: this.inStride, outStride: this.outStride, feeds: layout, seq: this.posted });
+    this.worker!.postMessage({
+      type: 'shared',
+      ctrl: this.ctrl.buffer,
+      input: this.input,
+      output: this.output,
+      inStride: this.inStride,
+      outStride: this.outStride,
+      feeds: layout,
+      seq: this.posted,
+    });
     this.sharing = true;
   }
 
@@ -429,21 +454,29 @@ export class OnnxPolicy implements Policy {
   private planFeeds(space: Space): Feed[] {
     const leaf = (input: OnnxValueMeta, key: string | null, s: Space): Feed => {
       const where = `model input '${input.name}'${key !== null ? ` (observation key '${key}')` : ''}`;
-      if (s.type !== 'box') throw new PolicyMismatchError(`${where}: ONNX policies take Box observations, the env gives ${spaceToString(s)}`, { input: input.name });
+      if (s.type !== 'box')
+        throw new PolicyMismatchError(`${where}: ONNX policies take Box observations, the env gives ${spaceToString(s)}`, { input: input.name });
       const type = input.type ?? 'float32';
       if (!TYPED[type]) throw new PolicyMismatchError(`${where} has element type ${type}, which the ONNX policy cannot feed`, { input: input.name });
       if (!FLOAT_INPUTS.has(type) && type !== s.dtype) {
-        throw new PolicyMismatchError(`${where} expects ${type} but the observation is ${s.dtype}; only float inputs accept a conversion`, { input: input.name, expected: type, got: s.dtype });
+        throw new PolicyMismatchError(`${where} expects ${type} but the observation is ${s.dtype}; only float inputs accept a conversion`, {
+          input: input.name,
+          expected: type,
+          got: s.dtype,
+        });
       }
       if (input.shape) {
         const dims = input.shape.slice(1);
         const fits = dims.length === s.shape.length && dims.every((d, i) => typeof d !== 'number' || d === s.shape[i]);
         if (!fits) {
-          throw new PolicyMismatchError(`${where} has shape [${input.shape.join(', ')}] but the observation is [${s.shape.join(', ')}] (expected [N, ${s.shape.join(', ')}])`, {
-            input: input.name,
-            expected: input.shape,
-            got: s.shape,
-          });
+          throw new PolicyMismatchError(
+            `${where} has shape [${input.shape.join(', ')}] but the observation is [${s.shape.join(', ')}] (expected [N, ${s.shape.join(', ')}])`,
+            {
+              input: input.name,
+              expected: input.shape,
+              got: s.shape,
+            },
+          );
         }
       }
       return { input: input.name, key, type, shape: s.shape };
@@ -451,12 +484,17 @@ export class OnnxPolicy implements Policy {
     if (space.type === 'dict') {
       return this.inputs.map((input) => {
         const sub = space.spaces[input.name];
-        if (!sub) throw new PolicyMismatchError(`model input '${input.name}' names no observation key (the env has: ${Object.keys(space.spaces).join(', ')})`, { input: input.name });
+        if (!sub)
+          throw new PolicyMismatchError(`model input '${input.name}' names no observation key (the env has: ${Object.keys(space.spaces).join(', ')})`, {
+            input: input.name,
+          });
         return leaf(input, input.name, sub);
       });
     }
     if (this.inputs.length !== 1) {
-      throw new PolicyMismatchError(`the model has ${this.inputs.length} inputs (${this.inputs.map((i) => i.name).join(', ')}) but the observation is one ${spaceToString(space)}`);
+      throw new PolicyMismatchError(
+        `the model has ${this.inputs.length} inputs (${this.inputs.map((i) => i.name).join(', ')}) but the observation is one ${spaceToString(space)}`,
+      );
     }
     return [leaf(this.inputs[0]!, null, space)];
   }
@@ -466,16 +504,21 @@ export class OnnxPolicy implements Policy {
     const names = this.outputs.map((o) => o.name).join(', ');
     if (space.type === 'discrete') {
       const logits = out('logits');
-      if (!logits) throw new PolicyMismatchError(`a Discrete(${space.n}) action space needs a model output named 'logits' [N, ${space.n}]; the model has: ${names}`);
+      if (!logits)
+        throw new PolicyMismatchError(`a Discrete(${space.n}) action space needs a model output named 'logits' [N, ${space.n}]; the model has: ${names}`);
       const last = logits.shape?.[logits.shape.length - 1];
       if (typeof last === 'number' && last !== space.n) {
-        throw new PolicyMismatchError(`model output 'logits' has ${last} actions but the action space is Discrete(${space.n})`, { expected: space.n, got: last });
+        throw new PolicyMismatchError(`model output 'logits' has ${last} actions but the action space is Discrete(${space.n})`, {
+          expected: space.n,
+          got: last,
+        });
       }
       return { kind: 'discrete', n: space.n, start: space.start };
     }
     if (space.type === 'box') {
       const action = out('action');
-      if (!action) throw new PolicyMismatchError(`a Box action space needs a model output named 'action' [N, ${space.shape.join(', ')}]; the model has: ${names}`);
+      if (!action)
+        throw new PolicyMismatchError(`a Box action space needs a model output named 'action' [N, ${space.shape.join(', ')}]; the model has: ${names}`);
       const dims = action.shape?.slice(1);
       if (dims && (dims.length !== space.shape.length || dims.some((d, i) => typeof d === 'number' && d !== space.shape[i]))) {
         throw new PolicyMismatchError(`model output 'action' has shape [${action.shape!.join(', ')}] but the action space is [${space.shape.join(', ')}]`);
@@ -519,7 +562,11 @@ export class OnnxPolicy implements Policy {
       const data = outputs['action']!.data;
       const per = action.space.shape.reduce((a, b) => a * b, 1);
       for (let i = 0; i < n; i++) {
-        result.actions[i] = Tensor.from(action.space.dtype as DType, action.space.shape, Array.from({ length: per }, (_, k) => Number(data[i * per + k])));
+        result.actions[i] = Tensor.from(
+          action.space.dtype as DType,
+          action.space.shape,
+          Array.from({ length: per }, (_, k) => Number(data[i * per + k])),
+        );
       }
     }
     if (given) result.logProbs = toFloat64(given.data, n);

@@ -313,7 +313,12 @@ export class Rollout {
           if (live.length === 0) return;
           let acting: Promise<PolicyOutput>;
           try {
-            acting = Promise.resolve(opts.policy.act(live.map((s) => s.obs), { sessions: live.map((s) => s.env.sessionId), infos: live.map((s) => s.info) }));
+            acting = Promise.resolve(
+              opts.policy.act(
+                live.map((s) => s.obs),
+                { sessions: live.map((s) => s.env.sessionId), infos: live.map((s) => s.info) },
+              ),
+            );
           } catch (err) {
             acting = Promise.reject(err);
           }

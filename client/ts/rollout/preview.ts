@@ -46,7 +46,11 @@ export function spaceHasImage(space: Space): boolean {
 }
 
 /** Writes frames (uint8 [H,W,3|4], any sizes) as a looping animated WebP, scaled to the first frame's size (at most `maxWidth` wide). */
-export async function writeAnimatedWebp(path: string, frames: readonly Tensor[], opts: { fps?: number; maxWidth?: number; quality?: number } = {}): Promise<{ frames: number; width: number; height: number; bytes: number }> {
+export async function writeAnimatedWebp(
+  path: string,
+  frames: readonly Tensor[],
+  opts: { fps?: number; maxWidth?: number; quality?: number } = {},
+): Promise<{ frames: number; width: number; height: number; bytes: number }> {
   if (frames.length === 0) throw new Error('no frames to write');
   const first = frames[0]!;
   const scale = Math.min(1, (opts.maxWidth ?? 320) / first.shape[1]!);

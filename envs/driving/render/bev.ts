@@ -21,11 +21,16 @@ export interface BevOptions {
 
 function channelOf(b: RenderBox): number {
   switch (b.type) {
-    case 'vehicle': return 3;
-    case 'pedestrian': return 4;
-    case 'bicycle': return 5;
-    case 'ego': return 7;
-    default: return 6;
+    case 'vehicle':
+      return 3;
+    case 'pedestrian':
+      return 4;
+    case 'bicycle':
+      return 5;
+    case 'ego':
+      return 7;
+    default:
+      return 6;
   }
 }
 
@@ -36,7 +41,8 @@ export function renderBev(input: RenderInput, opts: BevOptions = {}): { data: Ui
   const C = BEV_CHANNELS.length;
   const data = new Uint8Array(N * N * C);
   const { ego, grid } = input;
-  const c = Math.cos(ego.heading), s = Math.sin(ego.heading);
+  const c = Math.cos(ego.heading),
+    s = Math.sin(ego.heading);
   for (let r = 0; r < N; r++) {
     const fx = (N / 2 - r - 0.5) * res; // forward
     for (let col = 0; col < N; col++) {
@@ -54,8 +60,10 @@ export function renderBev(input: RenderInput, opts: BevOptions = {}): { data: Ui
     boxCorners(b, corners);
     px.length = 0;
     for (let k = 0; k < 4; k++) {
-      const dx = (corners[2 * k] as number) - ego.x, dy = (corners[2 * k + 1] as number) - ego.y;
-      const fx = c * dx + s * dy, ly = -s * dx + c * dy;
+      const dx = (corners[2 * k] as number) - ego.x,
+        dy = (corners[2 * k + 1] as number) - ego.y;
+      const fx = c * dx + s * dy,
+        ly = -s * dx + c * dy;
       px.push(N / 2 - ly / res, N / 2 - fx / res); // (col, row)
     }
     fillChannel(data, N, C, channelOf(b), px);
@@ -64,7 +72,8 @@ export function renderBev(input: RenderInput, opts: BevOptions = {}): { data: Ui
 }
 
 function fillChannel(data: Uint8Array, N: number, C: number, ch: number, poly: number[]): void {
-  let minY = Infinity, maxY = -Infinity;
+  let minY = Infinity,
+    maxY = -Infinity;
   for (let i = 1; i < poly.length; i += 2) {
     minY = Math.min(minY, poly[i] as number);
     maxY = Math.max(maxY, poly[i] as number);
@@ -72,9 +81,11 @@ function fillChannel(data: Uint8Array, N: number, C: number, ch: number, poly: n
   const n = poly.length >> 1;
   for (let y = Math.max(0, Math.ceil(minY - 0.5)); y <= Math.min(N - 1, Math.floor(maxY - 0.5)); y++) {
     const sy = y + 0.5;
-    let xl = Infinity, xr = -Infinity;
+    let xl = Infinity,
+      xr = -Infinity;
     for (let i = 0, j = n - 1; i < n; j = i++) {
-      const ay = poly[2 * j + 1] as number, by = poly[2 * i + 1] as number;
+      const ay = poly[2 * j + 1] as number,
+        by = poly[2 * i + 1] as number;
       if ((ay <= sy && by > sy) || (by <= sy && ay > sy)) {
         const x = (poly[2 * j] as number) + ((sy - ay) * ((poly[2 * i] as number) - (poly[2 * j] as number))) / (by - ay);
         xl = Math.min(xl, x);

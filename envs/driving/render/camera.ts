@@ -56,7 +56,17 @@ const DEG = Math.PI / 180;
  * the default here is downscaled.
  */
 export function navsimCameras(width = 256, height = 144): CameraSpec[] {
-  const c = (name: string, x: number, y: number, yawDeg: number, fovDeg: number): CameraSpec => ({ name, x, y, z: 1.8, yaw: yawDeg * DEG, pitch: 0, fovDeg, width, height });
+  const c = (name: string, x: number, y: number, yawDeg: number, fovDeg: number): CameraSpec => ({
+    name,
+    x,
+    y,
+    z: 1.8,
+    yaw: yawDeg * DEG,
+    pitch: 0,
+    fovDeg,
+    width,
+    height,
+  });
   return [
     c('cam_f0', 1.7, 0, 0, 64),
     c('cam_l0', 1.5, 0.5, 55, 64),
@@ -81,7 +91,10 @@ export function intrinsics(cam: CameraSpec): number[] {
  * the LiDAR frame is the ego frame).
  */
 export function extrinsics(cam: CameraSpec): { rotation: number[]; translation: number[] } {
-  const cy = Math.cos(cam.yaw), sy = Math.sin(cam.yaw), cp = Math.cos(cam.pitch), sp = Math.sin(cam.pitch);
+  const cy = Math.cos(cam.yaw),
+    sy = Math.sin(cam.yaw),
+    cp = Math.cos(cam.pitch),
+    sp = Math.sin(cam.pitch);
   const fwd = [cp * cy, cp * sy, sp];
   const right = [sy, -cy, 0];
   const down = [sp * cy, sp * sy, -cp];
@@ -164,11 +177,14 @@ function prepare(spec: CameraSpec): PreparedCamera {
   const { width: W, height: H } = spec;
   const f = W / 2 / Math.tan((spec.fovDeg * DEG) / 2);
   const { rotation } = extrinsics(spec);
-  const groundX = new Float32Array(W * H), groundY = new Float32Array(W * H), groundDist = new Float32Array(W * H);
+  const groundX = new Float32Array(W * H),
+    groundY = new Float32Array(W * H),
+    groundDist = new Float32Array(W * H);
   const sky = new Uint8Array(H * 3);
   for (let v = 0; v < H; v++) {
     for (let u = 0; u < W; u++) {
-      const dx = (u + 0.5 - W / 2) / f, dy = (v + 0.5 - H / 2) / f;
+      const dx = (u + 0.5 - W / 2) / f,
+        dy = (v + 0.5 - H / 2) / f;
       // Camera (right, down, forward) -> ego.
       const ex = (rotation[0] as number) * dx + (rotation[1] as number) * dy + (rotation[2] as number);
       const ey = (rotation[3] as number) * dx + (rotation[4] as number) * dy + (rotation[5] as number);
@@ -195,23 +211,27 @@ function renderCamera(p: PreparedCamera, input: RenderInput, out?: Uint8Array): 
   const { width: W, height: H } = p.spec;
   const img = out ?? new Uint8Array(W * H * 3);
   const { grid, ego } = input;
-  const c = Math.cos(ego.heading), s = Math.sin(ego.heading);
+  const c = Math.cos(ego.heading),
+    s = Math.sin(ego.heading);
   const fog = SKY_HORIZON;
   for (let i = 0, n = W * H; i < n; i++) {
     const gx = p.groundX[i] as number;
     const o = i * 3;
     if (gx !== gx) {
       const row = ((i / W) | 0) * 3;
-      img[o] = p.sky[row] as number; img[o + 1] = p.sky[row + 1] as number; img[o + 2] = p.sky[row + 2] as number;
+      img[o] = p.sky[row] as number;
+      img[o + 1] = p.sky[row + 1] as number;
+      img[o + 2] = p.sky[row + 2] as number;
       continue;
     }
     const gy = p.groundY[i] as number;
-    const wx = ego.x + c * gx - s * gy, wy = ego.y + s * gx + c * gy;
-    const col = GROUND_COLOURS[grid.classAt(wx, wy)] ?? GROUND_COLOURS[SEM.OFFROAD] as [number, number, number];
+    const wx = ego.x + c * gx - s * gy,
+      wy = ego.y + s * gx + c * gy;
+    const col = GROUND_COLOURS[grid.classAt(wx, wy)] ?? (GROUND_COLOURS[SEM.OFFROAD] as [number, number, number]);
     const k = Math.min(1, (p.groundDist[i] as number) / FOG_DISTANCE);
-    img[o] = col[0] + (fog[0] as number - col[0]) * k;
-    img[o + 1] = col[1] + (fog[1] as number - col[1]) * k;
-    img[o + 2] = col[2] + (fog[2] as number - col[2]) * k;
+    img[o] = col[0] + ((fog[0] as number) - col[0]) * k;
+    img[o + 1] = col[1] + ((fog[1] as number) - col[1]) * k;
+    img[o + 2] = col[2] + ((fog[2] as number) - col[2]) * k;
   }
   drawBoxes(p, input, img);
   return img;
@@ -219,9 +239,13 @@ function renderCamera(p: PreparedCamera, input: RenderInput, out?: Uint8Array): 
 
 /** Camera-frame coordinates (right, down, forward) of a world point. */
 function toCamera(p: PreparedCamera, ego: Pose, wx: number, wy: number, wz: number, out: number[], o: number): void {
-  const c = Math.cos(ego.heading), s = Math.sin(ego.heading);
-  const dx = wx - ego.x, dy = wy - ego.y;
-  const ex = c * dx + s * dy - p.spec.x, ey = -s * dx + c * dy - p.spec.y, ez = wz - p.spec.z;
+  const c = Math.cos(ego.heading),
+    s = Math.sin(ego.heading);
+  const dx = wx - ego.x,
+    dy = wy - ego.y;
+  const ex = c * dx + s * dy - p.spec.x,
+    ey = -s * dx + c * dy - p.spec.y,
+    ez = wz - p.spec.z;
   const R = p.rotation;
   out[o] = (R[0] as number) * ex + (R[3] as number) * ey + (R[6] as number) * ez;
   out[o + 1] = (R[1] as number) * ex + (R[4] as number) * ey + (R[7] as number) * ez;
@@ -230,11 +254,26 @@ function toCamera(p: PreparedCamera, ego: Pose, wx: number, wy: number, wz: numb
 
 // Box faces by corner index (0-3 bottom FL, RL, RR, FR; 4-7 top), with outward normals in box frame.
 const FACES: [number[], [number, number, number]][] = [
-  [[0, 3, 7, 4], [1, 0, 0]],
-  [[1, 2, 6, 5], [-1, 0, 0]],
-  [[0, 1, 5, 4], [0, 1, 0]],
-  [[3, 2, 6, 7], [0, -1, 0]],
-  [[4, 5, 6, 7], [0, 0, 1]],
+  [
+    [0, 3, 7, 4],
+    [1, 0, 0],
+  ],
+  [
+    [1, 2, 6, 5],
+    [-1, 0, 0],
+  ],
+  [
+    [0, 1, 5, 4],
+    [0, 1, 0],
+  ],
+  [
+    [3, 2, 6, 7],
+    [0, -1, 0],
+  ],
+  [
+    [4, 5, 6, 7],
+    [0, 0, 1],
+  ],
 ];
 const LIGHT = [0.4, 0.3, 0.86];
 const NEAR = 0.2;
@@ -251,7 +290,8 @@ function drawBoxes(p: PreparedCamera, input: RenderInput, img: Uint8Array): void
   const poly: number[] = [];
   for (const { i } of order) {
     const b = input.boxes[i] as RenderBox;
-    const cb = Math.cos(b.heading), sb = Math.sin(b.heading);
+    const cb = Math.cos(b.heading),
+      sb = Math.sin(b.heading);
     for (let k = 0; k < 8; k++) {
       const lx = k % 4 === 0 || k % 4 === 3 ? b.length / 2 : -b.length / 2;
       const ly = k % 4 === 0 || k % 4 === 1 ? b.width / 2 : -b.width / 2;
@@ -264,11 +304,20 @@ function drawBoxes(p: PreparedCamera, input: RenderInput, img: Uint8Array): void
     const base = BOX_COLOURS[b.type];
     for (const [idx, n] of FACES) {
       // Back-face culling in world space: normal against the view vector to the face centre.
-      const nx = cb * n[0] - sb * n[1], ny = sb * n[0] + cb * n[1], nz = n[2];
-      let fx = 0, fy = 0, fz = 0;
-      for (const k of idx) { fx += cam[3 * k] as number; fy += cam[3 * k + 1] as number; fz += cam[3 * k + 2] as number; }
+      const nx = cb * n[0] - sb * n[1],
+        ny = sb * n[0] + cb * n[1],
+        nz = n[2];
+      let fx = 0,
+        fy = 0,
+        fz = 0;
+      for (const k of idx) {
+        fx += cam[3 * k] as number;
+        fy += cam[3 * k + 1] as number;
+        fz += cam[3 * k + 2] as number;
+      }
       // Normal in camera frame.
-      const enx = Math.cos(ego.heading) * nx + Math.sin(ego.heading) * ny, eny = -Math.sin(ego.heading) * nx + Math.cos(ego.heading) * ny;
+      const enx = Math.cos(ego.heading) * nx + Math.sin(ego.heading) * ny,
+        eny = -Math.sin(ego.heading) * nx + Math.cos(ego.heading) * ny;
       const R = p.rotation;
       const cnx = (R[0] as number) * enx + (R[3] as number) * eny + (R[6] as number) * nz;
       const cny = (R[1] as number) * enx + (R[4] as number) * eny + (R[7] as number) * nz;
@@ -276,8 +325,15 @@ function drawBoxes(p: PreparedCamera, input: RenderInput, img: Uint8Array): void
       if (cnx * fx + cny * fy + cnz * fz >= 0) continue;
       const shade = 0.45 + 0.55 * Math.abs(nx * (LIGHT[0] as number) + ny * (LIGHT[1] as number) + nz * (LIGHT[2] as number));
       poly.length = 0;
-      clipNear(idx.map((k) => [cam[3 * k] as number, cam[3 * k + 1] as number, cam[3 * k + 2] as number]), poly, p.f, p.spec.width, p.spec.height);
-      if (poly.length >= 6) fillConvex(img, p.spec.width, p.spec.height, poly, Math.round(base[0] * shade), Math.round(base[1] * shade), Math.round(base[2] * shade));
+      clipNear(
+        idx.map((k) => [cam[3 * k] as number, cam[3 * k + 1] as number, cam[3 * k + 2] as number]),
+        poly,
+        p.f,
+        p.spec.width,
+        p.spec.height,
+      );
+      if (poly.length >= 6)
+        fillConvex(img, p.spec.width, p.spec.height, poly, Math.round(base[0] * shade), Math.round(base[1] * shade), Math.round(base[2] * shade));
     }
   }
 }
@@ -286,10 +342,12 @@ function drawBoxes(p: PreparedCamera, input: RenderInput, img: Uint8Array): void
 function clipNear(pts: number[][], out: number[], f: number, W: number, H: number): void {
   const n = pts.length;
   for (let i = 0; i < n; i++) {
-    const a = pts[i] as number[], b = pts[(i + 1) % n] as number[];
-    const az = a[2] as number, bz = b[2] as number;
+    const a = pts[i] as number[],
+      b = pts[(i + 1) % n] as number[];
+    const az = a[2] as number,
+      bz = b[2] as number;
     if (az >= NEAR) out.push(((a[0] as number) / az) * f + W / 2, ((a[1] as number) / az) * f + H / 2);
-    if ((az >= NEAR) !== (bz >= NEAR)) {
+    if (az >= NEAR !== bz >= NEAR) {
       const t = (NEAR - az) / (bz - az);
       const x = (a[0] as number) + t * ((b[0] as number) - (a[0] as number));
       const y = (a[1] as number) + t * ((b[1] as number) - (a[1] as number));
@@ -301,30 +359,38 @@ function clipNear(pts: number[][], out: number[], f: number, W: number, H: numbe
 /** Scanline fill of a convex polygon in pixel coordinates (pixel centres inside are painted). */
 export function fillConvex(img: Uint8Array, W: number, H: number, poly: number[], r: number, g: number, b: number): void {
   const n = poly.length >> 1;
-  let minY = Infinity, maxY = -Infinity;
+  let minY = Infinity,
+    maxY = -Infinity;
   for (let i = 0; i < n; i++) {
     const y = poly[2 * i + 1] as number;
     if (y < minY) minY = y;
     if (y > maxY) maxY = y;
   }
-  const y0 = Math.max(0, Math.ceil(minY - 0.5)), y1 = Math.min(H - 1, Math.floor(maxY - 0.5));
+  const y0 = Math.max(0, Math.ceil(minY - 0.5)),
+    y1 = Math.min(H - 1, Math.floor(maxY - 0.5));
   for (let y = y0; y <= y1; y++) {
     const sy = y + 0.5;
-    let xl = Infinity, xr = -Infinity;
+    let xl = Infinity,
+      xr = -Infinity;
     for (let i = 0, j = n - 1; i < n; j = i++) {
-      const ay = poly[2 * j + 1] as number, by = poly[2 * i + 1] as number;
+      const ay = poly[2 * j + 1] as number,
+        by = poly[2 * i + 1] as number;
       if ((ay <= sy && by > sy) || (by <= sy && ay > sy)) {
-        const ax = poly[2 * j] as number, bx = poly[2 * i] as number;
+        const ax = poly[2 * j] as number,
+          bx = poly[2 * i] as number;
         const x = ax + ((sy - ay) * (bx - ax)) / (by - ay);
         if (x < xl) xl = x;
         if (x > xr) xr = x;
       }
     }
     if (xl > xr) continue;
-    const x0 = Math.max(0, Math.ceil(xl - 0.5)), x1 = Math.min(W - 1, Math.floor(xr - 0.5));
+    const x0 = Math.max(0, Math.ceil(xl - 0.5)),
+      x1 = Math.min(W - 1, Math.floor(xr - 0.5));
     for (let x = x0; x <= x1; x++) {
       const o = (y * W + x) * 3;
-      img[o] = r; img[o + 1] = g; img[o + 2] = b;
+      img[o] = r;
+      img[o + 1] = g;
+      img[o + 2] = b;
     }
   }
 }

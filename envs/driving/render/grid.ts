@@ -18,7 +18,13 @@ export const SEM = { OFFROAD: 0, ROAD: 1, MARKING: 2, CROSSWALK: 3, STOP_LINE: 4
 export class SemanticGrid {
   readonly data: Uint8Array;
 
-  constructor(readonly originX: number, readonly originY: number, readonly cell: number, readonly width: number, readonly height: number) {
+  constructor(
+    readonly originX: number,
+    readonly originY: number,
+    readonly cell: number,
+    readonly width: number,
+    readonly height: number,
+  ) {
     this.data = new Uint8Array(width * height);
   }
 
@@ -28,13 +34,27 @@ export class SemanticGrid {
    */
   static fromMap(map: DrivingMap, opts: { cell?: number; margin?: number; maxCells?: number } = {}): SemanticGrid {
     const margin = opts.margin ?? 30;
-    let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
+    let minX = Infinity,
+      minY = Infinity,
+      maxX = -Infinity,
+      maxY = -Infinity;
     for (const p of map.drivablePolygons) {
       const [a, b, c, d] = bounds(p.polygon);
-      minX = Math.min(minX, a); minY = Math.min(minY, b); maxX = Math.max(maxX, c); maxY = Math.max(maxY, d);
+      minX = Math.min(minX, a);
+      minY = Math.min(minY, b);
+      maxX = Math.max(maxX, c);
+      maxY = Math.max(maxY, d);
     }
-    if (!Number.isFinite(minX)) { minX = -50; minY = -50; maxX = 50; maxY = 50; }
-    minX -= margin; minY -= margin; maxX += margin; maxY += margin;
+    if (!Number.isFinite(minX)) {
+      minX = -50;
+      minY = -50;
+      maxX = 50;
+      maxY = 50;
+    }
+    minX -= margin;
+    minY -= margin;
+    maxX += margin;
+    maxY += margin;
     const maxCells = opts.maxCells ?? 2048;
     const cell = Math.max(opts.cell ?? 0.25, (maxX - minX) / maxCells, (maxY - minY) / maxCells);
     const g = new SemanticGrid(minX, minY, cell, Math.ceil((maxX - minX) / cell), Math.ceil((maxY - minY) / cell));
@@ -63,7 +83,8 @@ export class SemanticGrid {
   fillPolygon(poly: Coords, value: number, stripes = false): void {
     const n = vertexCount(poly);
     if (n < 3) return;
-    let minY = Infinity, maxY = -Infinity;
+    let minY = Infinity,
+      maxY = -Infinity;
     for (let i = 0; i < n; i++) {
       const y = poly[2 * i + 1] as number;
       if (y < minY) minY = y;
@@ -76,9 +97,11 @@ export class SemanticGrid {
       const wy = this.originY + (r + 0.5) * this.cell;
       xs.length = 0;
       for (let i = 0, j = n - 1; i < n; j = i++) {
-        const yi = poly[2 * i + 1] as number, yj = poly[2 * j + 1] as number;
+        const yi = poly[2 * i + 1] as number,
+          yj = poly[2 * j + 1] as number;
         if (yi > wy !== yj > wy) {
-          const xi = poly[2 * i] as number, xj = poly[2 * j] as number;
+          const xi = poly[2 * i] as number,
+            xj = poly[2 * j] as number;
           xs.push(xi + ((wy - yi) * (xj - xi)) / (yj - yi));
         }
       }
@@ -104,8 +127,10 @@ export class SemanticGrid {
     const segs = closed ? n : n - 1;
     for (let i = 0; i < segs; i++) {
       const j = (i + 1) % n;
-      const ax = coords[2 * i] as number, ay = coords[2 * i + 1] as number;
-      const bx = coords[2 * j] as number, by = coords[2 * j + 1] as number;
+      const ax = coords[2 * i] as number,
+        ay = coords[2 * i + 1] as number;
+      const bx = coords[2 * j] as number,
+        by = coords[2 * j + 1] as number;
       const len = Math.hypot(bx - ax, by - ay);
       const steps = Math.max(1, Math.ceil(len / (this.cell * 0.5)));
       for (let k = 0; k <= steps; k++) {

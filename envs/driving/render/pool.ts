@@ -136,7 +136,14 @@ export class PooledCameraRig {
   /** Renders every camera (or only camera `only`); each image is uint8 [height, width, 3]. */
   render(input: RenderInput, only?: number): Promise<Uint8Array[]> {
     if (this.closed) return Promise.reject(new Error('this camera rig is closed'));
-    return this.thread.render({ type: 'render', rigId: this.rigId, gridId: this.gridId(input.grid), ego: { x: input.ego.x, y: input.ego.y, heading: input.ego.heading }, boxes: input.boxes.map((b) => ({ ...b })), ...(only === undefined ? {} : { only }) });
+    return this.thread.render({
+      type: 'render',
+      rigId: this.rigId,
+      gridId: this.gridId(input.grid),
+      ego: { x: input.ego.x, y: input.ego.y, heading: input.ego.heading },
+      boxes: input.boxes.map((b) => ({ ...b })),
+      ...(only === undefined ? {} : { only }),
+    });
   }
 
   /** Frees the rig's memory on its thread. */
@@ -153,7 +160,17 @@ export class PooledCameraRig {
     if (id !== undefined) return id;
     id = this.nextGridId++;
     this.grids.set(grid, id);
-    this.thread.post({ type: 'grid', rigId: this.rigId, gridId: id, originX: grid.originX, originY: grid.originY, cell: grid.cell, width: grid.width, height: grid.height, data: grid.data });
+    this.thread.post({
+      type: 'grid',
+      rigId: this.rigId,
+      gridId: id,
+      originX: grid.originX,
+      originY: grid.originY,
+      cell: grid.cell,
+      width: grid.width,
+      height: grid.height,
+      data: grid.data,
+    });
     return id;
   }
 }

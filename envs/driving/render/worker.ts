@@ -54,7 +54,10 @@ port.on('message', (msg: RenderRequest) => {
       try {
         const input = { grid, ego: msg.ego, boxes: msg.boxes };
         const images = msg.only === undefined ? held.rig.render(input) : [held.rig.renderOne(msg.only, input)];
-        reply({ id: msg.id, ok: true, images }, images.map((i) => i.buffer as ArrayBuffer));
+        reply(
+          { id: msg.id, ok: true, images },
+          images.map((i) => i.buffer as ArrayBuffer),
+        );
       } catch (err) {
         reply({ id: msg.id, ok: false, error: err instanceof Error ? err.message : String(err) });
       }

@@ -6,20 +6,7 @@
  * point is a world model whose dynamics mean something, small enough to run in tests.
  */
 import { GraphBuilder } from '../onnx/writer.ts';
-import {
-  BLOCK_HALF,
-  BLOCK_MASK,
-  COLORS,
-  GRASP_TOL,
-  GRID,
-  LIFT_Z,
-  PX_PER_M,
-  POS_STEP,
-  REST_Z,
-  ROT_STEP,
-  TABLE_ROW,
-  WORKSPACE,
-} from './scene.ts';
+import { BLOCK_HALF, BLOCK_MASK, COLORS, GRASP_TOL, GRID, LIFT_Z, PX_PER_M, POS_STEP, REST_Z, ROT_STEP, TABLE_ROW, WORKSPACE } from './scene.ts';
 
 export interface TinySpec {
   size: number;
@@ -66,13 +53,21 @@ function readBlock(g: GraphBuilder, context: string, T: number, size: number): {
   // stay cheap in onnxruntime (a trailing axis of 1 makes Slice and broadcasting go element by element).
   const frames = g.op('Reshape', [context, g.i64([0, T, size, size * 3])]);
   const green = (rowEnd: number, rowStep: number, colStep: number) =>
-    g.op('Squeeze', [g.op('Slice', [frames, g.i64([T - 1, 0, 1]), g.i64([T, rowEnd, size * 3]), g.i64([1, 2, 3]), g.i64([1, rowStep, 3 * colStep])]), AX(g, [1])]);
+    g.op('Squeeze', [
+      g.op('Slice', [frames, g.i64([T - 1, 0, 1]), g.i64([T, rowEnd, size * 3]), g.i64([1, 2, 3]), g.i64([1, rowStep, 3 * colStep])]),
+      AX(g, [1]),
+    ]);
   const centre = (i: number) => i + 0.5;
   const rowsIdx = Array.from({ length: size }, (_, i) => i);
   const top = (i: number) => (i < size / 2 ? 1 : 0);
   // Every k-th column of every row: rows of the block in both views.
   const perRow = g.op('ReduceSum', [blockMask(g, green(size, 1, k)), g.i64([2])], { keepdims: 0 });
-  const rowSums = weighted(g, perRow, [rowsIdx.map((i) => top(i) * centre(i)), rowsIdx.map(top), rowsIdx.map((i) => (1 - top(i)) * centre(i)), rowsIdx.map((i) => 1 - top(i))]);
+  const rowSums = weighted(g, perRow, [
+    rowsIdx.map((i) => top(i) * centre(i)),
+    rowsIdx.map(top),
+    rowsIdx.map((i) => (1 - top(i)) * centre(i)),
+    rowsIdx.map((i) => 1 - top(i)),
+  ]);
   // Every k-th row of the top view, every column: columns of the block.
   const perCol = g.op('ReduceSum', [blockMask(g, green(size / 2, k, 1)), g.i64([1])], { keepdims: 0 });
   const colSums = weighted(g, perCol, [rowsIdx.map(centre), rowsIdx.map(() => 1)]);
@@ -153,7 +148,12 @@ export function buildTinyWorldModel(spec: TinySpec): Uint8Array {
   const shapes: Shape[] = [
     // Top view (rows clipped to the top half): gripper, the open gripper's hole, block.
     { cols: [[sub(ex, half), add(ex, half)]], y0: min(sub(ey, half), size / 2), y1: min(add(ey, half), size / 2), color: COLORS.gripper },
-    { cols: [[innerX0, g.op('Where', [closedB, innerX0, add(ex, inner)])]], y0: min(sub(ey, inner), size / 2), y1: min(add(ey, inner), size / 2), color: COLORS.wood },
+    {
+      cols: [[innerX0, g.op('Where', [closedB, innerX0, add(ex, inner)])]],
+      y0: min(sub(ey, inner), size / 2),
+      y1: min(add(ey, inner), size / 2),
+      color: COLORS.wood,
+    },
     { cols: [[sub(bx, bh), add(bx, bh)]], y0: min(sub(by, bh), size / 2), y1: min(add(by, bh), size / 2), color: COLORS.block },
     // Front view: arm, palm, the two fingers around the grasp point (one shape: same rows, columns
     // at least 2 grid units apart), block.
@@ -189,7 +189,12 @@ export function buildTinyWorldModel(spec: TinySpec): Uint8Array {
     });
   /** Per index 0..n-1: the sum of `deltas` placed at positions `at` [B,C,m] at or before it. */
   const runningSum = (at: string, deltas: string, n: number) =>
-    g.op('Slice', [g.op('CumSum', [g.op('ScatterElements', [zeros(at, n + 1), at, deltas], { axis: 2, reduction: 'add' }), g.i32([2], [])]), g.i64([0]), g.i64([n]), g.i64([2])]);
+    g.op('Slice', [
+      g.op('CumSum', [g.op('ScatterElements', [zeros(at, n + 1), at, deltas], { axis: 2, reduction: 'add' }), g.i32([2], [])]),
+      g.i64([0]),
+      g.i64([n]),
+      g.i64([2]),
+    ]);
 
   // Column bits [B,C,W]: +bit where a span of a shape's columns starts, -bit where it ends, summed
   // along the row (an empty or inverted span adds nothing).
@@ -296,7 +301,14 @@ export function buildTinyActionAdapter(chunk: number): Uint8Array {
     const pos = add(col3(g, pose, 0), g.op('Mul', [col3(g, d, 0), g.f32(POS_STEP)]));
     const posC = g.op('Min', [g.op('Max', [pos, g.f32([...WORKSPACE.low])]), g.f32([...WORKSPACE.high])]);
     const half = (i: number) => g.op('Mul', [col(d, i), g.f32(ROT_STEP / 2)]);
-    const [cr, sr, cp, sp, cy, sy] = [3, 4, 5].flatMap((i) => [g.op('Cos', [half(i)]), g.op('Sin', [half(i)])]) as string[] as [string, string, string, string, string, string];
+    const [cr, sr, cp, sp, cy, sy] = [3, 4, 5].flatMap((i) => [g.op('Cos', [half(i)]), g.op('Sin', [half(i)])]) as string[] as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
     const b = [
       sub(mul(mul(sr, cp), cy), mul(mul(cr, sp), sy)),
       add(mul(mul(cr, sp), cy), mul(mul(sr, cp), sy)),

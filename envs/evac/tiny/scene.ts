@@ -143,7 +143,12 @@ function quatFromRpy(r: number, p: number, y: number): [number, number, number, 
 export function quatMul(a: readonly number[], b: readonly number[]): [number, number, number, number] {
   const [ax, ay, az, aw] = a as [number, number, number, number];
   const [bx, by, bz, bw] = b as [number, number, number, number];
-  return [aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz];
+  return [
+    aw * bx + ax * bw + ay * bz - az * by,
+    aw * by - ax * bz + ay * bw + az * bx,
+    aw * bz + ax * by - ay * bx + az * bw,
+    aw * bw - ax * bx - ay * by - az * bz,
+  ];
 }
 
 /**

@@ -32,9 +32,16 @@ function renderSessions(sessions) {
   $('no-sessions').hidden = sessions.length > 0;
   $('sessions').tBodies[0].replaceChildren(
     ...sessions.map((s) => {
-      const tr = el('tr', { className: `session${s.session_id === selected ? ' selected' : ''}` },
-        el('td', { textContent: s.session_id.slice(0, 12) }), el('td', { textContent: s.env_id }), el('td', { textContent: s.client }),
-        el('td', { textContent: String(s.steps) }), el('td', { textContent: String(s.episodes) }), el('td', { textContent: num(s.episode_return) }));
+      const tr = el(
+        'tr',
+        { className: `session${s.session_id === selected ? ' selected' : ''}` },
+        el('td', { textContent: s.session_id.slice(0, 12) }),
+        el('td', { textContent: s.env_id }),
+        el('td', { textContent: s.client }),
+        el('td', { textContent: String(s.steps) }),
+        el('td', { textContent: String(s.episodes) }),
+        el('td', { textContent: num(s.episode_return) }),
+      );
       tr.dataset.session = s.session_id;
       tr.onclick = () => select(s.session_id);
       return tr;
@@ -94,7 +101,14 @@ async function refreshSession() {
     frameFigure('render', 'render()');
   }
   for (const fig of [...$('frames').children]) if (!keys.has(fig.dataset.key)) fig.remove();
-  const rows = [['steps', s.steps], ['episodes', s.episodes], ['episode return', s.episode_return], ['last reward', s.last_reward], ['client', s.client], ['idle (s)', (Date.now() - s.last_active_ms) / 1000]];
+  const rows = [
+    ['steps', s.steps],
+    ['episodes', s.episodes],
+    ['episode return', s.episode_return],
+    ['last reward', s.last_reward],
+    ['client', s.client],
+    ['idle (s)', (Date.now() - s.last_active_ms) / 1000],
+  ];
   if (view.metadata.bev_channels) rows.push(['bev channels', view.metadata.bev_channels.join(', ')]);
   $('metrics').tBodies[0].replaceChildren(...rows.map(([k, v]) => el('tr', {}, el('th', { textContent: k }), el('td', { textContent: num(v) }))));
   $('info').textContent = JSON.stringify(view.info, null, 1);

@@ -74,14 +74,31 @@ describe('gymwire rollout', () => {
       expect((await readDataset(dir)).manifest.counts.episodes).toBe(12);
       expect((await runRolloutCommand({ ...opts, preview: undefined, episodes: '3', overwrite: true }, out.stream)).episodes).toBe(3);
       expect((await readDataset(dir)).manifest.counts.episodes).toBe(3);
-      await expect(runRolloutCommand({ ...opts, out: undefined, preview: undefined, kwargs: '{oops' }, out.stream)).rejects.toThrow(/--kwargs must be a JSON object/);
-      await expect(runRolloutCommand({ ...opts, out: undefined, preview: undefined, busyPollUs: 'soon' }, out.stream)).rejects.toThrow(/--busy-poll-us must be 'auto' or a number/);
+      await expect(runRolloutCommand({ ...opts, out: undefined, preview: undefined, kwargs: '{oops' }, out.stream)).rejects.toThrow(
+        /--kwargs must be a JSON object/,
+      );
+      await expect(runRolloutCommand({ ...opts, out: undefined, preview: undefined, busyPollUs: 'soon' }, out.stream)).rejects.toThrow(
+        /--busy-poll-us must be 'auto' or a number/,
+      );
       expect((await runRolloutCommand({ ...opts, out: undefined, preview: undefined, episodes: '2', busyPollUs: '0' }, out.stream)).episodes).toBe(2);
       // A NAVSIM baseline handed in by the CLI as a policy: one-step episodes scored by the env.
-      const nav = await runRolloutCommand({ ...opts, env: 'gymwire/NavsimEnv-v1', policy: 'navsim:constant-velocity', sessions: '2', episodes: '4', out: join(tmp.dir, 'nav'), preview: undefined }, out.stream);
+      const nav = await runRolloutCommand(
+        {
+          ...opts,
+          env: 'gymwire/NavsimEnv-v1',
+          policy: 'navsim:constant-velocity',
+          sessions: '2',
+          episodes: '4',
+          out: join(tmp.dir, 'nav'),
+          preview: undefined,
+        },
+        out.stream,
+      );
       expect(nav).toMatchObject({ episodes: 4, steps: 4, incomplete: 0 });
       expect(nav.meanReturn).toBeGreaterThan(0);
-      await expect(runRolloutCommand({ ...opts, policy: 'navsim:constant-velocity', out: undefined, preview: undefined }, out.stream)).rejects.toThrow(/needs a NAVSIM observation/);
+      await expect(runRolloutCommand({ ...opts, policy: 'navsim:constant-velocity', out: undefined, preview: undefined }, out.stream)).rejects.toThrow(
+        /needs a NAVSIM observation/,
+      );
     } finally {
       await srv.close();
       await tmp.cleanup();

@@ -28,7 +28,11 @@ const obsSpace = dict({
 });
 
 function image(k: number): Tensor {
-  return Tensor.from('uint8', [48, 64, 3], Array.from({ length: 48 * 64 * 3 }, (_, i) => (i * 7 + k * 13) % 256));
+  return Tensor.from(
+    'uint8',
+    [48, 64, 3],
+    Array.from({ length: 48 * 64 * 3 }, (_, i) => (i * 7 + k * 13) % 256),
+  );
 }
 
 function episode(id: number, n: number, status: EpisodeRecord['status']): EpisodeRecord {
@@ -50,7 +54,13 @@ function episode(id: number, n: number, status: EpisodeRecord['status']): Episod
 describe('TrajectoryWriter', () => {
   it('writes Dict observations as per-leaf columns with metadata; PNG images round-trip exactly', async () => {
     const dir = join(tmp.dir, 'dict');
-    const writer = await TrajectoryWriter.create(dir, { envId: 'test/Dict-v0', observationSpace: obsSpace, actionSpace: discrete(3), images: 'png', rowsPerFile: 8 });
+    const writer = await TrajectoryWriter.create(dir, {
+      envId: 'test/Dict-v0',
+      observationSpace: obsSpace,
+      actionSpace: discrete(3),
+      images: 'png',
+      rowsPerFile: 8,
+    });
     writer.add(episode(0, 5, 'terminated'));
     writer.add(episode(1, 4, 'truncated'));
     writer.add(episode(2, 3, 'incomplete'));
@@ -60,7 +70,9 @@ describe('TrajectoryWriter', () => {
     expect(manifest.columns['obs.camera']).toEqual({ encoding: 'png', dtype: 'uint8', shape: [48, 64, 3] });
     const ds = await readDataset(dir);
     const names = ds.steps.schema.fields.map((f) => f.name);
-    expect(names).toEqual(expect.arrayContaining(['obs.camera', 'obs.state', 'obs.mission', 'final_obs.camera', 'action', 'reward', 'log_prob', 'value', 'info', 'session_step']));
+    expect(names).toEqual(
+      expect.arrayContaining(['obs.camera', 'obs.state', 'obs.mission', 'final_obs.camera', 'action', 'reward', 'log_prob', 'value', 'info', 'session_step']),
+    );
     const field = ds.steps.schema.fields.find((f) => f.name === 'obs.state')!;
     expect(Object.fromEntries(field.metadata)).toEqual({ 'gymwire.encoding': 'raw', 'gymwire.dtype': 'float64', 'gymwire.shape': '[2,3]' });
     expect(ds.steps.schema.metadata.get('gymwire.format')).toBe('gymwire.trajectories');
@@ -82,7 +94,13 @@ describe('TrajectoryWriter', () => {
   });
 
   it('holds back a producer while the queue is over its high-water mark', async () => {
-    const writer = await TrajectoryWriter.create(join(tmp.dir, 'bp'), { envId: 'x', observationSpace: obsSpace, actionSpace: discrete(3), images: 'png', highWaterSteps: 10 });
+    const writer = await TrajectoryWriter.create(join(tmp.dir, 'bp'), {
+      envId: 'x',
+      observationSpace: obsSpace,
+      actionSpace: discrete(3),
+      images: 'png',
+      highWaterSteps: 10,
+    });
     writer.add(episode(0, 30, 'terminated'));
     expect(writer.pendingSteps).toBe(30);
     let released = false;
@@ -96,7 +114,8 @@ describe('TrajectoryWriter', () => {
 
   it('refuses a directory that holds a dataset unless overwrite, which removes only dataset files', async () => {
     const dir = join(tmp.dir, 'again');
-    const make = (overwrite?: boolean) => TrajectoryWriter.create(dir, { envId: 'x', observationSpace: obsSpace, actionSpace: discrete(3), ...(overwrite === undefined ? {} : { overwrite }) });
+    const make = (overwrite?: boolean) =>
+      TrajectoryWriter.create(dir, { envId: 'x', observationSpace: obsSpace, actionSpace: discrete(3), ...(overwrite === undefined ? {} : { overwrite }) });
     const first = await make();
     first.add(episode(0, 5, 'terminated'));
     await first.close({ policy: 'x' });
@@ -120,7 +139,11 @@ describe('Rollout over two servers', () => {
     const [ca, cb] = await Promise.all([connect(a.url), connect(b.url)]);
     try {
       const env = new CartPoleEnv();
-      const writer = await TrajectoryWriter.create(join(tmp.dir, 'two'), { envId: 'gymwire/CartPole-v1', observationSpace: env.observationSpace, actionSpace: env.actionSpace });
+      const writer = await TrajectoryWriter.create(join(tmp.dir, 'two'), {
+        envId: 'gymwire/CartPole-v1',
+        observationSpace: env.observationSpace,
+        actionSpace: env.actionSpace,
+      });
       const summary = await new Rollout({
         envId: 'gymwire/CartPole-v1',
         targets: [

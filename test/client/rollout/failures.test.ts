@@ -34,47 +34,84 @@ afterAll(async () => {
 });
 
 describe('rollout failures', () => {
-  it.skipIf(!existsSync('/dev/full'))('ends cleanly on a full disk: finished parts readable, the unfinished one removed, sessions closed', async () => {
-    const srv = await cartpoleServer();
-    const client = await connect(srv.url);
-    const dir = join(tmp.dir, 'full');
-    try {
-      const writer = await TrajectoryWriter.create(dir, { envId: ENV, observationSpace: cartpole.observationSpace, actionSpace: cartpole.actionSpace, rowsPerFile: 200, rowsPerBatch: 50 });
-      // The second part file lands on a device that is always full.
-      await symlink('/dev/full', join(dir, 'steps-00001.arrow'));
-      const rollout = new Rollout({ envId: ENV, targets: [{ client, url: srv.url, sessions: 8 }], policy: new RandomPolicy({ seed: 0 }), episodes: 100_000, seed: 0, writer });
-      const ran = await rollout.run().catch((e: unknown) => e);
-      expect((ran as NodeJS.ErrnoException).code).toBe('ENOSPC');
-      expect(srv.core.sessionCount).toBe(0);
-      const closed = await writer.close({ policy: 'random' }).catch((e: unknown) => e);
-      expect(closed).toBeInstanceOf(DatasetWriteError);
-      expect((closed as DatasetWriteError).message).toMatch(/ENOSPC/);
-      expect((closed as DatasetWriteError).kept).toEqual(['steps-00000.arrow']);
-      expect((closed as DatasetWriteError).removed).toBe('steps-00001.arrow');
-      await expect(lstat(join(dir, 'steps-00001.arrow'))).rejects.toThrow(/ENOENT/);
-      // What is on disk is a dataset: the manifest, the table and the finished part agree.
-      const ds = await readDataset(dir);
-      expect(ds.manifest.steps_files).toEqual(['steps-00000.arrow']);
-      expect(ds.steps.numRows).toBe(ds.manifest.counts.steps);
-      expect(ds.steps.numRows).toBeGreaterThan(0);
-      expect(ds.episodes.numRows).toBe(ds.manifest.counts.episodes);
-      const files = ds.episodes.getChild('file')!.toArray() as string[];
-      expect(new Set(files)).toEqual(new Set(['steps-00000.arrow']));
-      const stepsPerEpisode = [...(ds.episodes.getChild('steps')!.toArray() as Int32Array)].reduce((a, b) => a + b, 0);
-      expect(stepsPerEpisode).toBe(ds.steps.numRows);
-    } finally {
-      await client.close();
-      await srv.close();
-    }
-  }, 60_000);
+  it.skipIf(!existsSync('/dev/full'))(
+    'ends cleanly on a full disk: finished parts readable, the unfinished one removed, sessions closed',
+    async () => {
+      const srv = await cartpoleServer();
+      const client = await connect(srv.url);
+      const dir = join(tmp.dir, 'full');
+      try {
+        const writer = await TrajectoryWriter.create(dir, {
+          envId: ENV,
+          observationSpace: cartpole.observationSpace,
+          actionSpace: cartpole.actionSpace,
+          rowsPerFile: 200,
+          rowsPerBatch: 50,
+        });
+        // The second part file lands on a device that is always full.
+        await symlink('/dev/full', join(dir, 'steps-00001.arrow'));
+        const rollout = new Rollout({
+          envId: ENV,
+          targets: [{ client, url: srv.url, sessions: 8 }],
+          policy: new RandomPolicy({ seed: 0 }),
+          episodes: 100_000,
+          seed: 0,
+          writer,
+        });
+        const ran = await rollout.run().catch((e: unknown) => e);
+        expect((ran as NodeJS.ErrnoException).code).toBe('ENOSPC');
+        expect(srv.core.sessionCount).toBe(0);
+        const closed = await writer.close({ policy: 'random' }).catch((e: unknown) => e);
+        expect(closed).toBeInstanceOf(DatasetWriteError);
+        expect((closed as DatasetWriteError).message).toMatch(/ENOSPC/);
+        expect((closed as DatasetWriteError).kept).toEqual(['steps-00000.arrow']);
+        expect((closed as DatasetWriteError).removed).toBe('steps-00001.arrow');
+        await expect(lstat(join(dir, 'steps-00001.arrow'))).rejects.toThrow(/ENOENT/);
+        // What is on disk is a dataset: the manifest, the table and the finished part agree.
+        const ds = await readDataset(dir);
+        expect(ds.manifest.steps_files).toEqual(['steps-00000.arrow']);
+        expect(ds.steps.numRows).toBe(ds.manifest.counts.steps);
+        expect(ds.steps.numRows).toBeGreaterThan(0);
+        expect(ds.episodes.numRows).toBe(ds.manifest.counts.episodes);
+        const files = ds.episodes.getChild('file')!.toArray() as string[];
+        expect(new Set(files)).toEqual(new Set(['steps-00000.arrow']));
+        const stepsPerEpisode = [...(ds.episodes.getChild('steps')!.toArray() as Int32Array)].reduce((a, b) => a + b, 0);
+        expect(stepsPerEpisode).toBe(ds.steps.numRows);
+      } finally {
+        await client.close();
+        await srv.close();
+      }
+    },
+    60_000,
+  );
 
   it('exits non-zero with a message when its server is gone for good', async () => {
     const srv = await cartpoleServer();
     const dir = join(tmp.dir, 'lost');
-    const cli = spawn(process.execPath, ['bin/gymwire.js', 'rollout', '--url', srv.url, '--env', ENV, '--sessions', '4', '--episodes', '1000000', '--out', dir, '--reconnect-timeout', '500', '--no-progress'], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const cli = spawn(
+      process.execPath,
+      [
+        'bin/gymwire.js',
+        'rollout',
+        '--url',
+        srv.url,
+        '--env',
+        ENV,
+        '--sessions',
+        '4',
+        '--episodes',
+        '1000000',
+        '--out',
+        dir,
+        '--reconnect-timeout',
+        '500',
+        '--no-progress',
+      ],
+      {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stderr = '';
     cli.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((r) => cli.once('exit', (code) => r(code)));

@@ -34,8 +34,16 @@ afterAll(async () => {
 
 const cartpole = new CartPoleEnv();
 
-async function collect(name: string, opts: Omit<RolloutOptions, 'envId' | 'writer' | 'policy'> & { policy?: RolloutOptions['policy'] }, made?: (r: Rollout) => void) {
-  const writer = await TrajectoryWriter.create(join(tmp.dir, name), { envId: ENV, observationSpace: cartpole.observationSpace, actionSpace: cartpole.actionSpace });
+async function collect(
+  name: string,
+  opts: Omit<RolloutOptions, 'envId' | 'writer' | 'policy'> & { policy?: RolloutOptions['policy'] },
+  made?: (r: Rollout) => void,
+) {
+  const writer = await TrajectoryWriter.create(join(tmp.dir, name), {
+    envId: ENV,
+    observationSpace: cartpole.observationSpace,
+    actionSpace: cartpole.actionSpace,
+  });
   const rollout = new Rollout({ envId: ENV, writer, policy: opts.policy ?? policy, ...opts });
   made?.(rollout);
   const summary = await rollout.run();
@@ -56,7 +64,13 @@ describe('Rollout', () => {
     const srv = await cartpoleServer();
     const client = await connect(srv.url);
     try {
-      const { summary, manifest, ds } = await collect('r64', { targets: [{ client, url: srv.url, sessions: 64 }], episodes: 200, groups: 2, seed: 0, closeSessions: false });
+      const { summary, manifest, ds } = await collect('r64', {
+        targets: [{ client, url: srv.url, sessions: 64 }],
+        episodes: 200,
+        groups: 2,
+        seed: 0,
+        closeSessions: false,
+      });
       expect(summary.episodes).toBe(200);
       expect(summary.incomplete).toBe(0);
       expect(manifest.counts).toMatchObject({ episodes: 200, steps: summary.steps, incomplete: 0 });
@@ -186,10 +200,14 @@ describe('Rollout', () => {
         },
       };
       let made: Rollout | null = null;
-      await expect(collect('fail-policy', { targets: [{ client, url: srv.url, sessions: 4 }], policy: flaky, episodes: 100 }, (r) => (made = r))).rejects.toThrow(/the GPU fell over/);
+      await expect(
+        collect('fail-policy', { targets: [{ client, url: srv.url, sessions: 4 }], policy: flaky, episodes: 100 }, (r) => (made = r)),
+      ).rejects.toThrow(/the GPU fell over/);
       expect(made!.progress().steps).toBeGreaterThan(0);
       const bad: Policy = { name: 'bad', check: () => {}, act: (obs) => ({ actions: obs.map(() => 7) }) };
-      await expect(collect('fail-action', { targets: [{ client, url: srv.url, sessions: 2 }], policy: bad, episodes: 4 })).rejects.toMatchObject({ code: 'ENV_ERR_INVALID_ACTION' });
+      await expect(collect('fail-action', { targets: [{ client, url: srv.url, sessions: 2 }], policy: bad, episodes: 4 })).rejects.toMatchObject({
+        code: 'ENV_ERR_INVALID_ACTION',
+      });
     } finally {
       await client.closeAll();
       await srv.close();

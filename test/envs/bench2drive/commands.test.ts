@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { RoadOption, RoutePlanner, downsampleRoute, junctionOption } from '../../../envs/bench2drive/commands.ts';
 import type { RoutePoint } from '../../../envs/bench2drive/commands.ts';
 
-const line = (n: number, option: RoutePoint['option'], x0 = 0, step = 2): RoutePoint[] => Array.from({ length: n }, (_, i) => ({ x: x0 + i * step, y: 0, option }));
+const line = (n: number, option: RoutePoint['option'], x0 = 0, step = 2): RoutePoint[] =>
+  Array.from({ length: n }, (_, i) => ({ x: x0 + i * step, y: 0, option }));
 
 describe('RoadOption codes', () => {
   it('match Bench2Drive/CARLA integers', () => {

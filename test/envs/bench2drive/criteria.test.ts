@@ -187,6 +187,11 @@ describe('ScenarioTimeoutCriterion and YieldToEmergencyVehicleCriterion', () => 
     expect(d.events).toHaveLength(0);
   });
   it('route timeout is 300 s + length / (0.1 x speed limit)', () => {
-    expect(routeTimeout([{ length: 100, speedLimit: 10 }, { length: 50, speedLimit: 5 }])).toBeCloseTo(300 + 100 + 100, 9);
+    expect(
+      routeTimeout([
+        { length: 100, speedLimit: 10 },
+        { length: 50, speedLimit: 5 },
+      ]),
+    ).toBeCloseTo(300 + 100 + 100, 9);
   });
 });

@@ -54,7 +54,20 @@ describe('Bench2Drive-v0', () => {
     expect(info['infraction_penalty']).toBe(1);
     expect(info['status']).toBe('Running');
     expect(Object.keys(info['infractions'] as object).sort()).toEqual(
-      ['collisions_layout', 'collisions_pedestrian', 'collisions_vehicle', 'min_speed_infractions', 'outside_route_lanes', 'red_light', 'route_dev', 'route_timeout', 'scenario_timeouts', 'stop_infraction', 'vehicle_blocked', 'yield_emergency_vehicle_infractions'].sort(),
+      [
+        'collisions_layout',
+        'collisions_pedestrian',
+        'collisions_vehicle',
+        'min_speed_infractions',
+        'outside_route_lanes',
+        'red_light',
+        'route_dev',
+        'route_timeout',
+        'scenario_timeouts',
+        'stop_infraction',
+        'vehicle_blocked',
+        'yield_emergency_vehicle_infractions',
+      ].sort(),
     );
     const o = obs as Record<string, unknown>;
     expect([-1, 1, 2, 3, 4, 5, 6]).toContain(o['command']);
@@ -100,7 +113,11 @@ describe('Bench2Drive-v0', () => {
     const tool = (name: string) => env.tools.find((t) => t.name === name)!;
     const cmd = (await tool('get_command').handler({} as never, { env, wrapped: env })) as { command: number; command_name: string; target_point: number[] };
     expect(cmd.command_name).toBe('LANEFOLLOW');
-    const info = (await tool('get_route_info').handler({} as never, { env, wrapped: env })) as { waypoints: number[][]; global_plan: number[][]; length_m: number };
+    const info = (await tool('get_route_info').handler({} as never, { env, wrapped: env })) as {
+      waypoints: number[][];
+      global_plan: number[][];
+      length_m: number;
+    };
     expect(info.length_m).toBeGreaterThan(140);
     const w = info.waypoints;
     expect(Math.hypot(w[1]![0]! - w[0]![0]!, w[1]![1]! - w[0]![1]!)).toBeCloseTo(2, 1);

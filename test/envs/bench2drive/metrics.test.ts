@@ -56,7 +56,12 @@ describe('Comfortness', () => {
 });
 
 const rec = (over: Partial<RouteRecord> & { events?: Parameters<typeof routeRecord>[0]['events'] }): RouteRecord => {
-  const base = routeRecord({ routeCompletion: over.scores?.score_route ?? 100, targetReached: (over.scores?.score_route ?? 100) >= 100, events: over.events ?? [], failure: null });
+  const base = routeRecord({
+    routeCompletion: over.scores?.score_route ?? 100,
+    targetReached: (over.scores?.score_route ?? 100) >= 100,
+    events: over.events ?? [],
+    failure: null,
+  });
   return { ...base, ...over, scores: over.scores ?? base.scores, infractions: over.infractions ?? base.infractions };
 };
 const entry = (message: string) => ({ message, time: 0, frame: 0, x: 0, y: 0 });
@@ -64,14 +69,25 @@ const entry = (message: string) => ({ message, time: 0, frame: 0, x: 0, y: 0 });
 describe('DS, SR, Efficiency', () => {
   it('DS divides by the route-set size; SR ignores min-speed entries only', () => {
     const a = rec({ scenario_name: 'ParkedObstacle' });
-    const b = rec({ scenario_name: 'ParkedObstacle', infractions: { ...a.infractions, min_speed_infractions: [entry('Average speed is 50% of the surrounding traffic\'s one')] }, status: 'Completed' });
-    const c = rec({ scenario_name: 'ParkedObstacle', infractions: { ...a.infractions, red_light: [entry('x')] }, status: 'Completed', scores: { score_route: 100, score_penalty: 0.7, score_composed: 70 } });
+    const b = rec({
+      scenario_name: 'ParkedObstacle',
+      infractions: { ...a.infractions, min_speed_infractions: [entry("Average speed is 50% of the surrounding traffic's one")] },
+      status: 'Completed',
+    });
+    const c = rec({
+      scenario_name: 'ParkedObstacle',
+      infractions: { ...a.infractions, red_light: [entry('x')] },
+      status: 'Completed',
+      scores: { score_route: 100, score_penalty: 0.7, score_composed: 70 },
+    });
     expect(routeSucceeded(a) && routeSucceeded(b) && !routeSucceeded(c)).toBe(true);
     expect(drivingScore([a, b, c], 4)).toBeCloseTo(270 / 4, 12);
     expect(successRate([a, b, c], 4)).toBe(0.5);
   });
   it('Efficiency averages per-route means and drops values above 1000', () => {
-    const mk = (vals: number[]) => ({ infractions: { min_speed_infractions: vals.map((v) => entry(`Average speed is ${v}% of the surrounding traffic's one`)) } });
+    const mk = (vals: number[]) => ({
+      infractions: { min_speed_infractions: vals.map((v) => entry(`Average speed is ${v}% of the surrounding traffic's one`)) },
+    });
     expect(efficiency([mk([50, 150]), mk([80, 2000]), mk([])])).toBeCloseTo((100 + 80) / 2, 12);
   });
 });
@@ -81,7 +97,12 @@ describe('ability table', () => {
     const ok = rec({ scenario_name: 'ParkedObstacle' });
     const ev = rec({ scenario_name: 'YieldToEmergencyVehicle', status: 'Failed', scores: { score_route: 50, score_penalty: 1, score_composed: 50 } });
     // A signalised left turn that failed after the junction without a light infraction: a Traffic_Signs success.
-    const ts = rec({ scenario_name: 'SignalizedJunctionLeftTurn', status: 'Failed - Agent got blocked', scores: { score_route: 60, score_penalty: 1, score_composed: 60 }, junction_completion: 0.5 });
+    const ts = rec({
+      scenario_name: 'SignalizedJunctionLeftTurn',
+      status: 'Failed - Agent got blocked',
+      scores: { score_route: 60, score_penalty: 1, score_composed: 60 },
+      junction_completion: 0.5,
+    });
     const ts2 = rec({ scenario_name: 'VanillaSignalizedTurnEncounterRedLight', junction_completion: 0.5 });
     const t = abilityTable([ok, ev, ts, ts2]);
     expect(t.abilities['Overtaking']).toBe(1);
@@ -91,7 +112,12 @@ describe('ability table', () => {
     expect(t.abilities['Emergency_Brake']).toBeNull();
     expect(t.mean).toBeCloseTo((1 + 0 + 0 + 0 + 1) / 5, 12);
     // Bench2Drive's spellings put the stop-sign turn in Traffic_Signs.
-    const stop = rec({ scenario_name: 'VanillaNonSignalizedTurnEncounterStopsign', status: 'Failed', scores: { score_route: 30, score_penalty: 1, score_composed: 30 }, junction_completion: 0.5 });
+    const stop = rec({
+      scenario_name: 'VanillaNonSignalizedTurnEncounterStopsign',
+      status: 'Failed',
+      scores: { score_route: 30, score_penalty: 1, score_composed: 30 },
+      junction_completion: 0.5,
+    });
     expect(abilityTable([stop]).counts['Traffic_Signs']).toEqual([0, 1]);
   });
 });

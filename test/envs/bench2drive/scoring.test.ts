@@ -3,7 +3,15 @@ import { describe, expect, it } from 'vitest';
 import type { TrafficEvent, TrafficEventTypeName } from '../../../envs/bench2drive/criteria.ts';
 import { infractionPenalty, penaltyFactor, routeRecord } from '../../../envs/bench2drive/scoring.ts';
 
-const ev = (type: TrafficEventTypeName, percentage?: number): TrafficEvent => ({ type, time: 1, frame: 20, x: 1, y: 2, message: `${type} 12.5%`, ...(percentage !== undefined ? { percentage } : {}) });
+const ev = (type: TrafficEventTypeName, percentage?: number): TrafficEvent => ({
+  type,
+  time: 1,
+  frame: 20,
+  x: 1,
+  y: 2,
+  message: `${type} 12.5%`,
+  ...(percentage !== undefined ? { percentage } : {}),
+});
 
 describe('penalty coefficients', () => {
   it.each([
@@ -24,7 +32,10 @@ describe('penalty coefficients', () => {
     expect(penaltyFactor(ev('MIN_SPEED_INFRACTION', 20))).toBe(1);
   });
   it('multiplies', () => {
-    expect(infractionPenalty([ev('COLLISION_VEHICLE'), ev('TRAFFIC_LIGHT_INFRACTION'), ev('OUTSIDE_ROUTE_LANES_INFRACTION', 50)])).toBeCloseTo(0.6 * 0.7 * 0.5, 12);
+    expect(infractionPenalty([ev('COLLISION_VEHICLE'), ev('TRAFFIC_LIGHT_INFRACTION'), ev('OUTSIDE_ROUTE_LANES_INFRACTION', 50)])).toBeCloseTo(
+      0.6 * 0.7 * 0.5,
+      12,
+    );
   });
 });
 
@@ -42,7 +53,9 @@ describe('routeRecord', () => {
     expect(r.scores.score_composed).toBe(24);
     expect(r.infractions['collisions_vehicle']).toHaveLength(1);
     expect(r.infractions['collisions_vehicle']![0]).toMatchObject({ time: 1, x: 1, y: 2 });
-    expect(routeRecord({ routeCompletion: 10, targetReached: false, events: [ev('ROUTE_DEVIATION')], failure: null }).status).toBe('Failed - Agent deviated from the route');
+    expect(routeRecord({ routeCompletion: 10, targetReached: false, events: [ev('ROUTE_DEVIATION')], failure: null }).status).toBe(
+      'Failed - Agent deviated from the route',
+    );
     expect(routeRecord({ routeCompletion: 10, targetReached: false, events: [], failure: 'tickRuntime' }).status).toBe('Failed - TickRuntime');
     const t = routeRecord({ routeCompletion: 10, targetReached: false, events: [], failure: 'timeout', duration: 480 });
     expect(t.status).toBe('Failed - Agent timed out');

@@ -15,7 +15,10 @@ interface Case {
   actions: number[];
   steps: { obs: number[]; reward: number; terminated: boolean; truncated: boolean }[];
 }
-const fixture = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'cartpole-gymnasium.json'), 'utf8')) as { gymnasium: string; cases: Case[] };
+const fixture = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'cartpole-gymnasium.json'), 'utf8')) as {
+  gymnasium: string;
+  cases: Case[];
+};
 
 describe('CartPole-v1', () => {
   it.each(fixture.cases.map((c) => [c.seed, c] as const))('reproduces Gymnasium 1.3 step for step from the same state (case %i)', (_seed, c) => {

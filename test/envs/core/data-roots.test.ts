@@ -34,7 +34,18 @@ describe('DataRoots', () => {
   });
 
   it('#resolve: refuses paths outside alike, whether they exist or not', () => {
-    const attempts = [outside, join(outside, 'secret.txt'), join(outside, 'missing'), '/etc', '/no/such/dir', '../outside', 'models/../../outside', 'escape', 'escape/secret.txt', `models\0`];
+    const attempts = [
+      outside,
+      join(outside, 'secret.txt'),
+      join(outside, 'missing'),
+      '/etc',
+      '/no/such/dir',
+      '../outside',
+      'models/../../outside',
+      'escape',
+      'escape/secret.txt',
+      `models\0`,
+    ];
     const messages = attempts.map((p) => {
       try {
         roots.resolve('model_dir', p, 'dir');
@@ -86,12 +97,32 @@ describe('loadClientData', () => {
   it('turns the data’s own failures into a generic client fault, and passes the rest through', async () => {
     const warned: unknown[] = [];
     const log = { warn: (obj: unknown) => warned.push(obj) } as unknown as Parameters<typeof loadClientData>[4];
-    const bad = loadClientData('scene_dir', 'scenes', () => JSON.parse('SECRET CONTENT') as unknown, (e) => e instanceof SyntaxError, log);
+    const bad = loadClientData(
+      'scene_dir',
+      'scenes',
+      () => JSON.parse('SECRET CONTENT') as unknown,
+      (e) => e instanceof SyntaxError,
+      log,
+    );
     await expect(bad).rejects.toThrow(/^scene_dir: the data there does not load as scenes; the server's log has the reason$/);
     await expect(bad).rejects.toBeInstanceOf(DataPathError);
     expect(warned).toHaveLength(1);
     const internal = new Error('worker exited');
-    await expect(loadClientData('scene_dir', 'scenes', () => Promise.reject(internal), (e) => e instanceof SyntaxError)).rejects.toBe(internal);
-    expect(await loadClientData('scene_dir', 'scenes', () => 7, () => true)).toBe(7);
+    await expect(
+      loadClientData(
+        'scene_dir',
+        'scenes',
+        () => Promise.reject(internal),
+        (e) => e instanceof SyntaxError,
+      ),
+    ).rejects.toBe(internal);
+    expect(
+      await loadClientData(
+        'scene_dir',
+        'scenes',
+        () => 7,
+        () => true,
+      ),
+    ).toBe(7);
   });
 });

@@ -30,7 +30,9 @@ describe('Registry', () => {
   });
 
   it('validates kwargs with the spec schema and lists each issue', async () => {
-    const err = await registry().make('test/CartPole-v1', { render_mode: 'human', extra: 1 }).catch((e: unknown) => e);
+    const err = await registry()
+      .make('test/CartPole-v1', { render_mode: 'human', extra: 1 })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InvalidKwargsError);
     expect((err as InvalidKwargsError).issues.map((i) => i.path).sort()).toEqual(['', 'render_mode'].sort());
   });

@@ -2,7 +2,18 @@ import { describe, expect, it } from 'vitest';
 
 import { makeTrack, stateAt } from '../../../envs/driving/agents.ts';
 import { PACIFICA, S, initialState, propagate } from '../../../envs/driving/bicycle.ts';
-import { GridIndex, Polyline, boxCorners, convexIntersectionArea, convexIntersects, coordsFrom, pointInPolygon, polygonsIntersect, principalValue, segmentIntersectsPolygon } from '../../../envs/driving/geometry.ts';
+import {
+  GridIndex,
+  Polyline,
+  boxCorners,
+  convexIntersectionArea,
+  convexIntersects,
+  coordsFrom,
+  pointInPolygon,
+  polygonsIntersect,
+  principalValue,
+  segmentIntersectsPolygon,
+} from '../../../envs/driving/geometry.ts';
 import { IDM_PDM_CLOSED, idmAcceleration } from '../../../envs/driving/idm.ts';
 import { DrivingMap } from '../../../envs/driving/map.ts';
 import type { MapData } from '../../../envs/driving/map.ts';
@@ -21,7 +32,13 @@ describe('geometry', () => {
     expect(polygonsIntersect(a, boxCorners({ x: 3, y: 0.5, heading: 0.4, length: 4, width: 2 }))).toBe(true);
   });
   it('point in polygon counts the boundary', () => {
-    const sq = coordsFrom([[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]]);
+    const sq = coordsFrom([
+      [0, 0],
+      [1, 0],
+      [1, 1],
+      [0, 1],
+      [0, 0],
+    ]);
     expect(pointInPolygon(0.5, 0.5, sq)).toBe(true);
     expect(pointInPolygon(1, 0.5, sq)).toBe(true);
     expect(pointInPolygon(1.1, 0.5, sq)).toBe(false);
@@ -33,7 +50,13 @@ describe('geometry', () => {
     expect(convexIntersectionArea(a, b)).toBeCloseTo(1, 9);
   });
   it('projects onto polylines with signed offsets', () => {
-    const pl = new Polyline(coordsFrom([[0, 0], [10, 0], [10, 10]]));
+    const pl = new Polyline(
+      coordsFrom([
+        [0, 0],
+        [10, 0],
+        [10, 10],
+      ]),
+    );
     expect(pl.length).toBe(20);
     const p = pl.project(5, 2);
     expect(p.s).toBeCloseTo(5);
@@ -41,13 +64,19 @@ describe('geometry', () => {
     expect(pl.interpolate(15)).toEqual({ x: 10, y: 5, heading: Math.PI / 2 });
   });
   it('grid index returns each candidate once', () => {
-    const g = new GridIndex([[0, 0, 50, 50], [100, 100, 110, 110]], 10);
+    const g = new GridIndex(
+      [
+        [0, 0, 50, 50],
+        [100, 100, 110, 110],
+      ],
+      10,
+    );
     expect(g.query(5, 5, 45, 45)).toEqual([0]);
     expect(g.queryPoint(105, 105)).toEqual([1]);
   });
   it('principal value wraps to [-pi, pi)', () => {
     expect(principalValue(Math.PI)).toBeCloseTo(-Math.PI);
-    expect(principalValue(3 * Math.PI / 2)).toBeCloseTo(-Math.PI / 2);
+    expect(principalValue((3 * Math.PI) / 2)).toBeCloseTo(-Math.PI / 2);
   });
 });
 
@@ -64,7 +93,7 @@ describe('bicycle model', () => {
     expect(s1[S.STEERING_ANGLE]).toBeCloseTo(steer, 12);
     expect(s1[S.ANGULAR_VELOCITY]).toBeCloseTo((10 * Math.tan(steer)) / PACIFICA.wheelBase, 12);
     const s2 = propagate(s1, { accel: 0, steeringRate: 0 }, 0.1);
-    expect(s2[S.HEADING]).toBeCloseTo((10 * Math.tan(steer) / PACIFICA.wheelBase) * 0.1, 12);
+    expect(s2[S.HEADING]).toBeCloseTo(((10 * Math.tan(steer)) / PACIFICA.wheelBase) * 0.1, 12);
   });
   it('clips the steering angle to pi/3', () => {
     let s = initialState({ vx: 1 });
@@ -84,12 +113,59 @@ describe('IDM', () => {
 describe('map and agents', () => {
   const data: MapData = {
     name: 't',
-    roadblocks: [{ id: 'rb', kind: 'roadblock', polygon: [[0, -3.5], [100, -3.5], [100, 3.5], [0, 3.5]], incoming: [], outgoing: [] }],
-    lanes: [
-      { id: 'r', roadblock_id: 'rb', polygon: [[0, -3.5], [100, -3.5], [100, 0], [0, 0]], centerline: [[0, -1.75], [100, -1.75]], speed_limit_mps: 15, incoming: [], outgoing: [] },
-      { id: 'l', roadblock_id: 'rb', polygon: [[0, 0], [100, 0], [100, 3.5], [0, 3.5]], centerline: [[100, 1.75], [0, 1.75]], speed_limit_mps: 15, incoming: [], outgoing: [] },
+    roadblocks: [
+      {
+        id: 'rb',
+        kind: 'roadblock',
+        polygon: [
+          [0, -3.5],
+          [100, -3.5],
+          [100, 3.5],
+          [0, 3.5],
+        ],
+        incoming: [],
+        outgoing: [],
+      },
     ],
-    intersections: [], carparks: [], drivable_areas: [],
+    lanes: [
+      {
+        id: 'r',
+        roadblock_id: 'rb',
+        polygon: [
+          [0, -3.5],
+          [100, -3.5],
+          [100, 0],
+          [0, 0],
+        ],
+        centerline: [
+          [0, -1.75],
+          [100, -1.75],
+        ],
+        speed_limit_mps: 15,
+        incoming: [],
+        outgoing: [],
+      },
+      {
+        id: 'l',
+        roadblock_id: 'rb',
+        polygon: [
+          [0, 0],
+          [100, 0],
+          [100, 3.5],
+          [0, 3.5],
+        ],
+        centerline: [
+          [100, 1.75],
+          [0, 1.75],
+        ],
+        speed_limit_mps: 15,
+        incoming: [],
+        outgoing: [],
+      },
+    ],
+    intersections: [],
+    carparks: [],
+    drivable_areas: [],
   };
   const map = new DrivingMap(data);
   it('answers lane and drivable-area queries', () => {
@@ -101,7 +177,17 @@ describe('map and agents', () => {
     expect(map.nearestLane(10, 1, Math.PI)?.lane.id).toBe('l');
   });
   it('interpolates agent tracks', () => {
-    const tr = makeTrack({ token: 'a', type: 'vehicle', length: 4, width: 2, height: 1.5, states: [[0, 0, 0, 0, 10, 0], [1, 10, 0, 0, 10, 0]] });
+    const tr = makeTrack({
+      token: 'a',
+      type: 'vehicle',
+      length: 4,
+      width: 2,
+      height: 1.5,
+      states: [
+        [0, 0, 0, 0, 10, 0],
+        [1, 10, 0, 0, 10, 0],
+      ],
+    });
     expect(stateAt(tr, 0.5)?.x).toBeCloseTo(5);
     expect(stateAt(tr, 2)).toBeNull();
   });

@@ -7,12 +7,59 @@ import type { RenderBox } from '../../../envs/driving/render/index.ts';
 
 const data: MapData = {
   name: 't',
-  roadblocks: [{ id: 'rb', kind: 'roadblock', polygon: [[-60, -3.5], [200, -3.5], [200, 3.5], [-60, 3.5]], incoming: [], outgoing: [] }],
-  lanes: [
-    { id: 'r', roadblock_id: 'rb', polygon: [[-60, -3.5], [200, -3.5], [200, 0], [-60, 0]], centerline: [[-60, -1.75], [200, -1.75]], speed_limit_mps: 15, incoming: [], outgoing: [] },
-    { id: 'l', roadblock_id: 'rb', polygon: [[-60, 0], [200, 0], [200, 3.5], [-60, 3.5]], centerline: [[200, 1.75], [-60, 1.75]], speed_limit_mps: 15, incoming: [], outgoing: [] },
+  roadblocks: [
+    {
+      id: 'rb',
+      kind: 'roadblock',
+      polygon: [
+        [-60, -3.5],
+        [200, -3.5],
+        [200, 3.5],
+        [-60, 3.5],
+      ],
+      incoming: [],
+      outgoing: [],
+    },
   ],
-  intersections: [], carparks: [], drivable_areas: [],
+  lanes: [
+    {
+      id: 'r',
+      roadblock_id: 'rb',
+      polygon: [
+        [-60, -3.5],
+        [200, -3.5],
+        [200, 0],
+        [-60, 0],
+      ],
+      centerline: [
+        [-60, -1.75],
+        [200, -1.75],
+      ],
+      speed_limit_mps: 15,
+      incoming: [],
+      outgoing: [],
+    },
+    {
+      id: 'l',
+      roadblock_id: 'rb',
+      polygon: [
+        [-60, 0],
+        [200, 0],
+        [200, 3.5],
+        [-60, 3.5],
+      ],
+      centerline: [
+        [200, 1.75],
+        [-60, 1.75],
+      ],
+      speed_limit_mps: 15,
+      incoming: [],
+      outgoing: [],
+    },
+  ],
+  intersections: [],
+  carparks: [],
+  drivable_areas: [],
 };
 const map = new DrivingMap(data);
 const grid = SemanticGrid.fromMap(map);
@@ -54,7 +101,8 @@ describe('renderer', () => {
     expect(n).toBeGreaterThan(500);
     let hits = 0;
     for (let i = 0; i < n; i++) {
-      const x = pts[i] as number, z = pts[2 * n + i] as number;
+      const x = pts[i] as number,
+        z = pts[2 * n + i] as number;
       if (x > 12 && x < 18 && z > 0.1) hits++;
     }
     expect(hits).toBeGreaterThan(3);

@@ -88,7 +88,9 @@ describe('model directory loading', () => {
       m.height = 128;
       m.width = 128;
     });
-    await expect(runtime.load(dir)).rejects.toThrow('world_model.onnx: input "context" has 64 at axis 2 (uint8 [B, 4, 64, 64, 3]); expected uint8 [batch, 4, 128, 128, 3]');
+    await expect(runtime.load(dir)).rejects.toThrow(
+      'world_model.onnx: input "context" has 64 at axis 2 (uint8 [B, 4, 64, 64, 3]); expected uint8 [batch, 4, 128, 128, 3]',
+    );
     await editManifest(dir, (m) => {
       m.height = 64;
       m.width = 64;
@@ -119,7 +121,9 @@ describe('checkSessions', () => {
   it('names wrong dtypes, fixed batch sizes, unknown and missing tensors', () => {
     const m = meta();
     m.world_model.inputs[0]!.type = 'float32';
-    expect(() => checkSessions(manifest(), m)).toThrow('world_model.onnx: input "context" is float32 [B, 4, 64, 64, 3]; expected uint8 [batch, 4, 64, 64, 3] (dtype uint8, not float32)');
+    expect(() => checkSessions(manifest(), m)).toThrow(
+      'world_model.onnx: input "context" is float32 [B, 4, 64, 64, 3]; expected uint8 [batch, 4, 64, 64, 3] (dtype uint8, not float32)',
+    );
     const fixed = meta();
     fixed.reward.inputs[0]!.shape = [1, 64, 64, 3];
     expect(() => checkSessions(manifest(), fixed)).toThrow(/reward\.onnx: input "frames" has a fixed batch size 1 .*dynamic batch dimension/);

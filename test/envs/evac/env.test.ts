@@ -150,7 +150,13 @@ describe('EvacWorldModel-v0 reward, termination and truncation (RLinf rules)', (
       envs.map(async (env, ep) => {
         await env.reset({ seed: 100 + ep });
         for (let k = 0; k < 32; k++) {
-          const s = await env.step(new Tensor('float32', [8, 7], Float32Array.from({ length: 56 }, () => rng.uniform(-1, 1))));
+          const s = await env.step(
+            new Tensor(
+              'float32',
+              [8, 7],
+              Float32Array.from({ length: 56 }, () => rng.uniform(-1, 1)),
+            ),
+          );
           if (s.terminated || s.truncated) return s.terminated;
         }
         return false;

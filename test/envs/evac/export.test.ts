@@ -38,7 +38,9 @@ describe('saveEpisodeAnimation', () => {
     expect(meta.pageHeight).toBe(64);
     expect(meta.delay?.[0]).toBe(125);
 
-    const gif = await saveEpisodeAnimation(new Tensor('uint8', [3, 64, 64, 3], Buffer.concat(frames.slice(0, 3).map((f) => f.data as Uint8Array))), null, { format: 'gif' });
+    const gif = await saveEpisodeAnimation(new Tensor('uint8', [3, 64, 64, 3], Buffer.concat(frames.slice(0, 3).map((f) => f.data as Uint8Array))), null, {
+      format: 'gif',
+    });
     const gmeta = await sharp(gif, { animated: true }).metadata();
     expect(gmeta.format).toBe('gif');
     expect(gmeta.pages).toBe(3);

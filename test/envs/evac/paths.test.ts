@@ -70,7 +70,8 @@ afterAll(async () => {
   rmSync(base, { recursive: true, force: true });
 });
 
-const OUTSIDE = 'the path is outside the data roots this server allows (gymwire serve --data-root DIR); give a path relative to a data root, or an absolute one inside it';
+const OUTSIDE =
+  'the path is outside the data roots this server allows (gymwire serve --data-root DIR); give a path relative to a data root, or an absolute one inside it';
 const NOT_A_MODEL = "model_dir: the data there does not load as a gymwire world model (docs/world-models.md); the server's log has the reason";
 
 async function failure(reg: Registry, kwargs: Record<string, unknown>): Promise<Error> {
@@ -97,7 +98,8 @@ describe('EvacWorldModel-v0 model_dir and dataset_dir', () => {
 
   it('refuses paths outside the data roots with one message, whether they exist or not', async () => {
     const messages = new Set<string>();
-    for (const model_dir of [outside, '/etc', '/no/such/dir', '../outside', 'tiny/../../outside']) messages.add((await failure(registry, { model_dir })).message);
+    for (const model_dir of [outside, '/etc', '/no/such/dir', '../outside', 'tiny/../../outside'])
+      messages.add((await failure(registry, { model_dir })).message);
     for (const dataset_dir of [outside, '/no/such/dir']) messages.add((await failure(registry, { dataset_dir })).message.replace('dataset_dir', 'model_dir'));
     expect([...messages]).toEqual([`model_dir: ${OUTSIDE}`]);
   });
@@ -117,12 +119,18 @@ describe('EvacWorldModel-v0 model_dir and dataset_dir', () => {
   });
 
   it('holds a dataset_dir and its images to the data roots', async () => {
-    expect((await failure(registry, { dataset_dir: 'broken-dataset' })).message).toBe("dataset_dir: the data there does not load as a gymwire reset dataset (docs/world-models.md); the server's log has the reason");
-    expect((await failure(registry, { dataset_dir: 'linked-dataset' })).message).toBe('dataset_dir: the data names a file outside the data roots this server allows');
+    expect((await failure(registry, { dataset_dir: 'broken-dataset' })).message).toBe(
+      "dataset_dir: the data there does not load as a gymwire reset dataset (docs/world-models.md); the server's log has the reason",
+    );
+    expect((await failure(registry, { dataset_dir: 'linked-dataset' })).message).toBe(
+      'dataset_dir: the data names a file outside the data roots this server allows',
+    );
     const env = await registry.make(EVAC_ENV_ID, { dataset_dir: join(root, 'tiny', 'dataset') });
     expect((await env.reset({ seed: 0 })).info).toMatchObject({ episode_index: expect.any(Number) });
     // A model without a dataset of its own takes one from dataset_dir; the error quotes nothing of the manifest.
-    await expect(registry.make(EVAC_ENV_ID, { model_dir: noDataset })).rejects.toThrow(/^the model has no reset dataset \(manifest.dataset\); pass dataset_dir$/);
+    await expect(registry.make(EVAC_ENV_ID, { model_dir: noDataset })).rejects.toThrow(
+      /^the model has no reset dataset \(manifest.dataset\); pass dataset_dir$/,
+    );
     expect(await registry.make(EVAC_ENV_ID, { model_dir: noDataset, dataset_dir: 'tiny/dataset' })).toBeDefined();
   });
 });

@@ -28,7 +28,11 @@ async function rollout(opts: { maxBatch: number; batchWindowMs: number }, n: num
         const a = Float32Array.from({ length: 56 }, (_, j) => Math.sin(i * 7 + k * 3 + j) * 0.9);
         const s = await env.step(new Tensor('float32', [8, 7], a));
         const o = s.obs as EvacObs;
-        out.push(Buffer.from(o.full_image.data), Buffer.from(o.state.data.buffer.slice(0)), Buffer.from((s.info.success_prob as Tensor<'float32'>).data.buffer.slice(0)));
+        out.push(
+          Buffer.from(o.full_image.data),
+          Buffer.from(o.state.data.buffer.slice(0)),
+          Buffer.from((s.info.success_prob as Tensor<'float32'>).data.buffer.slice(0)),
+        );
       }
       return Buffer.concat(out);
     }),

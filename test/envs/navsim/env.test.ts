@@ -14,7 +14,9 @@ const poses = (p: number[][]) => Tensor.from('float32', [8, 3], p.flat());
 
 describe('NavsimEnv', () => {
   it('is registered as v1 and v2', () => {
-    const ids = defaultRegistry().list().map((s: { id: string }) => s.id);
+    const ids = defaultRegistry()
+      .list()
+      .map((s: { id: string }) => s.id);
     expect(ids).toContain('gymwire/NavsimEnv-v1');
     expect(ids).toContain('gymwire/NavsimEnv-v2');
   });
@@ -28,14 +30,26 @@ describe('NavsimEnv', () => {
     expect(r.truncated).toBe(false);
     expect(r.reward).toBeGreaterThanOrEqual(0);
     expect(r.reward).toBe(r.info.pdms);
-    for (const k of ['nc', 'dac', 'ddc', 'ep', 'ttc', 'comfort', 'progress_raw_m', 'pdm_closed_progress_m', 'simulated_states']) expect(r.info).toHaveProperty(k);
+    for (const k of ['nc', 'dac', 'ddc', 'ep', 'ttc', 'comfort', 'progress_raw_m', 'pdm_closed_progress_m', 'simulated_states'])
+      expect(r.info).toHaveProperty(k);
     expect(() => env.step(poses(humanAgent(scene)))).toThrow(InvalidActionError);
   });
   it('same seed, same scene and score', () => {
-    const a = new NavsimEnv(2), b = new NavsimEnv(2);
-    const ra = a.reset({ seed: 11 }), rb = b.reset({ seed: 11 });
+    const a = new NavsimEnv(2),
+      b = new NavsimEnv(2);
+    const ra = a.reset({ seed: 11 }),
+      rb = b.reset({ seed: 11 });
     expect(ra.info.scene_token).toBe(rb.info.scene_token);
-    const p = poses([[4, 0, 0], [8, 0, 0], [12, 0, 0], [16, 0, 0], [20, 0, 0], [24, 0, 0], [28, 0, 0], [32, 0, 0]]);
+    const p = poses([
+      [4, 0, 0],
+      [8, 0, 0],
+      [12, 0, 0],
+      [16, 0, 0],
+      [20, 0, 0],
+      [24, 0, 0],
+      [28, 0, 0],
+      [32, 0, 0],
+    ]);
     expect(a.step(p).reward).toBe(b.step(p).reward);
   });
   it('getState/setState restores the scene and the RNG stream', () => {
@@ -50,16 +64,27 @@ describe('NavsimEnv', () => {
     const env = new NavsimEnv(1);
     env.reset({ seed: 1 });
     expect(() => env.step(Tensor.from('float32', [8, 2], new Float32Array(16)))).toThrow(/shape \[8, 3\]/);
-    const nan = new Float32Array(24); nan[5] = NaN;
+    const nan = new Float32Array(24);
+    nan[5] = NaN;
     expect(() => env.step(Tensor.from('float32', [8, 3], nan))).toThrow(/NaN/);
-    const far = new Float32Array(24); far[21] = 1000;
+    const far = new Float32Array(24);
+    far[21] = 1000;
     expect(() => env.step(Tensor.from('float32', [8, 3], far))).toThrow(/within ±200 m/);
     expect(() => env.step('go')).toThrow(InvalidActionError);
     expect(() => env.reset({ options: { scene_index: 99999 } })).toThrow(InvalidOptionsError);
     expect(() => env.reset({ options: { bogus: 1 } })).toThrow(InvalidOptionsError);
   });
   it('serves cameras, BEV and LiDAR when enabled', () => {
-    const env = new NavsimEnv(1, { cameras: true, camera_width: 64, camera_height: 36, bev: true, bev_size: 32, lidar: true, lidar_channels: 4, lidar_azimuth_steps: 32 });
+    const env = new NavsimEnv(1, {
+      cameras: true,
+      camera_width: 64,
+      camera_height: 36,
+      bev: true,
+      bev_size: 32,
+      lidar: true,
+      lidar_channels: 4,
+      lidar_azimuth_steps: 32,
+    });
     const { obs } = env.reset({ seed: 2 });
     expect(contains(env.observationSpace, obs)).toBeNull();
     const cams = obs.cameras as Record<string, Tensor>;
@@ -95,7 +120,9 @@ describe('scene format', () => {
 
 describe('sanity on synthetic-test', () => {
   it(`human >= 0.90, PDM-Closed >= 0.85, constant velocity far below (first 60 of ${splitSize('synthetic-test')} scenes)`, () => {
-    let h = 0, p = 0, c = 0;
+    let h = 0,
+      p = 0,
+      c = 0;
     const N = 60;
     for (let i = 0; i < N; i++) {
       const scene = parseScene(generateScene('synthetic-test', i));

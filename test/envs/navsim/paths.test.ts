@@ -57,7 +57,11 @@ describe('NavsimEnv scene_dir', () => {
       expect(err).toBeInstanceOf(DataPathError);
       messages.push(err.message);
     }
-    expect(new Set(messages)).toEqual(new Set(['scene_dir: the path is outside the data roots this server allows (gymwire serve --data-root DIR); give a path relative to a data root, or an absolute one inside it']));
+    expect(new Set(messages)).toEqual(
+      new Set([
+        'scene_dir: the path is outside the data roots this server allows (gymwire serve --data-root DIR); give a path relative to a data root, or an absolute one inside it',
+      ]),
+    );
   });
 
   it('refuses a scene_dir with no data roots configured (no scenes ship with the package)', async () => {

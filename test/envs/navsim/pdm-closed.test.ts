@@ -12,24 +12,76 @@ import { buildWorld, proposalMetrics } from '../../../envs/navsim/pdm.ts';
 import type { Scene } from '../../../envs/navsim/scene.ts';
 import { parseScene } from '../../../envs/navsim/scene.ts';
 
-const rect = (x0: number, x1: number, y0: number, y1: number) => [[x0, y0], [x1, y0], [x1, y1], [x0, y1], [x0, y0]];
+const rect = (x0: number, x1: number, y0: number, y1: number) => [
+  [x0, y0],
+  [x1, y0],
+  [x1, y1],
+  [x0, y1],
+  [x0, y0],
+];
 
 /** One lane along x to 0, then one turning 45 degrees left: a lane join with a heading change. */
 function bentScene(extra: Partial<Scene> = {}): Scene {
   const d = Math.SQRT1_2;
   return parseScene({
-    name: 'bent', timestamp_us: 0, scene_type: 'original',
+    name: 'bent',
+    timestamp_us: 0,
+    scene_type: 'original',
     map: {
       name: 'bent',
       roadblocks: [
         { id: 'ra', kind: 'roadblock', polygon: rect(-100, 0, -3.5, 3.5), incoming: [], outgoing: ['rb'] },
-        { id: 'rb', kind: 'roadblock', polygon: [[0, -3.5], [100 * d + 3.5 * d, 100 * d - 3.5 * d], [100 * d - 3.5 * d, 100 * d + 3.5 * d], [0, 3.5], [0, -3.5]], incoming: ['ra'], outgoing: [] },
+        {
+          id: 'rb',
+          kind: 'roadblock',
+          polygon: [
+            [0, -3.5],
+            [100 * d + 3.5 * d, 100 * d - 3.5 * d],
+            [100 * d - 3.5 * d, 100 * d + 3.5 * d],
+            [0, 3.5],
+            [0, -3.5],
+          ],
+          incoming: ['ra'],
+          outgoing: [],
+        },
       ],
       lanes: [
-        { id: 'a', roadblock_id: 'ra', polygon: rect(-100, 0, -3.5, 3.5), centerline: [[-100, 0], [-50, 0], [0, 0]], speed_limit_mps: 10, incoming: [], outgoing: ['b'] },
-        { id: 'b', roadblock_id: 'rb', polygon: [[0, -3.5], [100 * d + 3.5 * d, 100 * d - 3.5 * d], [100 * d - 3.5 * d, 100 * d + 3.5 * d], [0, 3.5], [0, -3.5]], centerline: [[0, 0], [50 * d, 50 * d], [100 * d, 100 * d]], speed_limit_mps: 10, incoming: ['a'], outgoing: [] },
+        {
+          id: 'a',
+          roadblock_id: 'ra',
+          polygon: rect(-100, 0, -3.5, 3.5),
+          centerline: [
+            [-100, 0],
+            [-50, 0],
+            [0, 0],
+          ],
+          speed_limit_mps: 10,
+          incoming: [],
+          outgoing: ['b'],
+        },
+        {
+          id: 'b',
+          roadblock_id: 'rb',
+          polygon: [
+            [0, -3.5],
+            [100 * d + 3.5 * d, 100 * d - 3.5 * d],
+            [100 * d - 3.5 * d, 100 * d + 3.5 * d],
+            [0, 3.5],
+            [0, -3.5],
+          ],
+          centerline: [
+            [0, 0],
+            [50 * d, 50 * d],
+            [100 * d, 100 * d],
+          ],
+          speed_limit_mps: 10,
+          incoming: ['a'],
+          outgoing: [],
+        },
       ],
-      intersections: [], carparks: [], drivable_areas: [{ id: 'shoulder', polygon: rect(-100, 0, -8, -3.5) }],
+      intersections: [],
+      carparks: [],
+      drivable_areas: [{ id: 'shoulder', polygon: rect(-100, 0, -8, -3.5) }],
     },
     route_roadblock_ids: ['ra', 'rb'],
     ego: { x: -20, y: 0, heading: 0, vx: 8, vy: 0, ax: 0, ay: 0 },
@@ -100,7 +152,11 @@ describe('drivable area, history and comfort as NAVSIM runs them', () => {
     const scene = bentScene();
     const world = buildWorld(scene, 1);
     const st = new Float64Array(41 * STATE_SIZE);
-    for (let i = 0; i < 41; i++) { st[i * STATE_SIZE] = -60 + i * 0.5; st[i * STATE_SIZE + 1] = -5; st[i * STATE_SIZE + 3] = 5; }
+    for (let i = 0; i < 41; i++) {
+      st[i * STATE_SIZE] = -60 + i * 0.5;
+      st[i * STATE_SIZE + 1] = -5;
+      st[i * STATE_SIZE + 3] = 5;
+    }
     expect(new DrivingMap(scene.map).onDrivableArea(-50, -5)).toBe(true);
     expect(proposalMetrics(st, world, { version: 1 }).dac).toBe(0);
   });
@@ -120,7 +176,10 @@ describe('drivable area, history and comfort as NAVSIM runs them', () => {
 
   it('v2 moves longitudinal acceleration to the box centre (yaw rate and yaw acceleration add to it)', () => {
     const st = new Float64Array(41 * STATE_SIZE);
-    for (let i = 0; i < 41; i++) { st[i * STATE_SIZE + 5] = 2.0; st[i * STATE_SIZE + 9] = 0.6; }
+    for (let i = 0; i < 41; i++) {
+      st[i * STATE_SIZE + 5] = 2.0;
+      st[i * STATE_SIZE + 9] = 0.6;
+    }
     expect(comfortChecks(st, 41, 0.1, 1).lonAccel).toBe(true);
     expect(comfortChecks(st, 41, 0.1, 2).lonAccel).toBe(false); // 2.0 + 1.461 * 0.36 > 2.4
   });
@@ -128,7 +187,10 @@ describe('drivable area, history and comfort as NAVSIM runs them', () => {
   it('EC filters each overlap slice on its own', () => {
     const a = new Float64Array(41 * STATE_SIZE);
     const b = new Float64Array(41 * STATE_SIZE);
-    for (let i = 0; i < 41; i++) { a[i * STATE_SIZE + 5] = i < 5 ? 3 : 1; b[i * STATE_SIZE + 5] = 1; }
+    for (let i = 0; i < 41; i++) {
+      a[i * STATE_SIZE + 5] = i < 5 ? 3 : 1;
+      b[i * STATE_SIZE + 5] = 1;
+    }
     // The differing part of `a` lies before the overlap (a[5:] vs b[:-5]), so EC holds.
     expect(extendedComfort(a, b, 41).ec).toBe(1);
   });

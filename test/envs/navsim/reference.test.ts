@@ -20,7 +20,11 @@ interface Expected {
 
 function maxDiff(a: Float64Array, rows: number[][]): number {
   let m = 0;
-  rows.forEach((r, i) => r.forEach((v, k) => { m = Math.max(m, Math.abs(v - (a[i * 11 + k] as number))); }));
+  rows.forEach((r, i) =>
+    r.forEach((v, k) => {
+      m = Math.max(m, Math.abs(v - (a[i * 11 + k] as number)));
+    }),
+  );
   return m;
 }
 

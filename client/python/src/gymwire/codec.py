@@ -76,9 +76,7 @@ def decode_tensor(payload: bytes) -> np.ndarray:
     for d in shape:
         count *= d
     if len(payload) - offset != count * dtype.itemsize:
-        raise TensorFormatError(
-            f"{DTYPES[code]} tensor of shape {list(shape)} needs {count * dtype.itemsize} bytes, got {len(payload) - offset}"
-        )
+        raise TensorFormatError(f"{DTYPES[code]} tensor of shape {list(shape)} needs {count * dtype.itemsize} bytes, got {len(payload) - offset}")
     return np.frombuffer(payload, dtype=dtype, count=count, offset=offset).reshape(shape)
 
 

@@ -156,7 +156,9 @@ def write_linear_onnx(path: str, weights: np.ndarray, bias: np.ndarray | None = 
         inits.append(numpy_helper.from_array(np.asarray(value_weights, np.float32).reshape(obs_dim, 1), "WV"))
         nodes.append(helper.make_node("MatMul", ["obs", "WV"], ["value"]))
         outputs.append(helper.make_tensor_value_info("value", TensorProto.FLOAT, ["N", 1]))
-    graph = helper.make_graph(nodes, "gymwire_linear_policy", [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["N", obs_dim])], outputs, initializer=inits)
+    graph = helper.make_graph(
+        nodes, "gymwire_linear_policy", [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["N", obs_dim])], outputs, initializer=inits
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 9
     onnx.save(model, path)

@@ -164,10 +164,12 @@ def value_to_wire(space: gs.Space[Any], value: Any) -> Any:
     if isinstance(space, gs.Dict) and isinstance(value, dict):
         return {k: value_to_wire(space.spaces[k], v) if k in space.spaces else v for k, v in value.items()}
     if isinstance(space, gs.Tuple) and isinstance(value, (list, tuple)):
-        return [value_to_wire(s, v) for s, v in zip(space.spaces, value)] + list(value[len(space.spaces):])
+        return [value_to_wire(s, v) for s, v in zip(space.spaces, value)] + list(value[len(space.spaces) :])
     if isinstance(space, gs.Sequence):
         if isinstance(value, np.ndarray) and space.stack:
-            return value_to_wire(space.feature_space, value) if isinstance(space.feature_space, gs.Box) else [value_to_wire(space.feature_space, v) for v in value]
+            return (
+                value_to_wire(space.feature_space, value) if isinstance(space.feature_space, gs.Box) else [value_to_wire(space.feature_space, v) for v in value]
+            )
         if isinstance(value, (list, tuple)):
             return [value_to_wire(space.feature_space, v) for v in value]
         return value

@@ -55,7 +55,13 @@ def space_json_schema(space: gs.Space[Any]) -> dict[str, Any]:
         shape = space.shape or ()
         kind = "number" if isinstance(space, gs.Box) and space.dtype.kind == "f" else "integer"
         item: dict[str, Any] = {"type": kind}
-        if isinstance(space, gs.Box) and space.is_bounded("both") and np.all(space.low == space.low.flat[0]) and np.all(space.high == space.high.flat[0]) and space.low.size:
+        if (
+            isinstance(space, gs.Box)
+            and space.is_bounded("both")
+            and np.all(space.low == space.low.flat[0])
+            and np.all(space.high == space.high.flat[0])
+            and space.low.size
+        ):
             item.update({"minimum": float(space.low.flat[0]), "maximum": float(space.high.flat[0])})
         schema: dict[str, Any] = item
         for dim in reversed(shape):

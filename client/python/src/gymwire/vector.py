@@ -205,7 +205,9 @@ class GymwireVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
         release(self._client, self._remote.close(), self._owns_client)
 
 
-def make_vec(url: str, env_id: str, num_envs: int, autoreset_mode: str | AutoresetMode = "next_step", *, client_options: dict[str, Any] | None = None, **kwargs: Any) -> GymwireVectorEnv:
+def make_vec(
+    url: str, env_id: str, num_envs: int, autoreset_mode: str | AutoresetMode = "next_step", *, client_options: dict[str, Any] | None = None, **kwargs: Any
+) -> GymwireVectorEnv:
     """Connects to ``url`` and makes ``num_envs`` sessions of ``env_id`` as one ``gymnasium.vector.VectorEnv``."""
     mode = _mode_name(autoreset_mode)
     return with_owned_client(url, client_options, lambda c: GymwireVectorEnv(c, c.run(c.aclient.make_vec(env_id, num_envs, kwargs, mode)), owns_client=True))

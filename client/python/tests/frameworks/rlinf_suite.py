@@ -128,10 +128,14 @@ def test_register_extends_rlinf_lookups_and_prepare_actions_takes_keywords() -> 
     assert rlinf.envs.SupportedEnvType("gymwire").value == "gymwire"
     assert env_worker.get_env_cls("gymwire", {}) is RemoteGymEnv
     raw = torch.arange(2 * 4 * 7, dtype=torch.float32).reshape(2, 28)
-    out = env_worker.prepare_actions(raw_chunk_actions=raw, env_type="gymwire", model_type="mlp_policy", num_action_chunks=4, action_dim=7, policy=None, wm_env_type=None)
+    out = env_worker.prepare_actions(
+        raw_chunk_actions=raw, env_type="gymwire", model_type="mlp_policy", num_action_chunks=4, action_dim=7, policy=None, wm_env_type=None
+    )
     assert out.shape == (2, 4, 7) and np.array_equal(out.reshape(2, 28), raw.numpy())
     # Other env types still reach RLinf's own code.
-    libero = prepare_actions(raw_chunk_actions=np.ones((1, 2, 7), dtype=np.float32), env_type="libero", model_type="openvla_oft", num_action_chunks=2, action_dim=7)
+    libero = prepare_actions(
+        raw_chunk_actions=np.ones((1, 2, 7), dtype=np.float32), env_type="libero", model_type="openvla_oft", num_action_chunks=2, action_dim=7
+    )
     assert libero[0, 0, -1] == -1.0
     assert gw_rlinf.register() == []
 

@@ -46,11 +46,27 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     corpus = [TOOL_CALL, '{"observation": [0.1, -0.2], "reward": 1.0, "terminated": false}', "Balance the pole. system user assistant tool"] * 20
-    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.train_from_iterator(
+        corpus,
+        trainers.BpeTrainer(
+            vocab_size=400, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        ),
+    )
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None)
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(path)
-    Qwen2Config(architectures=["Qwen2ForCausalLM"], vocab_size=len(fast), hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096, eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id).save_pretrained(path)
+    Qwen2Config(
+        architectures=["Qwen2ForCausalLM"],
+        vocab_size=len(fast),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=4096,
+        eos_token_id=fast.eos_token_id,
+        pad_token_id=fast.pad_token_id,
+    ).save_pretrained(path)
     return path
 
 
@@ -71,7 +87,9 @@ class ScriptedLLM:
 
 def verl_config(model_dir: Path, tmp: Path, url: str):
     agent_loops = tmp / "agent_loops.yaml"
-    agent_loops.write_text(yaml.safe_dump([{"name": "gym_ws", "_target_": "gymwire.integrations.verl.GymWSAgentLoop", "gymwire_url": url, "env_id": CARTPOLE, "max_turns": 64}]))
+    agent_loops.write_text(
+        yaml.safe_dump([{"name": "gym_ws", "_target_": "gymwire.integrations.verl.GymWSAgentLoop", "gymwire_url": url, "env_id": CARTPOLE, "max_turns": 64}])
+    )
     config_dir = str(Path(verl.__file__).parent / "trainer" / "config")
     with initialize_config_dir(config_dir=config_dir, version_base=None):
         return compose(
@@ -165,7 +183,15 @@ def test_tool_loader_builds_gym_ws_tools_and_sessions_are_released(url: str, tmp
 def test_zero_argument_schema_gets_required_and_bounds_stay_visible() -> None:
     s = verl_tool_schema({"type": "function", "function": {"name": "look", "description": "Look around."}})
     assert s["function"]["parameters"] == {"type": "object", "properties": {}, "required": []}
-    s = verl_tool_schema({"type": "function", "function": {"name": "step", "parameters": {"type": "object", "properties": {"action": {"type": "integer", "minimum": 0, "maximum": 1}}, "required": ["action"]}}})
+    s = verl_tool_schema(
+        {
+            "type": "function",
+            "function": {
+                "name": "step",
+                "parameters": {"type": "object", "properties": {"action": {"type": "integer", "minimum": 0, "maximum": 1}}, "required": ["action"]},
+            },
+        }
+    )
     assert "minimum 0" in s["function"]["parameters"]["properties"]["action"]["description"]
 
 

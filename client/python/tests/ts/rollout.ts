@@ -31,7 +31,10 @@ async function main(): Promise<void> {
   const url = process.argv[2];
   if (!url) throw new Error('usage: rollout.ts <ws url>');
   const client = await connect(url);
-  const out: { cartpole: Episode[]; conformance: Episode } = { cartpole: [], conformance: { seed: CONFORMANCE_SEED, obs: [], rewards: [], terminated: [], truncated: [] } };
+  const out: { cartpole: Episode[]; conformance: Episode } = {
+    cartpole: [],
+    conformance: { seed: CONFORMANCE_SEED, obs: [], rewards: [], terminated: [], truncated: [] },
+  };
   const cart = await client.make('gymwire/CartPole-v1');
   for (const seed of CARTPOLE_SEEDS) {
     const ep: Episode = { seed, obs: [], rewards: [], terminated: [], truncated: [] };

@@ -64,10 +64,14 @@ class ObsMapper:
     STATE_NAMES = ("states", "state", "proprio", "position")
     TASK_NAMES = ("task_descriptions", "task_description", "instruction", "task", "text")
 
-    def __init__(self, space: gs.Space[Any], image_key: str | None = None, state_key: str | None = None, task_key: str | None = None, wrist_key: str | None = None) -> None:
+    def __init__(
+        self, space: gs.Space[Any], image_key: str | None = None, state_key: str | None = None, task_key: str | None = None, wrist_key: str | None = None
+    ) -> None:
         self.space = space
         leaves = dict(_leaves(space))
-        self.image_key = image_key or _find(leaves, self.IMAGE_NAMES, lambda s: isinstance(s, gs.Box) and s.dtype == np.uint8 and len(s.shape) == 3 and s.shape[2] == 3)
+        self.image_key = image_key or _find(
+            leaves, self.IMAGE_NAMES, lambda s: isinstance(s, gs.Box) and s.dtype == np.uint8 and len(s.shape) == 3 and s.shape[2] == 3
+        )
         self.state_key = state_key or _find(leaves, self.STATE_NAMES, lambda s: isinstance(s, gs.Box) and s.dtype.kind == "f" and len(s.shape) == 1)
         self.task_key = task_key or _find(leaves, self.TASK_NAMES, lambda s: isinstance(s, gs.Text))
         self.wrist_key = wrist_key

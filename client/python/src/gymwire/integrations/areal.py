@@ -212,7 +212,16 @@ class GymWSAgent:
     and acts until the episode ends or ``max_turns`` model calls; the episode return is the reward.
     """
 
-    def __init__(self, server_url: str, env_id: str | None = None, env_kwargs: dict[str, Any] | None = None, model: str = "default", max_turns: int = 32, system_prompt: str | None = None, client_factory: Callable[..., Any] | None = None) -> None:
+    def __init__(
+        self,
+        server_url: str,
+        env_id: str | None = None,
+        env_kwargs: dict[str, Any] | None = None,
+        model: str = "default",
+        max_turns: int = 32,
+        system_prompt: str | None = None,
+        client_factory: Callable[..., Any] | None = None,
+    ) -> None:
         self.server_url = server_url
         self.env_id = env_id
         self.env_kwargs = env_kwargs or {}
@@ -240,14 +249,21 @@ class GymWSAgent:
             tools = [t for t in env.list_tools() if t["function"]["name"] not in ("reset", "env_reset")]
             messages: list[dict[str, Any]] = [
                 {"role": "system", "content": self.system_prompt},
-                {"role": "user", "content": json.dumps({"observation": first["obs"], "info": first["info"], **({"task": data["prompt"]} if "prompt" in data else {})})},
+                {
+                    "role": "user",
+                    "content": json.dumps({"observation": first["obs"], "info": first["info"], **({"task": data["prompt"]} if "prompt" in data else {})}),
+                },
             ]
             total, done = 0.0, False
             for _ in range(self.max_turns):
                 completion = await client.chat.completions.create(model=self.model, messages=messages, tools=tools)
                 msg = completion.choices[0].message
                 calls = list(getattr(msg, "tool_calls", None) or [])
-                messages.append({"role": "assistant", "content": msg.content or "", "tool_calls": [_call_dict(c) for c in calls]} if calls else {"role": "assistant", "content": msg.content or ""})
+                messages.append(
+                    {"role": "assistant", "content": msg.content or "", "tool_calls": [_call_dict(c) for c in calls]}
+                    if calls
+                    else {"role": "assistant", "content": msg.content or ""}
+                )
                 if not calls:
                     break
                 for call in calls:

@@ -133,7 +133,9 @@ class RemoteGymEnv(gym.Env[Any, Any]):
         ids = self._ordered_ids(groups) if self.is_eval or self.use_ordered_reset_state_ids else self._random_ids(groups)
         self.reset_state_ids = np.repeat(ids, self.group_size)
 
-    def reset(self, env_idx: Any = None, reset_state_ids: Any = None, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    def reset(
+        self, env_idx: Any = None, reset_state_ids: Any = None, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Resets all envs (or ``env_idx``) and returns ``(obs, {})``; consumes ``is_start``."""
         idx = np.arange(self.num_envs) if env_idx is None else np.atleast_1d(np.asarray(env_idx, dtype=np.int64))
         if self._is_start:
@@ -224,7 +226,9 @@ class RemoteGymEnv(gym.Env[Any, Any]):
         if actions.shape[0] != self.num_envs:
             raise ValueError(f"gymwire: chunk_actions has {actions.shape[0]} rows for {self.num_envs} envs (shape {actions.shape})")
         if tuple(actions.shape[2:]) != per_step:
-            raise ValueError(f"gymwire: each action must have shape {per_step} for {self.sessions.env_id} (action space {self.action_space}), got chunk_actions of shape {actions.shape}; set actor.model.action_dim to match")
+            raise ValueError(
+                f"gymwire: each action must have shape {per_step} for {self.sessions.env_id} (action space {self.action_space}), got chunk_actions of shape {actions.shape}; set actor.model.action_dim to match"
+            )
         if self.sessions.native_chunk and actions.shape[1] != want[0]:
             raise ValueError(f"gymwire: {self.sessions.env_id} takes chunks of {want[0]} actions, got {actions.shape[1]} (actor.model.num_action_chunks)")
         if self.gripper_to_sign:
@@ -346,7 +350,9 @@ def prepare_actions_passthrough(raw_chunk_actions: Any, num_action_chunks: int, 
     else:
         arr = np.asarray(raw_chunk_actions)
     if arr.size != arr.shape[0] * num_action_chunks * action_dim:
-        raise ValueError(f"gymwire: the policy's actions have shape {arr.shape}, which is not [num_envs, {num_action_chunks} (num_action_chunks), {action_dim} (action_dim)]")
+        raise ValueError(
+            f"gymwire: the policy's actions have shape {arr.shape}, which is not [num_envs, {num_action_chunks} (num_action_chunks), {action_dim} (action_dim)]"
+        )
     return arr.reshape(arr.shape[0], num_action_chunks, action_dim)
 
 

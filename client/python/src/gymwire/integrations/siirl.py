@@ -47,7 +47,19 @@ def _libero_obs(mapper: ObsMapper, obs: Any) -> dict[str, Any]:
 class GymwireLIBEROAdapter:
     """The ``LIBEROAdapter`` surface over ``num_envs`` gymwire sessions (task id and trial id seed each reset)."""
 
-    def __init__(self, env_name: str, num_envs: int, max_steps: int, num_steps_wait: int = 0, model_family: str = "openvla", gpu_ids: Any = None, *, url: str | None = None, env_id: str | None = None, env_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        env_name: str,
+        num_envs: int,
+        max_steps: int,
+        num_steps_wait: int = 0,
+        model_family: str = "openvla",
+        gpu_ids: Any = None,
+        *,
+        url: str | None = None,
+        env_id: str | None = None,
+        env_kwargs: dict[str, Any] | None = None,
+    ) -> None:
         self.env_name = env_name
         self.num_envs = int(num_envs)
         self.max_steps = int(max_steps)

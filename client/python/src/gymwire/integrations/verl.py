@@ -211,10 +211,33 @@ class GymWSAgentLoop(_AgentLoopBase):  # type: ignore[misc,valid-type]
     tool results go back as ``tool`` messages (response_mask 0). The session is always closed.
     """
 
-    def __init__(self, trainer_config: Any, server_manager: Any, tokenizer: Any, processor: Any = None, dataset_cls: Any = None, data_config: Any = None, hf_model_type: str | None = None, *, max_turns: int | None = None, gymwire_url: str | None = None, env_id: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        trainer_config: Any,
+        server_manager: Any,
+        tokenizer: Any,
+        processor: Any = None,
+        dataset_cls: Any = None,
+        data_config: Any = None,
+        hf_model_type: str | None = None,
+        *,
+        max_turns: int | None = None,
+        gymwire_url: str | None = None,
+        env_id: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         data_config = data_config if data_config is not None else kwargs.pop("dataset_config", None)
         if _AgentLoopBase is not object:
-            super().__init__(trainer_config=trainer_config, server_manager=server_manager, tokenizer=tokenizer, processor=processor, dataset_cls=dataset_cls, data_config=data_config, hf_model_type=hf_model_type, **kwargs)
+            super().__init__(
+                trainer_config=trainer_config,
+                server_manager=server_manager,
+                tokenizer=tokenizer,
+                processor=processor,
+                dataset_cls=dataset_cls,
+                data_config=data_config,
+                hf_model_type=hf_model_type,
+                **kwargs,
+            )
         self.server_manager = server_manager
         self.tokenizer = tokenizer
         self.processor = processor
@@ -273,7 +296,15 @@ class GymWSAgentLoop(_AgentLoopBase):  # type: ignore[misc,valid-type]
             response_mask += [0] * len(tool_ids)
             logprobs += [0.0] * len(tool_ids)
         cls = _AgentLoopOutput or AgentLoopOutputStandIn
-        fields = dict(prompt_ids=prompt_ids, response_ids=response_ids, response_mask=response_mask, response_logprobs=logprobs, reward_score=total, num_turns=turns * 2, extra_fields={"episode_return": total, "done": done})
+        fields = dict(
+            prompt_ids=prompt_ids,
+            response_ids=response_ids,
+            response_mask=response_mask,
+            response_logprobs=logprobs,
+            reward_score=total,
+            num_turns=turns * 2,
+            extra_fields={"episode_return": total, "done": done},
+        )
         if _AgentLoopOutput is not None:
             fields["metrics"] = {}
         return cls(**fields)
@@ -381,7 +412,16 @@ class GymWSTool(_BaseTool):  # type: ignore[misc,valid-type]
     @staticmethod
     def tool_config(url: str, env_id: str, schemas: list[dict[str, Any]], **config: Any) -> dict[str, Any]:
         """The ``tools:`` YAML entries (as data) for every schema, for ``multi_turn.tool_config_path``."""
-        return {"tools": [{"class_name": f"{__name__}.GymWSTool", "config": {"type": "native", "url": url, "env_id": env_id, **config}, "tool_schema": verl_tool_schema(s)} for s in schemas]}
+        return {
+            "tools": [
+                {
+                    "class_name": f"{__name__}.GymWSTool",
+                    "config": {"type": "native", "url": url, "env_id": env_id, **config},
+                    "tool_schema": verl_tool_schema(s),
+                }
+                for s in schemas
+            ]
+        }
 
 
 def env_tool_schemas(remote: Any) -> list[dict[str, Any]]:

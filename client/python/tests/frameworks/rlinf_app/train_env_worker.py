@@ -58,7 +58,12 @@ def summarize(env_output, env_info) -> dict:
         "env_info": {k: v.tolist() for k, v in env_info.items()},
     }
     if env_output.rewards is not None:
-        out.update(rewards=env_output.rewards.tolist(), dones=env_output.dones.tolist(), terminations=env_output.terminations.tolist(), truncations=env_output.truncations.tolist())
+        out.update(
+            rewards=env_output.rewards.tolist(),
+            dones=env_output.dones.tolist(),
+            terminations=env_output.terminations.tolist(),
+            truncations=env_output.truncations.tolist(),
+        )
     return out
 
 
