@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 import { decode } from '../../protocol/codec.ts';
-import { goldenFrames, toJsonForm } from '../../protocol/golden-frames.ts';
+import { goldenFrames, toJsonForm } from '../helpers/golden-frames.ts';
 
 const dir = join(import.meta.dirname, '..', 'fixtures', 'frames');
 const index = JSON.parse(readFileSync(join(dir, 'index.json'), 'utf8')) as Record<string, unknown>;

@@ -2,14 +2,14 @@
  * Golden frames: wire messages with the awkward values (every dtype, empty and 0-d tensors, 64-bit
  * integers, bin bytes, nested infos, whole-number floats) encoded by this codec and written with a
  * language-neutral JSON description, so every SDK's tests can decode the same bytes and agree.
- * `npm run gen:frames` writes test/fixtures/frames/; a test fails when they are stale.
+ * `npm run gen:frames` (scripts/fixtures/golden-frames.ts) writes test/fixtures/frames/; a test fails when they are stale.
  *
  * JSON forms: a tensor is `{"$tensor": {dtype, shape, hex}}` (its raw little-endian bytes), bin is
  * `{"$bin": hex}`, an integer beyond 2^53 is `{"$int": "decimal"}`.
  */
-import { encode } from './codec.ts';
-import { DTYPES, Tensor } from './tensor.ts';
-import type { DType } from './tensor.ts';
+import { encode } from '../../protocol/codec.ts';
+import { DTYPES, Tensor } from '../../protocol/tensor.ts';
+import type { DType } from '../../protocol/tensor.ts';
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
 
