@@ -16,6 +16,7 @@ export function registerNavsim(registry: Registry): void {
         return new NavsimEnv(version, kwargs, { dir, confine: (path) => dataRoots.confine('scene_dir', path), log });
       },
       kwargsSchema: NavsimKwargsSchema,
+      tools: NavsimEnv.TOOLS,
       estimateBytes: estimateNavsimBytes,
       // Two steps when v2's two-stage mode is on; one-stage episodes terminate after the first.
       maxEpisodeSteps: 2,
