@@ -98,6 +98,8 @@ function toGnss(x: number, y: number): [number, number, number] {
 
 /** The longest span one drive_for / follow_waypoints_for call may run: 10 s of route. */
 export const MAX_SPAN_TICKS = 200;
+/** How many route points (2 m apart) a span summary shows ahead of the ego. */
+const ROUTE_AHEAD_POINTS = 12;
 const SpanUntil = z
   .enum(['end', 'infraction', 'command_change'])
   .optional()
@@ -169,7 +171,7 @@ export class Bench2DriveEnv implements Env {
     defineTool({
       name: 'drive_for',
       description:
-        'Hold throttle [0,1], steer [-1,1] (positive right) and brake [0,1] for up to `ticks` 0.05 s ticks, stopping early when the route ends or, as `until` asks, at a new infraction or a change of navigation command. Returns the span summary: ticks run, summed reward, why it stopped, infractions, route completion, speed and the next command with its target point.',
+        'Hold throttle [0,1], steer [-1,1] (positive right) and brake [0,1] for up to `ticks` 0.05 s ticks, stopping early when the route ends or, as `until` asks, at a new infraction or a change of navigation command. Returns the span summary: ticks run, summed reward, why it stopped, infractions, route completion, speed, the next command with its target point, and the route ahead (12 points 2 m apart, ego frame).',
       inputSchema: z
         .object({
           throttle: z.number().min(0).max(1).describe('throttle, 0 to 1'),
@@ -275,7 +277,29 @@ export class Bench2DriveEnv implements Env {
       speed: world.ego.v,
       command: ROAD_OPTION_NAMES[c.near] ?? 'VOID',
       target_point: target,
+      route_ahead: this.routeAhead(ROUTE_AHEAD_POINTS),
     };
+  }
+
+  /** The next `n` route points past the ego, 2 m apart, in the ego frame: a path to follow. */
+  private routeAhead(n: number): [number, number][] {
+    const w = this.world!;
+    const points = w.route.points;
+    let nearest = 0;
+    let best = Infinity;
+    for (let i = 0; i < points.length; i++) {
+      const d = Math.hypot(points[i]!.x - w.ego.x, points[i]!.y - w.ego.y);
+      if (d < best) {
+        best = d;
+        nearest = i;
+      }
+    }
+    const out: [number, number][] = [];
+    for (let i = nearest + 2; i < points.length && out.length < n; i += 2) {
+      const [x, y] = this.egoFrame(points[i]!);
+      out.push([Math.round(x * 100) / 100, Math.round(y * 100) / 100]);
+    }
+    return out;
   }
 
   readonly observationSpace: Space;
