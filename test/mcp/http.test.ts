@@ -287,7 +287,12 @@ describe('MCP over Streamable HTTP', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/list' }),
     });
     expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    // RFC 9728: the challenge names the resource metadata, which anyone may read.
+    const metadataUrl = `${new URL(t.mcpUrl).origin}/.well-known/oauth-protected-resource/mcp`;
+    expect(res.headers.get('www-authenticate')).toBe(`Bearer realm="gymwire", resource_metadata="${metadataUrl}"`);
+    const metadata = await fetch(metadataUrl);
+    expect(metadata.status).toBe(200);
+    expect(await metadata.json()).toEqual({ resource: t.mcpUrl, resource_name: 'gymwire MCP', bearer_methods_supported: ['header'], authorization_servers: [] });
   });
 
   it('refuses browser origins that are not loopback or allowed (DNS-rebinding protection)', async () => {
