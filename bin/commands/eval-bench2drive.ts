@@ -1,15 +1,20 @@
 /**
- * `gymwire eval bench2drive --agent NAME [--routes all|dev] [--json] [--url ws://...]`: drives a
- * baseline agent (expert | naive) over the Bench2Drive-v0 route set against a gymwire server (a
- * local one on a free port by default), with a progress bar, and prints Driving Score, Success
- * Rate, Efficiency, Comfortness and the multi-ability table.
+ * `gymwire eval bench2drive --agent NAME [--routes all|dev] [--json] [--out DIR] [--url ws://...]`:
+ * drives a baseline agent (expert | naive) over the Bench2Drive-v0 route set against a gymwire
+ * server (a local one on a free port by default), with a progress bar, and prints Driving Score,
+ * Success Rate, Efficiency, Comfortness and the multi-ability table. `--out` also writes the files
+ * Bench2Drive's own tools read (envs/bench2drive/leaderboard.ts).
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
 import { Presets, SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 
 import { AGENTS, makeAgent } from '../../envs/bench2drive/agents.ts';
-import type { EvalEnv } from '../../envs/bench2drive/eval.ts';
+import type { EvalEnv, EvalReport } from '../../envs/bench2drive/eval.ts';
 import { evaluateBench2Drive, formatReport } from '../../envs/bench2drive/eval.ts';
+import { leaderboardFiles } from '../../envs/bench2drive/leaderboard.ts';
 import { connectToTarget } from './target.ts';
 
 export function registerEvalBench2Drive(evalCommand: Command): void {
@@ -22,7 +27,8 @@ export function registerEvalBench2Drive(evalCommand: Command): void {
     .option('--url <url>', 'ws://HOST:PORT of a running server (default: start one locally)')
     .option('--token <token>', 'auth token (also GYMWIRE_TOKEN)')
     .option('--json', 'print the report as JSON (per-route records included)')
-    .action(async (opts: { agent: string; routes: string; background?: string; url?: string; token?: string; json?: boolean }) => {
+    .option('--out <dir>', "write Bench2Drive's leaderboard results JSON, routes.xml and per-route metric_info.json into DIR")
+    .action(async (opts: { agent: string; routes: string; background?: string; url?: string; token?: string; json?: boolean; out?: string }) => {
       if (opts.routes !== 'all' && opts.routes !== 'dev') throw new Error(`--routes must be all or dev, got ${opts.routes}`);
       const agent = makeAgent(opts.agent);
       const target = await connectToTarget(opts.url, opts.token);
@@ -40,6 +46,7 @@ export function registerEvalBench2Drive(evalCommand: Command): void {
           agent,
           routes: opts.routes,
           kwargs: opts.background !== undefined ? { background_vehicles: Number(opts.background) } : {},
+          keepMetricInfo: opts.out !== undefined,
           onProgress: (done, total, rec) => {
             sum += rec.scores.score_composed;
             if (!bar) return;
@@ -48,10 +55,24 @@ export function registerEvalBench2Drive(evalCommand: Command): void {
           },
         });
         bar?.stop();
-        process.stdout.write(opts.json ? `${JSON.stringify(report)}\n` : `${formatReport(report)}\n`);
+        if (opts.out !== undefined) writeLeaderboardFolder(opts.out, report);
+        const { routes_detail: _detail, ...summary } = report;
+        process.stdout.write(opts.json ? `${JSON.stringify(summary)}\n` : `${formatReport(report)}\n`);
       } finally {
         bar?.stop();
         await target.close();
       }
     });
+}
+
+function writeLeaderboardFolder(dir: string, report: EvalReport): void {
+  const routes = report.records.map((record, i) => {
+    const d = report.routes_detail[i]!;
+    return { record, metricInfo: d.metric_info, durationSystem: d.duration_system, startedAt: d.started_at };
+  });
+  for (const [rel, text] of leaderboardFiles(report.agent, routes)) {
+    const path = join(dir, rel);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, text);
+  }
 }
