@@ -73,7 +73,9 @@ def write_map(path: Path) -> None:
     if path.exists():
         path.unlink()
     db = sqlite3.connect(path)
-    db.execute("CREATE TABLE gpkg_spatial_ref_sys (srs_name TEXT, srs_id INTEGER PRIMARY KEY, organization TEXT, organization_coordsys_id INTEGER, definition TEXT)")
+    db.execute(
+        "CREATE TABLE gpkg_spatial_ref_sys (srs_name TEXT, srs_id INTEGER PRIMARY KEY, organization TEXT, organization_coordsys_id INTEGER, definition TEXT)"
+    )
     db.execute("INSERT INTO gpkg_spatial_ref_sys VALUES ('WGS 84 / UTM zone 11N', ?, 'EPSG', ?, 'undefined')", (EPSG, EPSG))
     db.execute("CREATE TABLE gpkg_geometry_columns (table_name TEXT, column_name TEXT, geometry_type_name TEXT, srs_id INTEGER, z INTEGER, m INTEGER)")
     db.execute("CREATE TABLE meta (fid INTEGER PRIMARY KEY, key TEXT, value TEXT)")
@@ -94,7 +96,11 @@ def write_map(path: Path) -> None:
         "name TEXT",
         [(10, gpkg_blob(wkb_polygon(rect(a0, Y0 - LANE_W, a1, Y0 + LANE_W))), "a"), (20, gpkg_blob(wkb_polygon(rect(b0, Y0 - LANE_W, b1, Y0 + LANE_W))), "b")],
     )
-    layer("lane_group_connectors", "from_lane_group_fid INTEGER, to_lane_group_fid INTEGER", [(30, gpkg_blob(wkb_polygon(rect(a1, Y0 - LANE_W, b0, Y0 + LANE_W))), 10, 20)])
+    layer(
+        "lane_group_connectors",
+        "from_lane_group_fid INTEGER, to_lane_group_fid INTEGER",
+        [(30, gpkg_blob(wkb_polygon(rect(a1, Y0 - LANE_W, b0, Y0 + LANE_W))), 10, 20)],
+    )
     # Lanes: index 0 is the leftmost of a group (nuPlan: left neighbour = index - 1).
     lanes = [
         (101, rect(a0, Y0, a1, Y0 + LANE_W), 10, 0, 201, 202),
@@ -110,7 +116,8 @@ def write_map(path: Path) -> None:
     # Lane connectors: exit_lane_fid is the lane it leaves, entry_lane_fid the lane it enters (lane.py).
     layer(
         "lane_connectors",
-        "lane_group_connector_fid INTEGER, exit_lane_fid INTEGER, entry_lane_fid INTEGER, speed_limit_mps REAL, left_boundary_fid INTEGER, right_boundary_fid INTEGER",
+        "lane_group_connector_fid INTEGER, exit_lane_fid INTEGER, entry_lane_fid INTEGER, speed_limit_mps REAL,"
+        " left_boundary_fid INTEGER, right_boundary_fid INTEGER",
         [
             (121, gpkg_blob(wkb_line(line(a1, b0, yl))), 30, 101, 111, 15.0, None, None),
             (122, gpkg_blob(wkb_line(line(a1, b0, yr))), 30, 102, 112, 15.0, None, None),
