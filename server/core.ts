@@ -36,6 +36,7 @@ import { handleFrame } from './request/handle-request.ts';
 import { refuse } from './request/reply.ts';
 import type { Session } from './session.ts';
 import type { TransportConnection } from './transport.ts';
+import type { SessionHistory } from './viewer/history.ts';
 
 export { Connection } from './connection.ts';
 export { SERVER_NAME, SERVER_VERSION } from './request/handshake.ts';
@@ -305,10 +306,10 @@ export class ServerCore {
   }
 
   /** The session's latest observation and info (references; do not mutate), or null when unknown. */
-  peek(sessionId: string): { envId: string; obs: unknown; info: Record<string, unknown> | null; env: Env } | null {
+  peek(sessionId: string): { envId: string; obs: unknown; info: Record<string, unknown> | null; env: Env; history: SessionHistory } | null {
     const s = this.sessions.get(sessionId);
     if (!s) return null;
-    return { envId: s.envId, obs: s.stats.lastObs, info: s.stats.lastInfo, env: s.env };
+    return { envId: s.envId, obs: s.stats.lastObs, info: s.stats.lastInfo, env: s.env, history: s.history };
   }
 
   /** Renders a session's current frame under its lock (between steps), or null when it cannot render. */

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 
 import type { Env } from '../envs/core/env.ts';
 import type { SessionCells } from './metrics.ts';
+import { SessionHistory } from './viewer/history.ts';
 
 /**
  * A FIFO lock. `tryAcquire` takes it synchronously when free (the fast path for sync envs);
@@ -61,9 +62,12 @@ export class Session {
     lastObs: null as unknown,
     lastInfo: null as Record<string, unknown> | null,
   };
+  /** Recent steps and episodes as numbers, for the viewer's charts and tables (bounded rings). */
+  readonly history = new SessionHistory();
 
   /** Records a step's outcome; an episode's end goes into the env's /metrics histograms. */
-  recordStep(obs: unknown, reward: number, terminated: boolean, truncated: boolean, info: Record<string, unknown>): void {
+  recordStep(obs: unknown, reward: number, terminated: boolean, truncated: boolean, info: Record<string, unknown>, action?: unknown): void {
+    this.history.recordStep(obs, reward, terminated, truncated, info, action);
     const st = this.stats;
     st.steps++;
     st.episodeSteps++;
@@ -83,6 +87,7 @@ export class Session {
 
   /** Records a reset's outcome. */
   recordReset(obs: unknown, info: Record<string, unknown>): void {
+    this.history.recordReset();
     this.stats.episodeReturn = 0;
     this.stats.episodeSteps = 0;
     this.stats.lastObs = obs;

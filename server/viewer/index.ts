@@ -1,8 +1,10 @@
 /**
  * The live viewer served at `/` by `gymwire serve`: a static page (no build step, nothing fetched
- * from elsewhere) polling JSON endpoints over the server's read-only observer API.
+ * from elsewhere) fed by Server-Sent Events over the server's read-only observer API.
  *
  *   GET /                                   the page (static/index.html + /viewer/app.js)
+ *   GET /viewer/uplot.js, /viewer/uplot.css the uPlot charting library, served from its npm package
+ *   GET /api/events[?session=ID]            pushed updates (events.ts): sessions, overview, history
  *   GET /api/envs                           registered envs
  *   GET /api/sessions                       live sessions (steps, episodes, returns)
  *   GET /api/sessions/:id                   one session: summary, frames its observation offers, info
@@ -13,15 +15,26 @@
  * await startServer({ mountRoutes: (routes, core) => mountViewer(routes, core) });
  */
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import type { ServerCore } from '../core.ts';
 import { bearerToken } from '../http.ts';
 import type { HttpHandler, HttpRoutes } from '../http.ts';
 import { Tensor } from '../../protocol/tensor.ts';
+import { serveEvents } from './events.ts';
 import { frameRgb, infoSummary, listFrames, toPng } from './frames.ts';
 
 const STATIC = new URL('./static/', import.meta.url);
+
+/** uPlot's browser build and stylesheet from node_modules, or null (the page then says charts are missing). */
+function readUplot(file: string): Buffer | null {
+  try {
+    return readFileSync(createRequire(import.meta.url).resolve(`uplot/dist/${file}`));
+  } catch {
+    return null;
+  }
+}
 
 function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body));
@@ -47,6 +60,11 @@ function guarded(core: ServerCore, handler: HttpHandler): HttpHandler {
 export function mountViewer(routes: HttpRoutes, core: ServerCore): void {
   const page = readFileSync(new URL('index.html', STATIC));
   const app = readFileSync(new URL('app.js', STATIC));
+  const uplot = { js: readUplot('uPlot.iife.min.js'), css: readUplot('uPlot.min.css') };
+  const asset = (body: Buffer | null, type: string): HttpHandler => (_req, res) => {
+    if (body) res.writeHead(200, { 'content-type': type, 'cache-control': 'max-age=3600' }).end(body);
+    else json(res, 404, { error: 'the uplot package is not installed: run npm install in the gymwire package' });
+  };
   routes
     .add('/', (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(page);
@@ -54,6 +72,12 @@ export function mountViewer(routes: HttpRoutes, core: ServerCore): void {
     .add('/viewer/app.js', (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' }).end(app);
     })
+    .add('/viewer/uplot.js', asset(uplot.js, 'text/javascript; charset=utf-8'))
+    .add('/viewer/uplot.css', asset(uplot.css, 'text/css; charset=utf-8'))
+    .add(
+      '/api/events',
+      guarded(core, (req, res) => serveEvents(core, req, res)),
+    )
     .add(
       '/api/envs',
       guarded(core, (_req, res) => {
