@@ -16,8 +16,8 @@ import { infoSummary, listFrames } from './frames.ts';
 
 /** Episodes that count toward the overview's rate and return statistics. */
 const OVERVIEW_WINDOW_MS = 60_000;
-/** A comment line this often keeps proxies from closing an idle stream. */
-const KEEPALIVE_MS = 15_000;
+/** An idle stream still gets an update this often, so step rates fall to 0 and proxies keep it open. */
+const IDLE_UPDATE_MS = 2_000;
 
 export interface EnvOverview {
   env_id: string;
@@ -94,6 +94,8 @@ export interface SessionDetail {
   episodes: EpisodeRecord[];
   frames: ReturnType<typeof listFrames>;
   can_render: boolean;
+  /** The action space's shape when it is a box (the page lays a chunk of actions out in rows). */
+  action_shape: number[] | null;
   info: Record<string, unknown>;
   bev_channels: unknown;
 }
@@ -110,12 +112,12 @@ class Subscription {
     private readonly sessionId: string | null,
   ) {}
 
-  /** The next event's payload, or null when nothing changed since the last one. */
-  async next(): Promise<unknown> {
+  /** The next event's payload, or null when nothing changed since the last one (unless `force`). */
+  async next(force = false): Promise<unknown> {
     const sessions = this.core.listSessions();
     const peek = this.sessionId ? this.core.peek(this.sessionId) : null;
     const key = sessions.map((s) => `${s.session_id}:${s.steps}:${s.last_active_ms}`).join(',');
-    if (key === this.lastKey && this.sentDetail === (peek !== null)) return null;
+    if (!force && key === this.lastKey && this.sentDetail === (peek !== null)) return null;
     this.lastKey = key;
     const now = Date.now();
     const rates = new Map(sessions.map((s) => [s.session_id, this.core.peek(s.session_id)?.history.stepRate(now) ?? 0]));
@@ -130,6 +132,7 @@ class Subscription {
         episodes: peek.history.episodesSince(this.episodeCursor),
         frames: listFrames(peek.obs),
         can_render: renders,
+        action_shape: peek.env.actionSpace.type === 'box' ? [...peek.env.actionSpace.shape] : null,
         info: infoSummary(peek.info),
         bev_channels: peek.env.metadata['bev_channels'] ?? null,
       };
@@ -161,12 +164,9 @@ export function serveEvents(core: ServerCore, req: IncomingMessage, res: ServerR
     if (busy || res.writableEnded) return;
     busy = true;
     try {
-      const payload = await sub.next();
+      const payload = await sub.next(Date.now() - lastWrite >= IDLE_UPDATE_MS);
       if (payload !== null) {
         res.write(`event: update\ndata: ${JSON.stringify(payload)}\n\n`);
-        lastWrite = Date.now();
-      } else if (Date.now() - lastWrite > KEEPALIVE_MS) {
-        res.write(': keepalive\n\n');
         lastWrite = Date.now();
       }
     } catch {

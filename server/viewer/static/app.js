@@ -1,6 +1,6 @@
 // The gymwire viewer: listens to /api/events (Server-Sent Events, server/viewer/events.ts) and draws
 // with uPlot (served from its npm package at /viewer/uplot.js). No framework, no build.
-/* global document, location, history, fetch, URL, URLSearchParams, EventSource, window */
+/* global document, location, history, fetch, URLSearchParams, EventSource, window */
 const params = new URLSearchParams(location.search);
 let selected = params.get('session');
 const FRAME_MS = Number(params.get('frame_ms') ?? 500);
@@ -39,6 +39,7 @@ const view = {
   frames: [], // { seq, images: Map<key, objectURL> }, oldest first
   frameRefs: [], // FrameRef of the latest observation
   canRender: false,
+  actionShape: null,
   paused: false,
   /** The step shown while paused (a seq), or null for the newest. */
   cursor: null,
@@ -70,7 +71,11 @@ function chart(id, series) {
       height: 170,
       legend: { live: true },
       scales: { x: { time: false } },
-      axes: [{ stroke: '#8a94a3', grid: { stroke: '#2a313b' } }, { stroke: '#8a94a3', grid: { stroke: '#2a313b' } }],
+      // Steps and episodes are counted: whole-number ticks on x.
+      axes: [
+        { stroke: '#8a94a3', grid: { stroke: '#2a313b' }, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 1e5, 1e6] },
+        { stroke: '#8a94a3', grid: { stroke: '#2a313b' } },
+      ],
       series: [{ label: series[0] }, ...series.slice(1).map((label) => ({ label, stroke: COLOURS[label.split(' ')[0]] ?? '#ccc', width: 1.5, points: { show: false } }))],
     },
     [[], ...series.slice(1).map(() => [])],
@@ -140,16 +145,18 @@ function renderOverview(o) {
   $('errors').textContent = errors.length ? errors.map(([code, n]) => `${code}: ${n}`).join(' · ') : 'no errors';
 }
 
-function numbersPanel(host, entries) {
+/** Labelled number lists; a list whose shape has rows (an action chunk, poses) is laid out one row per line. */
+function numbersPanel(host, entries, shapes = {}) {
   host.replaceChildren(
-    ...entries.map(([label, values]) =>
-      el(
-        'div',
-        { className: 'vec' },
-        el('div', { className: 'vec-label', textContent: `${label} [${values.length}]` }),
-        el('div', { className: 'vec-values' }, ...values.map((v, i) => el('span', { className: 'num', title: `${label}[${i}]`, textContent: num(v) }))),
-      ),
-    ),
+    ...entries.map(([label, values]) => {
+      const shape = shapes[label];
+      const perRow = shape && shape.length >= 2 && shape.reduce((a, b) => a * b, 1) === values.length ? shape[shape.length - 1] : values.length;
+      const rows = [];
+      for (let r = 0; r < values.length; r += perRow) {
+        rows.push(el('div', { className: 'vec-values' }, ...values.slice(r, r + perRow).map((v, i) => el('span', { className: 'num', title: `${label}[${r + i}]`, textContent: num(v) }))));
+      }
+      return el('div', { className: 'vec' }, el('div', { className: 'vec-label', textContent: `${label} [${shape && perRow !== values.length ? shape.join('×') : values.length}]` }), ...rows);
+    }),
   );
 }
 
@@ -169,7 +176,7 @@ function renderStep() {
   const step = shownStep();
   $('step-label').textContent = step ? `step ${step.seq} · episode ${step.episode}${view.paused ? ' · paused' : ''}` : 'no steps yet';
   $('step-reward').textContent = step ? `reward ${num(step.reward)} · return ${num(step.return)}` : '';
-  numbersPanel($('action'), step && step.action ? [['action', step.action]] : []);
+  numbersPanel($('action'), step && step.action ? [['action', step.action]] : [], { action: view.actionShape });
   $('no-action').hidden = Boolean(step && step.action);
   numbersPanel($('observation'), step ? Object.entries(step.obs) : []);
   $('no-observation').hidden = Boolean(step && Object.keys(step.obs).length);
@@ -302,6 +309,7 @@ function onUpdate(u) {
   view.episodes.push(...d.episodes);
   view.frameRefs = d.frames;
   view.canRender = d.can_render;
+  view.actionShape = d.action_shape;
   $('info').textContent = JSON.stringify(d.info, null, 1);
   $('bev-channels').textContent = d.bev_channels ? `BEV channels: ${d.bev_channels.join(', ')}` : '';
   if (view.paused) return;
@@ -347,6 +355,5 @@ async function loadEnvs() {
   $('envs').replaceChildren(...envs.map((e) => el('li', {}, el('code', { textContent: e.id }), ` — ${e.description}`)));
 }
 
-/* global setTimeout */
 loadEnvs().catch(() => {});
 listen();
