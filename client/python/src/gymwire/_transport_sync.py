@@ -119,15 +119,16 @@ class SocketClient(AsyncClient):
         try:
             try:
                 for fields in many:
+                    # Ids go out in increasing order (the server refuses one below the highest it saw),
+                    # so a request is numbered and sent under one lock.
                     with self._lock:
                         rid, frame = self._prepare(type, fields)
                         answer = _Answer()
                         self._pending[rid] = _Pending(type, frame, answer)  # type: ignore[arg-type]
-                        sock = self._sock if self._state == "open" else None
-                    entries.append((rid, answer))
-                    # While reconnecting the request waits in _pending; it goes out after the resume.
-                    if sock is not None:
-                        self._send_quietly(sock, frame)
+                        entries.append((rid, answer))
+                        # While reconnecting the request waits in _pending; it goes out after the resume.
+                        if self._state == "open" and self._sock is not None:
+                            self._send_quietly(self._sock, frame)
                 results = []
                 for rid, answer in entries:
                     self._await(answer, deadline, type, rid)
@@ -323,9 +324,9 @@ class SocketClient(AsyncClient):
                 if self._state != "reconnecting":
                     sock.close()
                     return
-                frames = self._resumed(welcome)
-            for frame in frames:
-                self._send_quietly(sock, frame)
+                # Re-sent under the lock, so no new (higher) id overtakes them.
+                for frame in self._resumed(welcome):
+                    self._send_quietly(sock, frame)
             self._emit({"type": "reconnected", "resumed": bool(welcome.get("resumed"))})
             return
         if self._state == "reconnecting":
