@@ -115,31 +115,35 @@ class SocketClient(AsyncClient):
         timeout = self.request_timeout if timeout is ... else timeout
         deadline = None if timeout is None else time.monotonic() + timeout
         entries: list[tuple[int, _Answer]] = []
-        self._enter_call()
+        with self._lock:
+            # A call in progress keeps the helper thread off the socket (see _watch_when_idle).
+            self._busy += 1
+            watching = self._idle_watching
         try:
-            try:
-                for fields in many:
-                    # Ids go out in increasing order (the server refuses one below the highest it saw),
-                    # so a request is numbered and sent under one lock.
-                    with self._lock:
-                        rid, frame = self._prepare(type, fields)
-                        answer = _Answer()
-                        self._pending[rid] = _Pending(type, frame, answer)  # type: ignore[arg-type]
-                        entries.append((rid, answer))
-                        # While reconnecting the request waits in _pending; it goes out after the resume.
-                        if self._state == "open" and self._sock is not None:
-                            self._send_quietly(self._sock, frame)
-                results = []
-                for rid, answer in entries:
-                    self._await(answer, deadline, type, rid)
-                    results.append(answer.result())
-                return results
-            finally:
+            for fields in many:
+                # Ids go out in increasing order (the server refuses one below the highest it saw),
+                # so a request is numbered and sent under one lock.
                 with self._lock:
-                    for rid, _ in entries:
-                        self._pending.pop(rid, None)
+                    rid, frame = self._prepare(type, fields)
+                    answer = _Answer()
+                    self._pending[rid] = _Pending(type, frame, answer)  # type: ignore[arg-type]
+                    entries.append((rid, answer))
+                    # While reconnecting the request waits in _pending; it goes out after the resume.
+                    if self._state == "open" and self._sock is not None:
+                        self._send_quietly(self._sock, frame)
+            if watching:
+                self._wake_helper()  # the helper holds the reader's role: have it hand it over
+            results = []
+            for rid, answer in entries:
+                self._await(answer, deadline, type, rid)
+                results.append(answer.result())
+            return results
         finally:
-            self._leave_call()
+            with self._lock:
+                for rid, _ in entries:
+                    self._pending.pop(rid, None)
+                self._busy -= 1
+                self._last_call_end = time.monotonic()
 
     def close_blocking(self) -> None:
         """Closes the connection and stops the helper thread; idempotent."""
@@ -206,7 +210,8 @@ class SocketClient(AsyncClient):
                             raise E.RequestTimeoutError(f"{type} got no answer within {self.request_timeout} s", {"id": rid, "type": type})
                 finally:
                     self._reader.release()
-                    self._notify_waiters()
+                    if self._waiters:
+                        self._notify_waiters()
                 return
             with self._handoff:
                 self._waiters += 1
@@ -336,18 +341,6 @@ class SocketClient(AsyncClient):
             self._fail_all(E.ConnectionLostError(f"could not reconnect to {self.url}: {last_error or 'timed out'}"))
 
     # -- the helper thread -------------------------------------------------------------------------
-
-    def _enter_call(self) -> None:
-        with self._lock:
-            self._busy += 1
-            watching = self._idle_watching
-        if watching:
-            self._wake_helper()
-
-    def _leave_call(self) -> None:
-        with self._lock:
-            self._busy -= 1
-            self._last_call_end = time.monotonic()
 
     def _watch_when_idle(self) -> None:
         while not self._stop.is_set():
