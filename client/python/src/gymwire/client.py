@@ -50,6 +50,11 @@ class _Pending:
     future: asyncio.Future[Any]
 
 
+def _time_out(future: asyncio.Future[Any], type: str, rid: int, timeout: float) -> None:
+    if not future.done():
+        future.set_exception(E.RequestTimeoutError(f"{type} got no answer within {timeout} s", {"id": rid, "type": type}))
+
+
 class AsyncClient:
     """An asyncio gymwire client; create it with ``await AsyncClient.connect(url)``.
 
@@ -164,16 +169,19 @@ class AsyncClient:
         """Sends one request and waits for its result (requests may be pipelined)."""
         timeout = self.request_timeout if timeout is ... else timeout
         rid, frame = self._prepare(type, fields)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
         self._pending[rid] = _Pending(type, frame, future)
-        # While reconnecting the request waits in _pending; it goes out after the resume.
-        if self._state == "open" and self._ws is not None:
-            await self._send(self._ws, frame)
+        # A timer on the future itself: asyncio.wait_for would add a task-side future and callbacks per request.
+        timer = None if timeout is None else loop.call_later(timeout, _time_out, future, type, rid, timeout)
         try:
-            return await asyncio.wait_for(future, timeout)
-        except asyncio.TimeoutError:
-            raise E.RequestTimeoutError(f"{type} got no answer within {timeout} s", {"id": rid, "type": type}) from None
+            # While reconnecting the request waits in _pending; it goes out after the resume.
+            if self._state == "open" and self._ws is not None:
+                await self._send(self._ws, frame)
+            return await future
         finally:
+            if timer is not None:
+                timer.cancel()
             self._pending.pop(rid, None)
 
     def _prepare(self, type: str, fields: dict[str, Any]) -> tuple[int, bytes]:
