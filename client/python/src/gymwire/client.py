@@ -112,6 +112,7 @@ class AsyncClient:
         self._closed_by: E.SdkError | None = None
         # One packer per client, reused for every frame (requests are encoded one at a time).
         self._pack = packer().pack
+        self._outbox: list[bytes] = []
         self._max_frame_bytes: int | None = None
 
     @classmethod
@@ -177,7 +178,7 @@ class AsyncClient:
         try:
             # While reconnecting the request waits in _pending; it goes out after the resume.
             if self._state == "open" and self._ws is not None:
-                await self._send(self._ws, frame)
+                self._send_soon(self._ws, frame, loop)
             return await future
         finally:
             if timer is not None:
@@ -317,6 +318,28 @@ class AsyncClient:
             await ws.send(frame)
         except websockets.exceptions.ConnectionClosed:
             pass  # the reader notices the drop; pending requests are re-sent after the resume
+
+    def _send_soon(self, ws: ClientConnection, frame: bytes, loop: asyncio.AbstractEventLoop) -> None:
+        """Queues a request frame; every frame queued in one turn of the loop goes out in one write.
+
+        With many sessions stepping at once (one task each), a write per frame was a system call per
+        step; one write per loop turn is one for all of them. Frames are framed by the connection's
+        own sans-I/O protocol, exactly as ``ws.send`` frames them.
+        """
+        self._outbox.append(frame)
+        if len(self._outbox) == 1:
+            loop.call_soon(self._flush, ws)
+
+    def _flush(self, ws: ClientConnection) -> None:
+        frames, self._outbox = self._outbox, []
+        if ws is not self._ws:
+            return  # the connection dropped: these requests wait in _pending and are re-sent after the resume
+        try:
+            for frame in frames:
+                ws.protocol.send_binary(frame)
+            ws.transport.write(b"".join(d for d in ws.protocol.data_to_send() if d))
+        except Exception:  # noqa: BLE001 - a closing connection: the reader notices and resumes
+            pass
 
     async def _read(self, ws: ClientConnection) -> None:
         try:
