@@ -12,7 +12,8 @@ import asyncio
 import contextlib
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest

@@ -31,7 +31,7 @@ _LITTLE = sys.byteorder == "little"
 _CODE_OF_DTYPE: dict[np.dtype, int] = {**{np.dtype(name): i for i, name in enumerate(DTYPES)}, **{d: i for i, d in enumerate(_NP_DTYPES)}}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _dims(ndim: int) -> struct.Struct:
     """The compiled struct of ``ndim`` little-endian u32 dims (built once per rank, not per tensor)."""
     return struct.Struct(f"<{ndim}I")
