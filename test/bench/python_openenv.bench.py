@@ -40,8 +40,8 @@ def emit(metric: str, value: float, unit: str, **extra: Any) -> None:
 
 def ensure_venv(venv: Path) -> None:
     """Re-runs this script inside a venv that has openenv-core (made on first use)."""
-    if os.environ.get("GYMWIRE_OPENENV_BENCH_VENV") == str(venv):
-        return
+    if os.environ.get("GYMWIRE_OPENENV_BENCH_VENV"):
+        return  # already inside it (the OpenEnv server child inherits the variable)
     python = venv / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -122,7 +122,8 @@ def serve_openenv(port: int) -> None:
 
     action, observation, environment, _ = openenv_types()
     app = create_fastapi_app(environment, action, observation, max_concurrent_envs=64)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", ws_max_size=64 * 1024 * 1024)
+    # "critical": OpenEnv's endpoint logs a traceback at ERROR for every client that disconnects.
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="critical", ws_max_size=64 * 1024 * 1024)
 
 
 def free_port() -> int:
