@@ -31,7 +31,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "client" / "python" / "src"))
@@ -199,7 +200,16 @@ def sequential(quick: bool) -> None:
     ts_p50 = statistics.median(medians["ts"])
     floor_name = min(echoes, key=lambda name: p50[name] if name != "gymwire._transport_socket" else float("inf"))
     for name in echoes:
-        emit("python_echo_rtt", "p50", p50[name], "us", library=name, request_bytes=len(request), reply_bytes=reply_size, round_p50s_min_median_max=spread(medians[name]))
+        emit(
+            "python_echo_rtt",
+            "p50",
+            p50[name],
+            "us",
+            library=name,
+            request_bytes=len(request),
+            reply_bytes=reply_size,
+            round_p50s_min_median_max=spread(medians[name]),
+        )
     for name in envs:
         emit(
             "python_step_rtt",
@@ -252,7 +262,17 @@ def images(quick: bool) -> None:
     ts = statistics.median(mbs["ts"])
     for name in envs:
         mine = statistics.median(mbs[name])
-        emit("python_image_224", "throughput", mine, "MB/s", transport=name, rounds_min_median_max=spread(mbs[name]), ts_mb_s=round(ts, 1), ratio_vs_ts=round(mine / ts, 2), target_ratio=0.6)
+        emit(
+            "python_image_224",
+            "throughput",
+            mine,
+            "MB/s",
+            transport=name,
+            rounds_min_median_max=spread(mbs[name]),
+            ts_mb_s=round(ts, 1),
+            ratio_vs_ts=round(mine / ts, 2),
+            target_ratio=0.6,
+        )
     emit("python_image_224", "ts_throughput", ts, "MB/s", rounds_min_median_max=spread(mbs["ts"]))
 
 
@@ -300,7 +320,16 @@ def concurrent(quick: bool, sessions: int = 512) -> None:
     finally:
         server.stop()
     m, t = statistics.median(mine), statistics.median(theirs)
-    emit(f"python_concurrent_{sessions}", "steps_per_s", m, "steps/s", rounds_min_median_max=spread(mine), ts_steps_per_s=round(t, 1), ratio_vs_ts=round(m / t, 2), target_ratio=0.5)
+    emit(
+        f"python_concurrent_{sessions}",
+        "steps_per_s",
+        m,
+        "steps/s",
+        rounds_min_median_max=spread(mine),
+        ts_steps_per_s=round(t, 1),
+        ratio_vs_ts=round(m / t, 2),
+        target_ratio=0.5,
+    )
     emit(f"python_concurrent_{sessions}", "ts_steps_per_s", t, "steps/s", rounds_min_median_max=spread(theirs))
 
 

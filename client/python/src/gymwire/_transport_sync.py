@@ -135,7 +135,7 @@ class SocketClient(AsyncClient):
                 self._wake_helper()  # the helper holds the reader's role: have it hand it over
             results = []
             for rid, answer in entries:
-                self._await(answer, deadline, type, rid)
+                self._await(answer, deadline, f"{type} got no answer within {timeout} s", rid, type)
                 results.append(answer.result())
             return results
         finally:
@@ -201,13 +201,13 @@ class SocketClient(AsyncClient):
 
     # -- reading -----------------------------------------------------------------------------------
 
-    def _await(self, answer: _Answer, deadline: float | None, type: str, rid: int) -> None:
+    def _await(self, answer: _Answer, deadline: float | None, timed_out: str, rid: int, type: str) -> None:
         while not answer.done():
             if self._reader.acquire(blocking=False):
                 try:
                     while not answer.done():
                         if not self._read_one(deadline):
-                            raise E.RequestTimeoutError(f"{type} got no answer within {self.request_timeout} s", {"id": rid, "type": type})
+                            raise E.RequestTimeoutError(timed_out, {"id": rid, "type": type})
                 finally:
                     self._reader.release()
                     if self._waiters:
@@ -219,7 +219,7 @@ class SocketClient(AsyncClient):
                     while not answer.done() and self._reader.locked():
                         remaining = None if deadline is None else deadline - time.monotonic()
                         if remaining is not None and remaining <= 0:
-                            raise E.RequestTimeoutError(f"{type} got no answer within {self.request_timeout} s", {"id": rid, "type": type})
+                            raise E.RequestTimeoutError(timed_out, {"id": rid, "type": type})
                         self._handoff.wait(remaining)
                 finally:
                     self._waiters -= 1
