@@ -30,8 +30,8 @@ import struct
 import subprocess
 import sys
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
