@@ -33,7 +33,7 @@ try:
 except ImportError:  # pragma: no cover - websockets ships its C speedups in every wheel
     from websockets.utils import apply_mask
 
-_OP_CONTINUATION, _OP_TEXT, _OP_BINARY, _OP_CLOSE, _OP_PING, _OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
+_OP_CONTINUATION, _OP_BINARY, _OP_CLOSE, _OP_PING, _OP_PONG = 0x0, 0x2, 0x8, 0x9, 0xA
 _LEN16 = struct.Struct("!H")
 _LEN64 = struct.Struct("!Q")
 # Messages up to this size are read through the shared buffer; larger ones go straight into their own.
@@ -122,8 +122,12 @@ class SocketWebSocket:
         return bool(self._poller.poll(None if timeout is None else max(0, int(timeout * 1000 + 0.999))))
 
     def recv(self) -> bytes | bytearray:
-        """The next data message; blocks until one arrives. Raises :class:`SocketClosedError`."""
+        """The next binary message (text messages are skipped, as the asyncio client skips them); blocks until one arrives.
+
+        Raises :class:`SocketClosedError`.
+        """
         fragments: list[bytes | bytearray] = []
+        message_opcode = _OP_BINARY
         while True:
             head = self._read_exact(2)
             first, second = head[0], head[1]
@@ -141,8 +145,13 @@ class SocketWebSocket:
             if opcode >= _OP_CLOSE:
                 self._control(opcode, bytes(payload))
                 continue
+            if opcode != _OP_CONTINUATION:
+                message_opcode = opcode
             fragments.append(payload)
             if first & 0x80:  # FIN
+                if message_opcode != _OP_BINARY:
+                    fragments = []
+                    continue
                 return fragments[0] if len(fragments) == 1 else b"".join(fragments)
 
     def abort(self) -> None:
