@@ -147,11 +147,17 @@ export function registerServe(program: Command): void {
     .option('--python-exe <path>', 'the Python that runs hosted envs (also GYMWIRE_PYTHON; default python3)')
     .option('--workers <n>', 'Python worker processes at most (default: one per core)')
     .option('--worker-timeout <duration>', 'kill and restart a Python worker that takes longer than this to answer', '60s')
-    .option('--evac-model-dir <dir>', 'world model served to EvacWorldModel-v0 makes that name neither model_dir nor resolution (default: the bundled tiny one)')
+    .option(
+      '--evac-model-dir <dir>',
+      'world model served to EvacWorldModel-v0 makes that name neither model_dir nor resolution (default: the bundled tiny one)',
+    )
     .option('--evac-batch-size <n>', 'world-model chunk steps run together at most (1: no batching)', '32')
     .option('--evac-batch-window <duration>', 'how long a world-model chunk step waits for others to share its run', '2ms')
     .option('--evac-threads <n>', 'onnxruntime intra-op threads for world models (0: onnxruntime chooses; default one per core, at most 4)')
-    .option('--evac-device <device>', 'cpu or cuda for world models without a device kwarg (default GYMWIRE_EVAC_DEVICE or cpu; cuda falls back to cpu, logged)')
+    .option(
+      '--evac-device <device>',
+      'cpu or cuda for world models without a device kwarg (default GYMWIRE_EVAC_DEVICE or cpu; cuda falls back to cpu, logged)',
+    )
     .action(async (opts: ServeOptions) => {
       if (opts.transport !== 'ws' && opts.transport !== 'uws') throw new Error(`--transport must be ws or uws, got ${opts.transport}`);
       const busyPollUs = parseBusyPoll(opts.busyPollUs);

@@ -166,8 +166,7 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     const requested = options.episode_index;
     if (requested === undefined || requested === null) {
       episode = this.draw ? this.draw.next(opts.seed ?? undefined, this.rng) : this.rng.integer(0, this.episodes.length);
-    }
-    else {
+    } else {
       const n = typeof requested === 'bigint' ? Number(requested) : requested;
       if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n >= this.episodes.length) {
         throw new InvalidOptionsError(`episode_index must be an integer in [0, ${this.episodes.length - 1}], got ${String(requested)}`);
@@ -406,7 +405,9 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
         let x = v;
         if (v < low[d]! || v > high[d]!) {
           if (this.outOfRange === 'refuse') {
-            throw new InvalidActionError(`action[${t}][${d}] = ${v} is outside [${low[d]}, ${high[d]}] (make kwarg out_of_range_actions: 'clip' or 'pass' accepts it)`);
+            throw new InvalidActionError(
+              `action[${t}][${d}] = ${v} is outside [${low[d]}, ${high[d]}] (make kwarg out_of_range_actions: 'clip' or 'pass' accepts it)`,
+            );
           }
           if (this.outOfRange === 'clip') x = Math.min(high[d]!, Math.max(low[d]!, v));
         }

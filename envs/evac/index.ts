@@ -71,7 +71,7 @@ export const EvacKwargsSchema = z
       .describe("How reset frames reach the model's size: 'sharp' (default, bilinear) or 'rlinf' (PyTorch bilinear, float32, truncated to uint8)"),
     episode_draw: z
       .object({
-        group: z.string().min(1).max(200).describe("A name shared by the envs of one RLinf env worker (pick one unique to it, e.g. a UUID)"),
+        group: z.string().min(1).max(200).describe('A name shared by the envs of one RLinf env worker (pick one unique to it, e.g. a UUID)'),
         rank: z.number().int().nonnegative().describe('This env’s index in the worker (0 .. size-1)'),
         size: z.number().int().positive().describe("The worker's num_envs"),
       })

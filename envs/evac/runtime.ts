@@ -202,11 +202,13 @@ export class LoadedWorldModel {
       await this.runBatch(batch);
     } catch (err) {
       if (!(err instanceof WorkerRefusal)) throw err;
-      if (batch.length === 1) throw new Error(`the world model ${this.manifest.name} failed on this session's chunk: ${err.message}`);
+      if (batch.length === 1) throw new Error(`the world model ${this.manifest.name} failed on this session's chunk: ${err.message}`, { cause: err });
       this.runtime.logBatchRetry(this.manifest.name, batch.length, err.message);
       for (const p of batch) {
         await this.runBatch([p]).catch((e: Error) =>
-          p.reject(e instanceof WorkerRefusal ? new Error(`the world model ${this.manifest.name} failed on this session's chunk: ${e.message}`) : e),
+          p.reject(
+            e instanceof WorkerRefusal ? new Error(`the world model ${this.manifest.name} failed on this session's chunk: ${e.message}`, { cause: e }) : e,
+          ),
         );
       }
     }

@@ -80,8 +80,7 @@ def read_episode(path: Path, camera: str, state_key: str) -> tuple[np.ndarray, l
         raise NotAnRLinfDataset(f"{path.name}: frame 0 has no init_ee_pose, {state_key} or abs_action")
     if state.shape[0] != 8:
         raise NotAnRLinfDataset(
-            f"{path.name}: the state has {state.shape[0]} values; EvacEnv takes one arm's pose "
-            "[x, y, z, qx, qy, qz, qw, gripper] (8) and duplicates it"
+            f"{path.name}: the state has {state.shape[0]} values; EvacEnv takes one arm's pose [x, y, z, qx, qy, qz, qw, gripper] (8) and duplicates it"
         )
     if not np.all(np.isfinite(state)):
         raise NotAnRLinfDataset(f"{path.name}: the state is not finite: {state.tolist()}")

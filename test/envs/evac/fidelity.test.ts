@@ -12,7 +12,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { Tensor } from '../../../protocol/tensor.ts';
+import type { Tensor } from '../../../protocol/tensor.ts';
 import { DataRoots } from '../../../envs/core/data-roots.ts';
 import type { Env } from '../../../envs/core/env.ts';
 import { InvalidActionError } from '../../../envs/core/env.ts';
@@ -139,9 +139,13 @@ describe('manifest checks', () => {
     cpSync(probeDir, dir, { recursive: true });
     return dir;
   }
-  const edit = (dir: string, change: (m: Record<string, any>) => void) => {
+  interface ManifestJson {
+    action: { low: number[] };
+    files: { world_model: { external_data?: { path: string; sha256: string }[] } };
+  }
+  const edit = (dir: string, change: (m: ManifestJson) => void) => {
     const path = join(dir, 'manifest.json');
-    const m = JSON.parse(readFileSync(path, 'utf8')) as Record<string, any>;
+    const m = JSON.parse(readFileSync(path, 'utf8')) as ManifestJson;
     change(m);
     writeFileSync(path, JSON.stringify(m));
   };
@@ -158,7 +162,9 @@ describe('manifest checks', () => {
     writeFileSync(join(dir, 'world_model.onnx.data'), data);
     await expect(readModelDir(dir)).rejects.toThrow(/external data .*world_model\.onnx\.data that manifest\.files\.world_model\.external_data does not list/);
     edit(dir, (m) => (m.files.world_model.external_data = [{ path: 'world_model.onnx.data', sha256: '0'.repeat(64) }]));
-    await expect(readModelDir(dir)).rejects.toThrow(/external data of world_model \(.*world_model\.onnx\.data\) has sha256 [0-9a-f]{64}, the manifest says 0{64}/);
+    await expect(readModelDir(dir)).rejects.toThrow(
+      /external data of world_model \(.*world_model\.onnx\.data\) has sha256 [0-9a-f]{64}, the manifest says 0{64}/,
+    );
     edit(dir, (m) => (m.files.world_model.external_data = [{ path: 'world_model.onnx.data', sha256: sha256(data) }]));
     await expect(readModelDir(dir)).resolves.toMatchObject({ manifest: { name: 'probe' } });
   });

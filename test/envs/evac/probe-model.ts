@@ -29,8 +29,7 @@ function worldModel(): Uint8Array {
   const actions = g.input('actions', 'float32', ['B', C, 7]);
   const ctxPoses = g.input('context_poses', 'float32', ['B', T, 8]);
   const latent = g.input('latent', 'float32', ['B', 2]);
-  const firstAction = (d: number) =>
-    g.op('Reshape', [g.op('Slice', [actions, g.i64([0, d]), g.i64([1, d + 1]), g.i64([1, 2])]), g.i64([-1, 1])]);
+  const firstAction = (d: number) => g.op('Reshape', [g.op('Slice', [actions, g.i64([0, d]), g.i64([1, d + 1]), g.i64([1, 2])]), g.i64([-1, 1])]);
   const a0 = firstAction(0);
   const a2 = firstAction(2);
   const a3 = firstAction(3);
@@ -86,7 +85,9 @@ export async function writeProbeModel(dir: string): Promise<string> {
   }
   const S = PROBE.size;
   for (const i of [0, 1]) {
-    await sharp(new Uint8Array(S * S * 3).fill(20 * (i + 1)), { raw: { width: S, height: S, channels: 3 } }).png().toFile(join(dir, 'dataset', `ep_${i}.png`));
+    await sharp(new Uint8Array(S * S * 3).fill(20 * (i + 1)), { raw: { width: S, height: S, channels: 3 } })
+      .png()
+      .toFile(join(dir, 'dataset', `ep_${i}.png`));
   }
   const pose = [0, 0, 0, 0, 0, 0, 1, -1];
   const episodes = [0, 1].map((i) => ({ image: `ep_${i}.png`, task: `probe ${i}`, init_ee_pose: pose }));
