@@ -26,6 +26,7 @@ import { bilinearLikeTorch } from '../../../envs/evac/resize.ts';
 import { scriptedChunk } from '../../../envs/evac/tiny/policy.ts';
 import type { WorldModelRuntime } from '../../../envs/evac/runtime.ts';
 import { evacOptions } from '../../../bin/commands/serve.ts';
+import { resizeReference } from '../../../scripts/evac/resize-reference.ts';
 import { chunkTensor } from './helpers.ts';
 import { PROBE, writeProbeModel } from './probe-model.ts';
 
@@ -260,6 +261,11 @@ describe('RLinf-compatible options', () => {
       if (v !== w) lowered++;
     });
     expect(lowered).toBeGreaterThan(0);
+  });
+
+  it('the PyTorch check’s reference bytes (test/gpu/evac_resize_check.py) are what resize.ts makes now', () => {
+    const committed = JSON.parse(readFileSync(new URL('../../gpu/evac_resize_reference.json', import.meta.url), 'utf8')) as unknown;
+    expect(committed).toEqual(resizeReference());
   });
 
   it('ignore_terminations: a success is reported, and the episode goes on to max_episode_steps', async () => {
