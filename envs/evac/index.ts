@@ -153,9 +153,13 @@ export function registerEvac(registry: Registry, opts: RegisterEvacOptions = {})
         ? await load('model_dir', 'a gymwire world model (docs/world-models.md)', () =>
             runtime.load(roots.resolve('model_dir', kwargs.model_dir!, 'dir'), { device: kwargs.device, ...named('model_dir') }),
           )
-        : await runtime.load(opts.defaultModelDir && !kwargs.resolution ? opts.defaultModelDir : tinyModelDir(kwargs.resolution ?? 64), {
-            device: kwargs.device,
-          });
+        : opts.defaultModelDir && !kwargs.resolution
+          ? await runtime.load(opts.defaultModelDir, { device: kwargs.device }).catch((err: unknown) => {
+              // The operator's folder: its paths and the loader's reason belong in the server's log, not in a client's error.
+              ctx.log?.error({ err, dir: opts.defaultModelDir }, 'the default world model (--evac-model-dir) does not load');
+              throw new Error("the server's default world model does not load; the server's log has the reason", { cause: err });
+            })
+          : await runtime.load(tinyModelDir(kwargs.resolution ?? 64), { device: kwargs.device });
       const datasetKwarg = kwargs.dataset_dir ? 'dataset_dir' : kwargs.model_dir ? 'model_dir' : null;
       const dir = kwargs.dataset_dir ? roots.resolve('dataset_dir', kwargs.dataset_dir, 'dir') : model.dir.datasetDir;
       if (!dir) throw new InvalidOptionsError('the model has no reset dataset (manifest.dataset); pass dataset_dir');

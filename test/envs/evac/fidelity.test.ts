@@ -333,4 +333,18 @@ describe('serve flags', () => {
       await reg.close();
     }
   });
+
+  it('a default model that does not load is reported to the client without its path, and logged with it', async () => {
+    const { logger, lines } = logSink();
+    const missing = join(root, 'no-such-model');
+    const reg = defaultRegistry({ logger, evac: { defaultModelDir: missing } });
+    try {
+      const err = (await reg.make(EVAC_ENV_ID).catch((e: unknown) => e)) as Error;
+      expect(err.message).toBe("the server's default world model does not load; the server's log has the reason");
+      expect(err.message).not.toContain(missing);
+      expect(lines.some((l) => l.level === 50 && /--evac-model-dir/.test(l.msg))).toBe(true);
+    } finally {
+      await reg.close();
+    }
+  });
 });
