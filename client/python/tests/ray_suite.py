@@ -10,6 +10,7 @@ Named outside pytest's test_*.py pattern so the SDK's own run (whose venv has no
 from __future__ import annotations
 
 import os
+import random
 import re
 import secrets
 import shlex
@@ -40,9 +41,16 @@ ENV_ID = "gymwire/CartPole-v1"
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    # Below the kernel's ephemeral range (where Ray's own components and every outgoing connection
+    # take ports) and above Ray's worker ports (10002-19999), so the head's port stays free until used.
+    while True:
+        port = random.randrange(20000, 30000)
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+            return port
 
 
 class RayCluster:
@@ -92,7 +100,13 @@ class RayCluster:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[RayCluster]:
-    c = RayCluster()
+    for attempt in range(3):
+        try:
+            c = RayCluster()
+            break
+        except RuntimeError:
+            if attempt == 2:
+                raise  # a port taken between choosing and binding is retried; three failures are not that
     saved = {k: os.environ.get(k) for k in ("GYMWIRE_BIN",)}
     os.environ.update({k: c.env[k] for k in saved})
     try:
