@@ -1,7 +1,8 @@
 """Aggregate env-steps/s of a gymwire.ray pool of 1 and of 2 servers, stepped by the same client.
 
-Each run uses one PoolVectorEnv of --num-envs CartPole sessions (split evenly over the servers,
-one step_batch frame per server per step, sent in parallel) on a local Ray started here. The floor,
+Each setup is one vector env of --num-envs CartPole sessions (--env picks another); a pool's are
+split evenly over its servers, one step_batch frame per server per step, sent in parallel, on a
+local Ray started here. The floor,
 measured in the same run, is gymwire.make_vec against one plain `gymwire serve` process with the
 same sessions: what the pool adds or gains is read against it. CPU seconds per wall second of the
 client process and of each server process say where the machine's cores go.
@@ -95,42 +96,47 @@ def start_server() -> tuple[subprocess.Popen[str], str]:
     raise RuntimeError("the server exited before printing its URL")
 
 
-def run_pool(num_servers: int, args: argparse.Namespace) -> dict[str, Any]:
-    with ServerPool(num_servers=num_servers, num_cpus=0.5, gymwire_bin=GYMWIRE_BIN, serve_args=["--log-level", "warn"]) as pool:
-        envs = pool.make_vec(ENV_ID, num_envs=args.num_envs)
-        result = measure(envs, args.seconds, [s["pid"] for s in pool.servers])
-        envs.close()
-    return result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--seconds", type=float, default=3.0, help="per measurement; each setup is measured --rounds times, interleaved")
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--num-envs", type=int, default=64)
+    parser.add_argument("--env", default=ENV_ID)
     args = parser.parse_args()
-    n = args.num_envs
-    common = {"num_envs": n, "env": ENV_ID, "cpus": os.cpu_count()}
-
-    proc, url = start_server()
-    try:
-        floor_envs = gymwire.make_vec(url, ENV_ID, num_envs=n)
-        floor = measure(floor_envs, args.seconds, [proc.pid])
-        floor_envs.close()
-    finally:
-        proc.terminate()
-        proc.wait(10)
-    emit("floor_one_plain_server_steps_per_s", floor["steps_per_s"], "env-steps/s", client_cpu=round(floor["client_cpu"], 2), server_cpu=floor["server_cpu"], **common)
+    common = {"num_envs": args.num_envs, "env": args.env, "cpus": os.cpu_count(), "rounds": args.rounds}
 
     ray.init(num_cpus=2, object_store_memory=80_000_000, include_dashboard=False, logging_level="warning", log_to_driver=False)
+    proc, url = start_server()
+    pools = [
+        ServerPool(num_servers=count, num_cpus=0.5, gymwire_bin=GYMWIRE_BIN, serve_args=["--log-level", "warn"]) for count in (1, 2)
+    ]
     try:
-        one = run_pool(1, args)
-        emit("pool_1_server_steps_per_s", one["steps_per_s"], "env-steps/s", client_cpu=round(one["client_cpu"], 2), server_cpu=one["server_cpu"], **common)
-        two = run_pool(2, args)
-        emit("pool_2_servers_steps_per_s", two["steps_per_s"], "env-steps/s", client_cpu=round(two["client_cpu"], 2), server_cpu=two["server_cpu"], **common)
+        # All three setups live at once and are measured in turns, so the load other work puts on the
+        # machine falls on each of them alike; the median of each one's rounds is reported.
+        setups = {
+            "floor_one_plain_server": (gymwire.make_vec(url, args.env, num_envs=args.num_envs), [proc.pid]),
+            "pool_1_server": (pools[0].make_vec(args.env, num_envs=args.num_envs), [s["pid"] for s in pools[0].servers]),
+            "pool_2_servers": (pools[1].make_vec(args.env, num_envs=args.num_envs), [s["pid"] for s in pools[1].servers]),
+        }
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in setups}
+        for _ in range(args.rounds):
+            for name, (envs, pids) in setups.items():
+                runs[name].append(measure(envs, args.seconds, pids))
+        rates = {}
+        for name, results in runs.items():
+            mid = sorted(results, key=lambda r: r["steps_per_s"])[len(results) // 2]
+            rates[name] = mid["steps_per_s"]
+            emit(f"{name}_steps_per_s", mid["steps_per_s"], "env-steps/s", client_cpu=round(mid["client_cpu"], 2), server_cpu=mid["server_cpu"], **common)
+        for envs, _ in setups.values():
+            envs.close()
     finally:
+        for pool in pools:
+            pool.shutdown()
         ray.shutdown()
-    emit("ratio_pool_1_over_floor", one["steps_per_s"] / floor["steps_per_s"], "x", **common)
-    emit("ratio_pool_2_over_pool_1", two["steps_per_s"] / one["steps_per_s"], "x", **common)
+        proc.terminate()
+        proc.wait(10)
+    emit("ratio_pool_1_over_floor", rates["pool_1_server"] / rates["floor_one_plain_server"], "x", **common)
+    emit("ratio_pool_2_over_pool_1", rates["pool_2_servers"] / rates["pool_1_server"], "x", **common)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ later requests for it raise at once. Other servers are untouched and keep steppi
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Sequence
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from ..client import Client
+from ..client import AsyncClient, Client
 from ..errors import SdkError, SessionLostError
 from .placement import plan_placement
 from .server import GymwireServer, fetch_health, http_url_of
@@ -111,6 +112,11 @@ class ServerPool:
         if self._owns_ray:
             ray.init(**(ray_init_kwargs or {}))
         self._closed = False
+        # Every server's connection runs on this one loop: a vector step is one hop to it, and the
+        # servers' frames go out together (a loop thread per connection would contend for the GIL).
+        self.loop = asyncio.new_event_loop()
+        self._loop_thread = threading.Thread(target=self.loop.run_forever, name="gymwire-pool", daemon=True)
+        self._loop_thread.start()
         self._retired: list[Client] = []
         self._vectors: list[PoolVectorEnv] = []
         self._envs: list[GymwireEnv] = []
@@ -145,6 +151,7 @@ class ServerPool:
                 ray.kill(a, no_restart=True)
             if self._owns_ray:
                 ray.shutdown()
+            self._stop_loop()
             raise
 
     # -- what the pool has ---------------------------------------------------------------------
@@ -300,7 +307,7 @@ class ServerPool:
         options = {"request_timeout": 120.0, "reconnect_timeout": self.restart_timeout, **self._client_options, "on_event": on_event}
         if self._token is not None:
             options.setdefault("token", self._token)
-        return Client(info["url"], **options)
+        return _PoolClient(self.loop, self._loop_thread, info["url"], **options)
 
     @staticmethod
     def _actor_info(actor: Any, timeout: float) -> dict[str, Any]:
@@ -351,6 +358,23 @@ class ServerPool:
             ray.kill(server.actor, no_restart=True)
         if self._owns_ray:
             ray.shutdown()
+        self._stop_loop()
+
+    def _stop_loop(self) -> None:
+        async def cancel_rest() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        try:
+            asyncio.run_coroutine_threadsafe(cancel_rest(), self.loop).result(5)
+        except Exception:  # noqa: BLE001 - best effort: the loop stops either way
+            pass
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._loop_thread.join(timeout=5)
+        if not self.loop.is_running():
+            self.loop.close()
 
     def __enter__(self) -> ServerPool:
         return self
@@ -362,9 +386,28 @@ class ServerPool:
         return f"<ServerPool {len(self._servers)} servers: {', '.join(self.urls)}>"
 
 
+class _PoolClient(Client):
+    """A :class:`~gymwire.Client` on the pool's shared event loop; closing it leaves the loop running."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, thread: threading.Thread, url: str, **opts: Any) -> None:
+        self._loop = loop
+        self._thread = thread
+        self._closed = False
+        self.aclient = self.run(AsyncClient.connect(url, **opts))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.run(self.aclient.close())
+        except RuntimeError:
+            pass  # the pool's loop is already gone
+
+
 def _retire(client: Client, err: SdkError) -> None:
     """Fails everything waiting on a dead server's connection with ``err``, and closes it for good
-    (its loop thread stays until the pool shuts down, so later calls raise ``err``, not a closed-loop error)."""
+    (later calls raise ``err``)."""
     aclient = client.aclient
 
     async def fail() -> None:

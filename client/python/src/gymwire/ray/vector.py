@@ -197,25 +197,25 @@ class PoolVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
 
     def _gather(self, calls: dict[int, Any]) -> tuple[dict[int, Any], dict[int, ServerLostError]]:
         """Runs each part's coroutine on its own connection's loop, all at once: the answers, and the parts whose server died."""
-        futures = {k: asyncio.run_coroutine_threadsafe(coro, self._parts[k].client.loop) for k, coro in calls.items()}
+        async def every_part() -> list[Any]:
+            return await asyncio.gather(*calls.values(), return_exceptions=True)
+
+        # Every part's connection is on the pool's loop: one hop there, and all frames go out before any answer is awaited.
+        outcomes = asyncio.run_coroutine_threadsafe(every_part(), self._pool.loop).result() if calls else []
         results: dict[int, Any] = {}
         lost: dict[int, ServerLostError] = {}
         other: BaseException | None = None
-        for k, future in futures.items():
+        for k, outcome in zip(calls, outcomes):
             part = self._parts[k]
-            try:
-                results[k] = future.result()
-            except ServerLostError as err:
-                lost[k] = err
-            except SdkError as err:
-                # A drop noticed here first (a timeout, a failed reconnect): did the server die?
-                if self._pool.wait_replaced(part.server, part.generation):
-                    lost[k] = self._lost_error(part, err)
-                elif other is None:
-                    other = err
-            except BaseException as err:  # noqa: BLE001 - re-raised once every part has answered
-                if other is None:
-                    other = err
+            if not isinstance(outcome, BaseException):
+                results[k] = outcome
+            elif isinstance(outcome, ServerLostError):
+                lost[k] = outcome
+            elif isinstance(outcome, SdkError) and self._pool.wait_replaced(part.server, part.generation):
+                # A drop noticed here first (a timeout, a failed reconnect): the server died.
+                lost[k] = self._lost_error(part, outcome)
+            elif other is None:
+                other = outcome
         if other is not None:
             raise other
         return results, lost
