@@ -80,7 +80,7 @@ def measure(envs: Any, seconds: float, server_pids: list[int]) -> dict[str, Any]
         "steps_per_s": batches * envs.num_envs / elapsed,
         "batches": batches,
         "client_cpu": (time.process_time() - client0) / elapsed,
-        "server_cpu": [round((tree_cpu_seconds(p) - s0) / elapsed, 2) for p, s0 in zip(server_pids, servers0)],
+        "server_cpu": [round((tree_cpu_seconds(p) - s0) / elapsed, 2) for p, s0 in zip(server_pids, servers0, strict=True)],
     }
 
 
@@ -107,9 +107,7 @@ def main() -> None:
 
     ray.init(num_cpus=2, object_store_memory=80_000_000, include_dashboard=False, logging_level="warning", log_to_driver=False)
     proc, url = start_server()
-    pools = [
-        ServerPool(num_servers=count, num_cpus=0.5, gymwire_bin=GYMWIRE_BIN, serve_args=["--log-level", "warn"]) for count in (1, 2)
-    ]
+    pools = [ServerPool(num_servers=count, num_cpus=0.5, gymwire_bin=GYMWIRE_BIN, serve_args=["--log-level", "warn"]) for count in (1, 2)]
     try:
         # All three setups live at once and are measured in turns, so the load other work puts on the
         # machine falls on each of them alike; the median of each one's rounds is reported.

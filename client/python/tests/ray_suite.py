@@ -70,7 +70,10 @@ class RayCluster:
         common = ["--block", "--num-cpus=1", "--object-store-memory=80000000", "--disable-usage-stats"]
         self.procs: list[subprocess.Popen[bytes]] = []
         self.logs: list[Path] = []
-        self._start("head", [RAY, "start", "--head", f"--port={self.port}", "--include-dashboard=false", f"--temp-dir={self.temp_dir}", *common, '--resources={"node_a": 1}'])
+        self._start(
+            "head",
+            [RAY, "start", "--head", f"--port={self.port}", "--include-dashboard=false", f"--temp-dir={self.temp_dir}", *common, '--resources={"node_a": 1}'],
+        )
         self._start("worker", [RAY, "start", f"--address={self.address}", *common, '--resources={"node_b": 1}'])
 
     def _start(self, name: str, argv: list[str], timeout: float = 120) -> None:
@@ -204,7 +207,7 @@ def test_one_server_per_node_healthy_and_stepping_like_one_server(cluster: RayCl
                 actions = rng.integers(0, 2, size=6)
                 got = envs.step(actions)
                 want = reference.step(actions)
-                for g, w in zip(got[:4], want[:4]):
+                for g, w in zip(got[:4], want[:4], strict=True):
                     np.testing.assert_array_equal(g, w)
                 finished += int(np.sum(got[2] | got[3]))
             assert finished > 0  # episodes ended and autoreset ran on both servers

@@ -143,7 +143,7 @@ class ServerPool:
             )
         try:
             infos = ray.get([a.info.remote() for a in actors], timeout=startup_timeout + 30)
-            self._servers = [_Server(index=i, actor=a, info=info) for i, (a, info) in enumerate(zip(actors, infos))]
+            self._servers = [_Server(index=i, actor=a, info=info) for i, (a, info) in enumerate(zip(actors, infos, strict=True))]
             for server in self._servers:
                 server.client = self._connect(server)
         except BaseException:
@@ -189,9 +189,7 @@ class ServerPool:
         self._envs.append(env)
         return env
 
-    def make_vec(
-        self, env_id: str, num_envs: int, autoreset_mode: str = "next_step", *, recreate_sessions: bool | None = None, **kwargs: Any
-    ) -> PoolVectorEnv:
+    def make_vec(self, env_id: str, num_envs: int, autoreset_mode: str = "next_step", *, recreate_sessions: bool | None = None, **kwargs: Any) -> PoolVectorEnv:
         """A ``gymnasium.vector.VectorEnv`` of ``num_envs`` sessions spread evenly over the servers.
 
         Envs ``0..k-1`` live on server 0, the next block on server 1, and so on; each step sends one
@@ -204,7 +202,7 @@ class ServerPool:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
         live = [s for s in self._servers if s.lost is None] or self._servers
         counts = [num_envs // len(live) + (1 if i < num_envs % len(live) else 0) for i in range(len(live))]
-        assignment = [(server.index, count) for server, count in zip(live, counts) if count > 0]
+        assignment = [(server.index, count) for server, count in zip(live, counts, strict=True) if count > 0]
         vec = PoolVectorEnv(
             self,
             env_id,

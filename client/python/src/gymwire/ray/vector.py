@@ -197,6 +197,7 @@ class PoolVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
 
     def _gather(self, calls: dict[int, Any]) -> tuple[dict[int, Any], dict[int, ServerLostError]]:
         """Runs each part's coroutine on its own connection's loop, all at once: the answers, and the parts whose server died."""
+
         async def every_part() -> list[Any]:
             return await asyncio.gather(*calls.values(), return_exceptions=True)
 
@@ -205,7 +206,7 @@ class PoolVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
         results: dict[int, Any] = {}
         lost: dict[int, ServerLostError] = {}
         other: BaseException | None = None
-        for k, outcome in zip(calls, outcomes):
+        for k, outcome in zip(calls, outcomes, strict=True):
             part = self._parts[k]
             if not isinstance(outcome, BaseException):
                 results[k] = outcome
