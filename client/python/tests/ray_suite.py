@@ -21,6 +21,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 # Token auth for the test cluster (Ray's default for `ray start`). Ray reads these when it is
 # imported, so they are set before the import, for this process and the `ray start` children alike.
@@ -179,6 +180,38 @@ def test_find_gymwire_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(GymwireCommandNotFoundError, match="npm install -g gymwire"):
         find_gymwire_command()
+
+
+def test_info_merge_matches_gymnasium_add_info() -> None:
+    """Joining two parts' vector infos gives what Gymnasium builds for the whole vector env."""
+    import gymnasium as gym
+
+    from gymwire.ray.vector import _InfoMerger
+
+    class Builder(gym.vector.VectorEnv):
+        def __init__(self, n: int) -> None:
+            self.num_envs = n
+
+    per_env = [{"a": 1}, {}, {"a": 2.5, "b": {"c": True}}, {"b": {"c": False}, "name": "x"}, {"final_obs": np.ones(2)}]
+    parts = [(0, 2), (2, 3)]
+
+    def build(n: int, infos: list[dict]) -> dict:
+        out: dict = {}
+        for i, info in enumerate(infos):
+            out = Builder(n)._add_info(out, info, i)
+        return out
+
+    whole = build(5, per_env)
+    pieces = [(SimpleNamespace(start=start, count=count), build(count, per_env[start : start + count])) for start, count in parts]
+    merged = _InfoMerger(5).merge(pieces)  # type: ignore[arg-type]
+    assert merged.keys() == whole.keys()
+    for key in ("a", "_a", "_b", "name", "_name", "_final_obs"):
+        np.testing.assert_array_equal(merged[key], whole[key])
+        assert merged[key].dtype == whole[key].dtype
+    np.testing.assert_array_equal(merged["b"]["c"], whole["b"]["c"])
+    np.testing.assert_array_equal(merged["b"]["_c"], whole["b"]["_c"])
+    np.testing.assert_array_equal(merged["final_obs"][4], np.ones(2))
+    assert merged["final_obs"][0] is None
 
 
 # -- on the two-node cluster --------------------------------------------------------------------

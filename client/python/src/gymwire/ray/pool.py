@@ -114,9 +114,8 @@ class ServerPool:
         self._closed = False
         # Every server's connection runs on this one loop: a vector step is one hop to it, and the
         # servers' frames go out together (a loop thread per connection would contend for the GIL).
-        self.loop = asyncio.new_event_loop()
-        self._loop_thread = threading.Thread(target=self.loop.run_forever, name="gymwire-pool", daemon=True)
-        self._loop_thread.start()
+        self._shared_loop = _SharedLoop()
+        self.loop = self._shared_loop.loop
         self._retired: list[Client] = []
         self._vectors: list[PoolVectorEnv] = []
         self._envs: list[GymwireEnv] = []
@@ -151,7 +150,7 @@ class ServerPool:
                 ray.kill(a, no_restart=True)
             if self._owns_ray:
                 ray.shutdown()
-            self._stop_loop()
+            self._shared_loop.stop()
             raise
 
     # -- what the pool has ---------------------------------------------------------------------
@@ -305,7 +304,7 @@ class ServerPool:
         options = {"request_timeout": 120.0, "reconnect_timeout": self.restart_timeout, **self._client_options, "on_event": on_event}
         if self._token is not None:
             options.setdefault("token", self._token)
-        return _PoolClient(self.loop, self._loop_thread, info["url"], **options)
+        return _PoolClient(self._shared_loop, info["url"], **options)
 
     @staticmethod
     def _actor_info(actor: Any, timeout: float) -> dict[str, Any]:
@@ -356,23 +355,7 @@ class ServerPool:
             ray.kill(server.actor, no_restart=True)
         if self._owns_ray:
             ray.shutdown()
-        self._stop_loop()
-
-    def _stop_loop(self) -> None:
-        async def cancel_rest() -> None:
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-        try:
-            asyncio.run_coroutine_threadsafe(cancel_rest(), self.loop).result(5)
-        except Exception:  # noqa: BLE001 - best effort: the loop stops either way
-            pass
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._loop_thread.join(timeout=5)
-        if not self.loop.is_running():
-            self.loop.close()
+        self._shared_loop.stop()
 
     def __enter__(self) -> ServerPool:
         return self
@@ -384,12 +367,25 @@ class ServerPool:
         return f"<ServerPool {len(self._servers)} servers: {', '.join(self.urls)}>"
 
 
+class _SharedLoop(Client):
+    """The pool's event loop in its own thread, with Client's orderly stop; it holds no connection."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="gymwire-pool", daemon=True)
+        self._thread.start()
+        self._closed = False
+
+    def stop(self) -> None:
+        self._stop_loop()
+
+
 class _PoolClient(Client):
     """A :class:`~gymwire.Client` on the pool's shared event loop; closing it leaves the loop running."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, thread: threading.Thread, url: str, **opts: Any) -> None:
-        self._loop = loop
-        self._thread = thread
+    def __init__(self, shared: _SharedLoop, url: str, **opts: Any) -> None:
+        self._loop = shared.loop
+        self._thread = shared._thread
         self._closed = False
         self.aclient = self.run(AsyncClient.connect(url, **opts))
 
