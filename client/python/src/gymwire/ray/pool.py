@@ -231,9 +231,15 @@ class ServerPool:
             return server.client
 
     def wait_replaced(self, index: int, generation: int, timeout: float | None = None) -> bool:
-        """Whether server ``index`` is past ``generation`` (replaced or lost), waiting for a recovery under way."""
+        """Whether server ``index`` is past ``generation`` (replaced or lost).
+
+        Called when a request on it failed with a connection error: the error can come before the
+        connection's drop starts the check (a server that shuts down says so first), so the check
+        runs here unless it is running already, and its verdict is awaited.
+        """
         server = self._servers[index]
         deadline = time.monotonic() + (self.restart_timeout if timeout is None else timeout)
+        self.recover(index, generation)
         with server.changed:
             while server.recovering and server.generation == generation:
                 remaining = deadline - time.monotonic()
