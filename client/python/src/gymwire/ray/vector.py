@@ -1,8 +1,8 @@
 """A vector env whose sessions are spread over a :class:`~gymwire.ray.ServerPool`'s servers.
 
 Each server holds one block of consecutive envs as an :class:`~gymwire.vector.AsyncRemoteVectorEnv`
-(a part). A step sends every part its ``step_batch`` frame at once, each on its own connection's
-event loop, then joins the answers in env order: the caller sees one ``gymnasium.vector.VectorEnv``
+(a part). A step sends every part its ``step_batch`` frame at once (all connections share the
+pool's event loop), then joins the answers in env order: the caller sees one ``gymnasium.vector.VectorEnv``
 whose results equal those of the same sessions on a single server.
 
 When a part's server dies, the part raises :class:`~gymwire.ray.pool.ServerLostError` (naming its
@@ -196,7 +196,7 @@ class PoolVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
         return _Part(server=server, start=start, count=count, generation=generation, client=client, remote=remote)
 
     def _gather(self, calls: dict[int, Any]) -> tuple[dict[int, Any], dict[int, ServerLostError]]:
-        """Runs each part's coroutine on its own connection's loop, all at once: the answers, and the parts whose server died."""
+        """Runs every part's coroutine at once on the pool's loop: the answers, and the parts whose server died."""
 
         async def every_part() -> list[Any]:
             return await asyncio.gather(*calls.values(), return_exceptions=True)
