@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -180,6 +181,23 @@ def test_find_gymwire_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(GymwireCommandNotFoundError, match="npm install -g gymwire"):
         find_gymwire_command()
+
+
+def test_the_wheel_carries_gymwire_ray_and_the_ray_extra(tmp_path: Path) -> None:
+    """What `pip install "./client/python[ray]"` installs: the gymwire.ray modules and Ray as the extra."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-q", "-w", str(tmp_path), str(REPO / "client" / "python")],
+        check=True,
+        timeout=300,
+    )
+    (wheel,) = tmp_path.glob("gymwire-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        (meta_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        meta = zf.read(meta_name).decode()
+    for module in ("__init__", "placement", "pool", "server", "vector"):
+        assert f"gymwire/ray/{module}.py" in names
+    assert "Provides-Extra: ray" in meta and 'Requires-Dist: ray>=2.40; extra == "ray"' in meta
 
 
 def test_info_merge_matches_gymnasium_add_info() -> None:
