@@ -345,6 +345,14 @@ def test_recreate_sessions_reports_truncation_then_autoresets(cluster: RayCluste
             envs.step(np.ones(4, dtype=np.int64))
 
 
+def test_node_resource_places_servers_only_on_nodes_that_have_it(cluster: RayCluster) -> None:
+    with ServerPool(num_servers=1, node_resource="node_b", serve_args=["--log-level", "warn"]) as pool:
+        assert [s["node_id"] for s in pool.servers] == [_nodes_by_resource()["node_b"]]
+        env = pool.make(ENV_ID)
+        env.reset(seed=0)
+        env.step(1)
+
+
 def test_shutdown_stops_every_server_and_actor(cluster: RayCluster) -> None:
     pool = ServerPool(num_servers=2, serve_args=["--log-level", "warn"])
     urls, actors = pool.urls, pool.actors
