@@ -353,6 +353,13 @@ def test_node_resource_places_servers_only_on_nodes_that_have_it(cluster: RayClu
         env.step(1)
 
 
+def test_a_missing_server_command_fails_the_pool_at_once_with_the_reason(cluster: RayCluster) -> None:
+    started = time.monotonic()
+    with pytest.raises(ray.exceptions.RayActorError, match="could not run /nonexistent/gymwire serve"):
+        ServerPool(num_servers=1, gymwire_bin="/nonexistent/gymwire", startup_timeout=60)
+    assert time.monotonic() - started < 60  # a failed start is not retried as a crash
+
+
 def test_shutdown_stops_every_server_and_actor(cluster: RayCluster) -> None:
     pool = ServerPool(num_servers=2, serve_args=["--log-level", "warn"])
     urls, actors = pool.urls, pool.actors

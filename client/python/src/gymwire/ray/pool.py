@@ -119,28 +119,28 @@ class ServerPool:
         self._retired: list[Client] = []
         self._vectors: list[PoolVectorEnv] = []
         self._envs: list[GymwireEnv] = []
-        targets = plan_placement(ray.nodes(), num_servers=num_servers, servers_per_node=servers_per_node, node_resource=node_resource)
-        actor_class = ray.remote(GymwireServer)
-        actors = []
-        for target in targets:
-            # Soft affinity: a server whose node is lost restarts elsewhere rather than not at all.
-            strategy: Any = "SPREAD" if target is None else NodeAffinitySchedulingStrategy(node_id=target, soft=True)
-            options: dict[str, Any] = {
-                "num_cpus": num_cpus,
-                "num_gpus": num_gpus,
-                "max_restarts": max_restarts,
-                # Calls made while the actor restarts wait for it (bounded by the pool's timeouts).
-                "max_task_retries": -1 if max_restarts != 0 else 0,
-                "scheduling_strategy": strategy,
-                **({"resources": resources} if resources else {}),
-                **(actor_options or {}),
-            }
-            actors.append(
-                actor_class.options(**options).remote(
-                    list(serve_args), gymwire_bin=gymwire_bin, token=token, env_vars=env_vars, startup_timeout=startup_timeout
-                )
-            )
+        actors: list[Any] = []
         try:
+            targets = plan_placement(ray.nodes(), num_servers=num_servers, servers_per_node=servers_per_node, node_resource=node_resource)
+            actor_class = ray.remote(GymwireServer)
+            for target in targets:
+                # Soft affinity: a server whose node is lost restarts elsewhere rather than not at all.
+                strategy: Any = "SPREAD" if target is None else NodeAffinitySchedulingStrategy(node_id=target, soft=True)
+                options: dict[str, Any] = {
+                    "num_cpus": num_cpus,
+                    "num_gpus": num_gpus,
+                    "max_restarts": max_restarts,
+                    # Calls made while the actor restarts wait for it (bounded by the pool's timeouts).
+                    "max_task_retries": -1 if max_restarts != 0 else 0,
+                    "scheduling_strategy": strategy,
+                    **({"resources": resources} if resources else {}),
+                    **(actor_options or {}),
+                }
+                actors.append(
+                    actor_class.options(**options).remote(
+                        list(serve_args), gymwire_bin=gymwire_bin, token=token, env_vars=env_vars, startup_timeout=startup_timeout
+                    )
+                )
             infos = ray.get([a.info.remote() for a in actors], timeout=startup_timeout + 30)
             self._servers = [_Server(index=i, actor=a, info=info) for i, (a, info) in enumerate(zip(actors, infos, strict=True))]
             for server in self._servers:
