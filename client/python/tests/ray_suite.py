@@ -14,6 +14,7 @@ import random
 import re
 import secrets
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -101,6 +102,7 @@ class RayCluster:
                 except subprocess.TimeoutExpired:
                     os.killpg(proc.pid, 9)
                     proc.wait(10)
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
