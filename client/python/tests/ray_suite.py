@@ -88,8 +88,9 @@ class RayCluster:
         deadline = time.monotonic() + timeout
         while "Ray runtime started" not in log.read_text(errors="replace"):
             if proc.poll() is not None or time.monotonic() > deadline:
+                output = log.read_text(errors="replace")[-3000:]
                 self.stop()
-                raise RuntimeError(f"ray start ({name}) failed:\n{log.read_text(errors='replace')[-3000:]}")
+                raise RuntimeError(f"ray start ({name}) failed:\n{output}")
             time.sleep(0.5)
 
     def stop(self) -> None:
