@@ -142,14 +142,15 @@ class GymwireLIBEROAdapter:
         listed = np.zeros(self.num_envs, dtype=np.bool_)
         listed[indices] = True
         self.sessions.done |= ~listed
-        obs_list, rewards, terms, truncs, _ = self.sessions.chunk_step(chunk)
+        obs_list, rewards, terms, truncs, info_list = self.sessions.chunk_step(chunk)
         self.sessions.done = np.where(listed, self.sessions.done, saved_done)
         results: list[dict[str, Any] | None] = [None] * actions.shape[0]
         for i in indices:
             taken = actions.shape[1]
             ended_at = np.flatnonzero(terms[i] | truncs[i])
             self.steps[i] += taken if not len(ended_at) else int(ended_at[0]) + 1
-            if terms[i].any():
+            # siiRL's `complete` means the task succeeded: only a success signal sets it, never a bare termination.
+            if any(_succeeded(infos[i]) for infos in info_list):
                 self.complete[i] = True
             if terms[i].any() or truncs[i].any() or self.steps[i] >= self.max_steps:
                 self.active[i] = False
@@ -184,6 +185,14 @@ _LIBERO_MODULE = "siirl.environment.embodied.adapters.libero"
 _ROLLOUT_MODULE = "siirl.engine.rollout.embodied_rollout"
 # Every module that holds siiRL's LIBEROAdapter by name (each re-exports the one above it).
 _ADAPTER_HOLDERS = (_LIBERO_MODULE, "siirl.environment.embodied.adapters", "siirl.environment.embodied", _ROLLOUT_MODULE)
+
+
+def _succeeded(info: dict[str, Any]) -> bool:
+    """The env's success signal (``success`` or ``is_success`` in the step's info)."""
+    for key in ("success", "is_success"):
+        if key in info and bool(np.asarray(info[key]).any()):
+            return True
+    return False
 
 
 def _module_exists(name: str) -> bool:
