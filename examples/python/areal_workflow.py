@@ -53,7 +53,11 @@ with server_url() as url, tempfile.TemporaryDirectory() as tmp:
         corpus = ['Observation: [0.01, -0.02, 0.03, 0.04]\nReply with the action as JSON matching {"type": "integer"} inside <action></action>.']
         build_tokenizer(tmp, corpus + ["<action>0</action>", "<action>1</action>"])
         stand_in = rule_based_server(AutoTokenizer.from_pretrained(tmp))
-    engine = RemoteSGLangEngine(InferenceEngineConfig(backend="sglang:d1", consumer_batch_size=2, max_concurrent_rollouts=2, check_trajectory_format=True, tokenizer_path=tokenizer_path))
+    engine = RemoteSGLangEngine(
+        InferenceEngineConfig(
+            backend="sglang:d1", consumer_batch_size=2, max_concurrent_rollouts=2, check_trajectory_format=True, tokenizer_path=tokenizer_path
+        )
+    )
     engine.initialize(addr=stand_in.address if stand_in else os.environ["AREAL_LLM_SERVER_ADDRS"].split(","))
     try:
         trajectories = engine.rollout_batch(
