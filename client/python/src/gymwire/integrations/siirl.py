@@ -195,6 +195,15 @@ def _succeeded(info: dict[str, Any]) -> bool:
     return False
 
 
+def _siirl_has(module: str) -> bool:
+    """Whether siiRL ships ``module``, looked up on disk: importing its parent packages would run the LIBERO module."""
+    spec = importlib.util.find_spec("siirl") if "siirl" in sys.modules or _module_exists("siirl") else None
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    rel = module.split(".")[1:]
+    return any(os.path.exists(os.path.join(root, *rel) + ".py") for root in spec.submodule_search_locations)
+
+
 def _module_exists(name: str) -> bool:
     try:
         return importlib.util.find_spec(name) is not None
@@ -254,13 +263,13 @@ def register(adapter_cls: type = GymwireLIBEROAdapter) -> bool:
     Ray's ``runtime_env={"worker_process_setup_hook": "gymwire.integrations.siirl.register"}``
     (docs/integrations.md).
     """
-    if _LIBERO_MODULE not in sys.modules and _module_exists(_LIBERO_MODULE) and not _module_exists("libero"):
+    if _LIBERO_MODULE not in sys.modules and _siirl_has(_LIBERO_MODULE) and not _module_exists("libero"):
         stand_in = types.ModuleType(_LIBERO_MODULE, "gymwire's LIBEROAdapter in place of siiRL's LIBERO adapter (LIBERO is not installed)")
         stand_in.LIBEROAdapter = adapter_cls  # type: ignore[attr-defined]
         sys.modules[_LIBERO_MODULE] = stand_in
     patched = False
     for mod_name in _ADAPTER_HOLDERS:
-        if mod_name not in sys.modules and not _module_exists(mod_name):
+        if mod_name not in sys.modules and not _siirl_has(mod_name) and not _siirl_has(mod_name + ".__init__"):
             continue
         try:
             mod = importlib.import_module(mod_name)
