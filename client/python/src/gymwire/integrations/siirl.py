@@ -197,7 +197,10 @@ def _succeeded(info: dict[str, Any]) -> bool:
 
 def _siirl_has(module: str) -> bool:
     """Whether siiRL ships ``module``, looked up on disk: importing its parent packages would run the LIBERO module."""
-    spec = importlib.util.find_spec("siirl") if "siirl" in sys.modules or _module_exists("siirl") else None
+    try:
+        spec = importlib.util.find_spec("siirl")
+    except (ImportError, ValueError):  # a stand-in module without a spec
+        return False
     if spec is None or not spec.submodule_search_locations:
         return False
     rel = module.split(".")[1:]
