@@ -26,28 +26,25 @@ def test_every_example_is_listed() -> None:
     assert found == set(EXAMPLES) | set(FRAMEWORK_EXAMPLES)
 
 
-@pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_example_runs(url: str, name: str) -> None:
-    out = subprocess.run(
-        [sys.executable, str(REPO / "examples" / "python" / name), *EXAMPLES[name]],
+def run_example(url: str, name: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(REPO / "examples" / "python" / name), *args],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=110,
         env={**os.environ, "GYMWIRE_URL": url},
     )
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_example_runs(url: str, name: str) -> None:
+    out = run_example(url, name, *EXAMPLES[name])
     assert out.returncode == 0, f"{name} failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}"
 
 
 @pytest.mark.parametrize("name", sorted(FRAMEWORK_EXAMPLES))
 def test_framework_example_fails_loudly_without_its_framework(url: str, name: str) -> None:
-    out = subprocess.run(
-        [sys.executable, str(REPO / "examples" / "python" / name)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=110,
-        env={**os.environ, "GYMWIRE_URL": url},
-    )
+    out = run_example(url, name)
     assert out.returncode == 1, f"{name} should exit 1 without {FRAMEWORK_EXAMPLES[name]}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}"
     assert f"FAILED: {FRAMEWORK_EXAMPLES[name]} is not installed" in out.stderr
