@@ -100,7 +100,7 @@ def test_wrong_action_shape_unknown_env_and_a_down_server_are_clear_errors(url: 
     adapter = GymwireLIBEROAdapter("libero_10", 2, 16, url=url, env_id=EVAC)
     try:
         adapter._blocking_reset([0, 1], [0, 0])
-        with pytest.raises(ValueError, match=r"actions have shape \(2, 8, 5\), which is not \[num_envs, chunk, 8, 7\]"):
+        with pytest.raises(ValueError, match=r"actions have shape \(2, 8, 5\), which is not \[num_envs, chunk, 7\]"):
             adapter._blocking_step({"indices": [0, 1], "actions": np.zeros((2, 8, 5), np.float32)})
     finally:
         adapter.close()
