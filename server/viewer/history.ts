@@ -70,7 +70,8 @@ export function numbersOf(value: unknown): number[] | null {
   if (typeof value === 'number') return [value];
   if (typeof value === 'boolean') return [value ? 1 : 0];
   if (typeof value === 'bigint') return [Number(value)];
-  if (value instanceof Tensor) return value.size <= MAX_NUMBERS && value.dtype !== 'uint8' ? value.toNumbers() : value.dtype === 'uint8' && value.size <= 16 ? value.toNumbers() : null;
+  if (value instanceof Tensor)
+    return value.size <= MAX_NUMBERS && value.dtype !== 'uint8' ? value.toNumbers() : value.dtype === 'uint8' && value.size <= 16 ? value.toNumbers() : null;
   if (Array.isArray(value)) {
     const flat = (value as unknown[]).flat(3);
     if (flat.length > MAX_NUMBERS || !flat.every((x) => typeof x === 'number')) return null;

@@ -61,10 +61,12 @@ export function mountViewer(routes: HttpRoutes, core: ServerCore): void {
   const page = readFileSync(new URL('index.html', STATIC));
   const app = readFileSync(new URL('app.js', STATIC));
   const uplot = { js: readUplot('uPlot.iife.min.js'), css: readUplot('uPlot.min.css') };
-  const asset = (body: Buffer | null, type: string): HttpHandler => (_req, res) => {
-    if (body) res.writeHead(200, { 'content-type': type, 'cache-control': 'max-age=3600' }).end(body);
-    else json(res, 404, { error: 'the uplot package is not installed: run npm install in the gymwire package' });
-  };
+  const asset =
+    (body: Buffer | null, type: string): HttpHandler =>
+    (_req, res) => {
+      if (body) res.writeHead(200, { 'content-type': type, 'cache-control': 'max-age=3600' }).end(body);
+      else json(res, 404, { error: 'the uplot package is not installed: run npm install in the gymwire package' });
+    };
   routes
     .add('/', (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(page);

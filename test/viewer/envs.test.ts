@@ -98,7 +98,15 @@ beforeAll(async () => {
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: WIDTH, height: 900 },
     });
   }
@@ -118,7 +126,10 @@ async function checkPage(sessionId: string, p: Produced, name: string): Promise<
   const page = await context.newPage();
   await page.goto(`${base}/?session=${sessionId}&frame_ms=100&interval_ms=100`);
   await page.waitForSelector(`tr.session.selected[data-session="${sessionId}"]`);
-  await page.waitForFunction((n) => (document.getElementById('chart-steps') as unknown as { uplot?: { data: number[][] } }).uplot?.data[0]?.length === n, p.rewards.length);
+  await page.waitForFunction(
+    (n) => (document.getElementById('chart-steps') as unknown as { uplot?: { data: number[][] } }).uplot?.data[0]?.length === n,
+    p.rewards.length,
+  );
   const data = await page.evaluate(() => {
     const chart = (id: string) => (document.getElementById(id) as unknown as { uplot: { data: (number | null)[][] } }).uplot.data;
     return { steps: chart('chart-steps'), episodes: chart('chart-episodes') };
@@ -237,7 +248,12 @@ describe.skipIf(!HAVE_CHROMIUM)('viewer page per env in headless Chromium at 128
     const env = await client.make(EVAC_ENV_ID);
     await env.reset({ seed: 2 });
     const chunk = (v: number) => Tensor.from('float32', [8, 7], Array.from({ length: 8 }, () => [v, v, v, 0, 0, 0, -1]).flat());
-    const p = await stepSession(env, [chunk(0.2), chunk(-0.1), chunk(0.3)], (obs) => ({ state: ((obs as Record<string, Tensor>)['state'] as Tensor).toNumbers() }), (a) => (a as Tensor).toNumbers());
+    const p = await stepSession(
+      env,
+      [chunk(0.2), chunk(-0.1), chunk(0.3)],
+      (obs) => ({ state: ((obs as Record<string, Tensor>)['state'] as Tensor).toNumbers() }),
+      (a) => (a as Tensor).toNumbers(),
+    );
     const page = await checkPage(env.sessionId, p, 'evac');
     const img = page.locator('[id="frame-full_image"] img[data-loaded]');
     await img.waitFor({ timeout: 20_000 });

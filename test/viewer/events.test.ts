@@ -113,13 +113,17 @@ describe('/api/events', () => {
     await env.step(0);
     await expect(env.step(5)).rejects.toMatchObject({ code: 'ENV_ERR_INVALID_ACTION' });
     let stepped = false;
-    const events = await readEvents(`${base}/api/events?session=${env.sessionId}&interval_ms=50`, (ev) => {
-      if (ev.length === 1 && !stepped) {
-        stepped = true;
-        void env.step(1);
-      }
-      return ev.some((e) => e.session!.steps.some((s) => s.seq === 2));
-    }, { authorization: 'Bearer tok' });
+    const events = await readEvents(
+      `${base}/api/events?session=${env.sessionId}&interval_ms=50`,
+      (ev) => {
+        if (ev.length === 1 && !stepped) {
+          stepped = true;
+          void env.step(1);
+        }
+        return ev.some((e) => e.session!.steps.some((s) => s.seq === 2));
+      },
+      { authorization: 'Bearer tok' },
+    );
     expect(events[0]!.session!.steps.map((s) => s.seq)).toEqual([1]);
     const later = events.slice(1);
     expect(later.every((e) => !e.session!.full)).toBe(true);

@@ -76,7 +76,10 @@ function chart(id, series) {
         { stroke: '#8a94a3', grid: { stroke: '#2a313b' }, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 1e5, 1e6] },
         { stroke: '#8a94a3', grid: { stroke: '#2a313b' } },
       ],
-      series: [{ label: series[0] }, ...series.slice(1).map((label) => ({ label, stroke: COLOURS[label.split(' ')[0]] ?? '#ccc', width: 1.5, points: { show: false } }))],
+      series: [
+        { label: series[0] },
+        ...series.slice(1).map((label) => ({ label, stroke: COLOURS[label.split(' ')[0]] ?? '#ccc', width: 1.5, points: { show: false } })),
+      ],
     },
     [[], ...series.slice(1).map(() => [])],
     host,
@@ -153,9 +156,20 @@ function numbersPanel(host, entries, shapes = {}) {
       const perRow = shape && shape.length >= 2 && shape.reduce((a, b) => a * b, 1) === values.length ? shape[shape.length - 1] : values.length;
       const rows = [];
       for (let r = 0; r < values.length; r += perRow) {
-        rows.push(el('div', { className: 'vec-values' }, ...values.slice(r, r + perRow).map((v, i) => el('span', { className: 'num', title: `${label}[${r + i}]`, textContent: num(v) }))));
+        rows.push(
+          el(
+            'div',
+            { className: 'vec-values' },
+            ...values.slice(r, r + perRow).map((v, i) => el('span', { className: 'num', title: `${label}[${r + i}]`, textContent: num(v) })),
+          ),
+        );
       }
-      return el('div', { className: 'vec' }, el('div', { className: 'vec-label', textContent: `${label} [${shape && perRow !== values.length ? shape.join('×') : values.length}]` }), ...rows);
+      return el(
+        'div',
+        { className: 'vec' },
+        el('div', { className: 'vec-label', textContent: `${label} [${shape && perRow !== values.length ? shape.join('×') : values.length}]` }),
+        ...rows,
+      );
     }),
   );
 }
@@ -241,7 +255,9 @@ async function captureFrames(seq) {
   try {
     const images = new Map();
     for (const key of keys) {
-      const res = await fetch(withToken(`/api/sessions/${encodeURIComponent(id)}/frame.png?key=${encodeURIComponent(key)}&t=${Date.now()}`), { cache: 'no-store' });
+      const res = await fetch(withToken(`/api/sessions/${encodeURIComponent(id)}/frame.png?key=${encodeURIComponent(key)}&t=${Date.now()}`), {
+        cache: 'no-store',
+      });
       if (res.ok) images.set(key, URL.createObjectURL(await res.blob()));
     }
     if (id !== selected) return;
