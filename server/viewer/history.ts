@@ -70,9 +70,10 @@ export function numbersOf(value: unknown): number[] | null {
   if (typeof value === 'number') return [value];
   if (typeof value === 'boolean') return [value ? 1 : 0];
   if (typeof value === 'bigint') return [Number(value)];
-  if (value instanceof Tensor)
-    return value.size <= MAX_NUMBERS && value.dtype !== 'uint8' ? value.toNumbers() : value.dtype === 'uint8' && value.size <= 16 ? value.toNumbers() : null;
+  // uint8 leaves past a handful of values are images: the frame endpoint serves those.
+  if (value instanceof Tensor) return value.size <= (value.dtype === 'uint8' ? 16 : MAX_NUMBERS) ? value.toNumbers() : null;
   if (Array.isArray(value)) {
+    if (value.length > MAX_NUMBERS) return null; // e.g. a LiDAR point sequence: not flattened on the step path
     const flat = (value as unknown[]).flat(3);
     if (flat.length > MAX_NUMBERS || !flat.every((x) => typeof x === 'number')) return null;
     return flat as number[];
