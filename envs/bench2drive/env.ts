@@ -101,6 +101,8 @@ export class Bench2DriveEnv implements Env {
   readonly actionSpace: Space;
   readonly metadata: EnvMetadata;
   readonly renderMode: 'rgb_array' | null;
+  /** One tick per step: the route's tick budget truncates the episode (TickRuntime). */
+  readonly maxEpisodeSteps = MAX_TICKS;
   readonly tools: readonly EnvTool<never>[];
 
   private readonly kwargs: Bench2DriveKwargs;
