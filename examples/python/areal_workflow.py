@@ -1,64 +1,82 @@
-"""AReaL: GymWSWorkflow plays remote CartPole turn by turn through `engine.agenerate`.
+"""AReaL: its inference engine client and workflow executor run GymWSWorkflow on remote CartPole.
 
-With AReaL installed you hand the workflow to `engine.submit/wait/prepare_batch(..., workflow=wf,
-group_size=G)`. Here a stand-in engine (a tiny rule-based "model" that reads the observation from
-the prompt and answers `<action>k</action>`) shows the loop and checks the six-key tensor dict.
+AReaL's ``RemoteSGLangEngine`` rebuilds the workflow from its class path and ``workflow_kwargs``
+(as a single-controller rollout worker does), and its ``WorkflowExecutor`` runs the episodes with
+``check_trajectory_format`` on. The LLM server is the one at $AREAL_LLM_SERVER_ADDRS (host:port of
+an SGLang server, with its tokenizer at $AREAL_TOKENIZER) when set; otherwise a rule-based stand-in
+speaking SGLang's ``/generate`` API (it reads the last observation in the prompt and answers
+``<action>k</action>``) with a tiny tokenizer built here. Needs AReaL (areal==1.0.4, see
+docs/integrations.md); exits 1 without it.
 Run: python examples/python/areal_workflow.py
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
+import os
 import re
-from dataclasses import dataclass
+import sys
+import tempfile
 
-import numpy as np
 from _server import check, server_url
 
-from gymwire.integrations.areal import GymWSWorkflow
+try:
+    import areal
+    from areal.api.cli_args import GenerationHyperparameters, InferenceEngineConfig
+    from areal.engine.sglang_remote import RemoteSGLangEngine
+    from transformers import AutoTokenizer
+except ImportError as e:
+    print(f"FAILED: AReaL is not installed ({e}); install areal==1.0.4 as docs/integrations.md says", file=sys.stderr)
+    sys.exit(1)
+
+from _tiny_lm import ScriptedGenerateServer, build_tokenizer
+
+TURNS = 40
 
 
-class CharTokenizer:
-    def encode(self, text: str) -> list[int]:
-        return [ord(c) for c in text]
+def rule_based_server(tokenizer) -> ScriptedGenerateServer:
+    """Pushes the cart toward where the pole leans, read from the prompt's last observation."""
 
-    def decode(self, ids: list[int]) -> str:
-        return "".join(chr(i) for i in ids)
-
-
-@dataclass
-class Response:
-    output_tokens: list[int]
-    output_logprobs: list[float]
-    output_versions: list[int]
-    stop_reason: str = "stop"
-
-
-class RuleEngine:
-    """Stands in for AReaL's InferenceEngine: the last observation in the prompt -> an action."""
-
-    async def agenerate(self, req) -> Response:
-        prompt = "".join(chr(i) for i in req.input_ids)
+    def reply(payload: dict) -> list[int]:
+        prompt = tokenizer.decode(payload["input_ids"])
         obs = json.loads(re.findall(r"Observation: (\[.*?\])", prompt)[-1])
-        text = f"<action>{int(obs[2] + 0.5 * obs[3] > 0)}</action>"
-        ids = [ord(c) for c in text]
-        return Response(ids, [-0.1] * len(ids), [0] * len(ids))
+        return tokenizer.encode(f"<action>{int(obs[2] + 0.5 * obs[3] > 0)}</action>", add_special_tokens=False)
+
+    return ScriptedGenerateServer(reply, [tokenizer.eos_token_id])
 
 
-class GConfig:
-    n_samples = 8
-
-    def new(self, **kw):
-        g = GConfig()
-        g.__dict__.update(kw)
-        return g
-
-
-with server_url() as url:
-    workflow = GymWSWorkflow(url, GConfig(), CharTokenizer(), env_id="gymwire/CartPole-v1", max_turns=60, use_torch=False)
-    batch = asyncio.run(workflow.arun_episode(RuleEngine(), {"seed": 7}))
-    for key, value in batch.items():
-        print(f"{key:15s} {str(value.dtype):8s} {tuple(value.shape)}")
-    check(batch["rewards"].shape == (1,) and batch["rewards"][0] == 60.0, f"the rule model should survive 60 turns, got {batch['rewards']}")
-    check(int(np.asarray(batch["loss_mask"]).sum()) == 60 * len("<action>0</action>"), "only generated tokens are trained")
+with server_url() as url, tempfile.TemporaryDirectory() as tmp:
+    print(f"AReaL {areal.__version__ if hasattr(areal, '__version__') else 'installed'}")
+    tokenizer_path = os.environ.get("AREAL_TOKENIZER") or tmp
+    stand_in = None
+    if not os.environ.get("AREAL_LLM_SERVER_ADDRS"):
+        corpus = ['Observation: [0.01, -0.02, 0.03, 0.04]\nReply with the action as JSON matching {"type": "integer"} inside <action></action>.']
+        build_tokenizer(tmp, corpus + ["<action>0</action>", "<action>1</action>"])
+        stand_in = rule_based_server(AutoTokenizer.from_pretrained(tmp))
+    engine = RemoteSGLangEngine(
+        InferenceEngineConfig(
+            backend="sglang:d1", consumer_batch_size=2, max_concurrent_rollouts=2, check_trajectory_format=True, tokenizer_path=tokenizer_path
+        )
+    )
+    engine.initialize(addr=stand_in.address if stand_in else os.environ["AREAL_LLM_SERVER_ADDRS"].split(","))
+    try:
+        trajectories = engine.rollout_batch(
+            [{"seed": 7}, {"seed": 8}],
+            workflow="gymwire.integrations.areal.GymWSWorkflow",
+            workflow_kwargs={
+                "server_url": url,
+                "gconfig": GenerationHyperparameters(max_new_tokens=16, n_samples=1),
+                "tokenizer": tokenizer_path,
+                "env_id": "gymwire/CartPole-v1",
+                "max_turns": TURNS,
+            },
+        )
+    finally:
+        engine.destroy()
+        if stand_in:
+            stand_in.close()
+    for traj in trajectories:
+        print({key: tuple(value.shape) for key, value in traj.items()}, "return", float(traj["rewards"][0]))
+    check(len(trajectories) == 2, "AReaL returned both trajectories")
+    if stand_in:
+        check(all(float(t["rewards"][0]) == TURNS for t in trajectories), f"the rule-based model should survive {TURNS} turns")

@@ -1,21 +1,38 @@
-"""verl: the VLA env class EnvManager runs, reset to dataset state ids and stepped in chunks.
+"""verl (before 0.9): the VLA env class verl's EnvManager runs, reset to dataset state ids and stepped in chunks.
 
 In verl: `from gymwire.integrations.verl import register; register()` in the env worker process,
 `env.train.simulator_type: gymwire` and `env.train.gymwire: {url, env_id}` in rob_ppo_trainer.yaml.
+Needs verl with its VLA env manager (`verl.experimental.vla`, verl before 0.9); exits 1 without it.
+verl 0.9.1 no longer has it (docs/integrations.md, verl section): use the agent loop recipe there.
 Run: python examples/python/verl_vla.py
 """
 
 from __future__ import annotations
 
+import importlib.util
 import pickle
+import sys
 
 import numpy as np
 from _server import check, server_url
 
+try:
+    import verl
+except ImportError as e:
+    print(f"FAILED: verl is not installed ({e}); see docs/integrations.md", file=sys.stderr)
+    sys.exit(1)
+if importlib.util.find_spec("verl.experimental.vla") is None:
+    print(
+        f"FAILED: verl {getattr(verl, '__version__', '')} has no VLA env manager (verl.experimental.vla was removed in 0.9; "
+        "the VLA recipe moved to verl-recipe, which is not on PyPI); see docs/integrations.md",
+        file=sys.stderr,
+    )
+    sys.exit(1)
+
 from gymwire.integrations.verl import RemoteGymEnv, register
 
 with server_url() as url:
-    print("verl patched:", register())
+    check(register(), "verl's EnvWorker is patched")
     env = RemoteGymEnv({"num_envs": 2, "gymwire": {"url": url, "env_id": "gymwire/EvacWorldModel-v0"}}, rank=0, world_size=1)
     obs, _ = env.reset_envs_to_state_ids([10, 11], [0, 0])
     total = np.zeros(2)

@@ -14,29 +14,37 @@ EXAMPLES = {
     "quickstart.py": [],
     "gpu_inference.py": ["--episodes", "16", "--num-envs", "8"],
     "waypoint_driving.py": ["--steps", "120"],
-    "areal_workflow.py": [],
-    "verl_vla.py": [],
-    "siirl_libero.py": [],
 }
 
 
 # Examples that need a framework run in that framework's venv (tests/frameworks/, scripts/test-frameworks.sh).
-FRAMEWORK_EXAMPLES = {"rlinf_env.py"}
+FRAMEWORK_EXAMPLES = {"rlinf_env.py": "RLinf", "areal_workflow.py": "AReaL", "siirl_libero.py": "siiRL", "verl_vla.py": "verl"}
 
 
 def test_every_example_is_listed() -> None:
     found = {p.name for p in (REPO / "examples" / "python").glob("*.py") if not p.name.startswith("_")}
-    assert found == set(EXAMPLES) | FRAMEWORK_EXAMPLES
+    assert found == set(EXAMPLES) | set(FRAMEWORK_EXAMPLES)
 
 
-@pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_example_runs(url: str, name: str) -> None:
-    out = subprocess.run(
-        [sys.executable, str(REPO / "examples" / "python" / name), *EXAMPLES[name]],
+def run_example(url: str, name: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(REPO / "examples" / "python" / name), *args],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=110,
         env={**os.environ, "GYMWIRE_URL": url},
     )
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_example_runs(url: str, name: str) -> None:
+    out = run_example(url, name, *EXAMPLES[name])
     assert out.returncode == 0, f"{name} failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}"
+
+
+@pytest.mark.parametrize("name", sorted(FRAMEWORK_EXAMPLES))
+def test_framework_example_fails_loudly_without_its_framework(url: str, name: str) -> None:
+    out = run_example(url, name)
+    assert out.returncode == 1, f"{name} should exit 1 without {FRAMEWORK_EXAMPLES[name]}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}"
+    assert f"FAILED: {FRAMEWORK_EXAMPLES[name]} is not installed" in out.stderr

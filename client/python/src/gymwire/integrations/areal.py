@@ -66,22 +66,43 @@ def default_parse_action(text: str, action_space: gs.Space[Any]) -> Any:
     return value
 
 
-def _image_b64(obs: Any) -> list[str] | None:
-    images = [v for v in (obs.values() if isinstance(obs, dict) else [obs]) if isinstance(v, np.ndarray) and v.dtype == np.uint8 and v.ndim == 3]
-    if not images:
-        return None
-    try:
-        from PIL import Image  # AReaL's VLM path expects base64 image files
-        import io
+def _images(obs: Any) -> list[np.ndarray]:
+    """The observation's RGB images (uint8 ``[H, W, 3]`` leaves)."""
+    return [v for v in (obs.values() if isinstance(obs, dict) else [obs]) if isinstance(v, np.ndarray) and v.dtype == np.uint8 and v.ndim == 3]
 
-        out = []
-        for img in images:
-            buf = io.BytesIO()
-            Image.fromarray(img).save(buf, format="PNG")
-            out.append(base64.b64encode(buf.getvalue()).decode("ascii"))
-        return out
-    except ImportError:
-        return None
+
+def _image_b64(image: np.ndarray) -> str:
+    """A PNG file in base64, as AReaL's ``image2base64`` sends images to the inference server."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(image).save(buf, format="PNG")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _encode(tokenizer: Any, text: str) -> list[int]:
+    """A turn's tokens without BOS/EOS: every turn after the first continues one sequence."""
+    try:
+        return list(tokenizer.encode(text, add_special_tokens=False))
+    except TypeError:  # a plain tokenizer with encode(text) only
+        return list(tokenizer.encode(text))
+
+
+def _load_processor(path: str) -> Any:
+    from transformers import AutoProcessor
+
+    return AutoProcessor.from_pretrained(path)
+
+
+def _image_placeholder(processor: Any) -> str:
+    """The text that stands for one image: Qwen-VL's ``<|vision_start|><|image_pad|><|vision_end|>``, else the processor's image token."""
+    token = getattr(processor, "image_token", None) or "<image>"
+    vocab = processor.tokenizer.get_vocab() if hasattr(processor, "tokenizer") else {}
+    if "<|vision_start|>" in vocab and "<|vision_end|>" in vocab:
+        return f"<|vision_start|>{token}<|vision_end|>"
+    return token
 
 
 def _load_tokenizer(path: str) -> Any:
@@ -130,6 +151,8 @@ class GymWSWorkflow(_RolloutWorkflow):  # type: ignore[misc,valid-type]
         send_images: bool = True,
         use_torch: bool | None = None,
         client_options: dict[str, Any] | None = None,
+        processor: Any = None,
+        image_placeholder: str | None = None,
     ) -> None:
         self.server_url = server_url
         # AReaL's single-controller mode rebuilds a workflow as cls(**workflow_kwargs): the tokenizer
@@ -144,11 +167,30 @@ class GymWSWorkflow(_RolloutWorkflow):  # type: ignore[misc,valid-type]
         self.send_images = send_images
         self.use_torch = use_torch
         self.client_options = client_options or {}
+        # The VLM path: AReaL passes the processor as a path string, like the tokenizer.
+        self.processor = _load_processor(processor) if isinstance(processor, str) else processor
+        self.image_placeholder = image_placeholder or (_image_placeholder(self.processor) if self.processor is not None else None)
 
     def _request(self, input_ids: list[int], images: list[str] | None) -> Any:
         gconfig = self.gconfig.new(n_samples=1) if hasattr(self.gconfig, "new") else self.gconfig
         cls = _ModelRequest or ModelRequestStandIn
-        return cls(rid=uuid.uuid4().hex, input_ids=list(input_ids), gconfig=gconfig, tokenizer=self.tokenizer, image_data=images)
+        extra = {"processor": self.processor} if self.processor is not None else {}
+        return cls(rid=uuid.uuid4().hex, input_ids=list(input_ids), gconfig=gconfig, tokenizer=self.tokenizer, image_data=images, **extra)
+
+    def _encode_turn(self, text: str, obs: Any, vision: dict[str, list[Any]]) -> list[int]:
+        """The turn's prompt tokens; with a processor and an image, the processor builds them (image tokens included)."""
+        frames = _images(obs) if self.processor is not None and self.send_images else []
+        if not frames:
+            return _encode(self.tokenizer, text)
+        from PIL import Image
+
+        pictures = [Image.fromarray(f) for f in frames]
+        processed = self.processor(images=pictures, text=[self.image_placeholder * len(pictures) + text], return_tensors="pt")
+        for key in ("pixel_values", "image_grid_thw"):
+            if key in processed:
+                vision.setdefault(key, []).append(processed[key])
+        vision.setdefault("images", []).extend(_image_b64(f) for f in frames)
+        return [int(i) for i in processed["input_ids"][0].tolist()]
 
     async def arun_episode(self, engine: Any, data: dict[str, Any]) -> dict[str, Any] | None:
         env = ToolEnvironment(self.server_url, data.get("env_id", self.env_id), data.get("env_kwargs", self.env_kwargs), **self.client_options)
@@ -166,14 +208,18 @@ class GymWSWorkflow(_RolloutWorkflow):  # type: ignore[misc,valid-type]
         logprobs: list[float] = []
         versions: list[int] = []
         total = 0.0
+        vision: dict[str, list[Any]] = {}
         text = self.render(obs, info, 0, remote.action_space)
         for turn in range(self.max_turns):
-            prompt = list(self.tokenizer.encode(text))
+            prompt = self._encode_turn(text, obs, vision)
             seq += prompt
             loss_mask += [0] * len(prompt)
             logprobs += [0.0] * len(prompt)
             versions += [-1] * len(prompt)
-            images = _image_b64(obs) if self.send_images else None
+            if self.processor is not None:
+                images = list(vision.get("images", [])) or None  # every image whose tokens are in seq
+            else:
+                images = ([_image_b64(f) for f in _images(obs)] or None) if self.send_images else None
             resp = await engine.agenerate(self._request(seq, images))
             out = list(resp.output_tokens)
             seq += out
@@ -195,7 +241,7 @@ class GymWSWorkflow(_RolloutWorkflow):  # type: ignore[misc,valid-type]
             return None  # the model never generated: reject the trajectory
         n = len(seq)
         t = lambda a: as_tensor(a, self.use_torch)  # noqa: E731
-        return {
+        out = {
             "input_ids": t(np.asarray(seq, dtype=np.int32).reshape(1, n)),
             "loss_mask": t(np.asarray(loss_mask, dtype=np.int32).reshape(1, n)),
             "logprobs": t(np.asarray(logprobs, dtype=np.float32).reshape(1, n)),
@@ -203,6 +249,12 @@ class GymWSWorkflow(_RolloutWorkflow):  # type: ignore[misc,valid-type]
             "attention_mask": t(np.ones((1, n), dtype=np.bool_)),
             "rewards": t(np.asarray([total], dtype=np.float32)),
         }
+        if vision.get("pixel_values"):
+            # AReaL's VLM format (areal/workflow/vision_rlvr.py): one dict per batch row, every turn's images concatenated.
+            import torch
+
+            out["multi_modal_input"] = [{key: torch.cat(vision[key], dim=0) for key in ("pixel_values", "image_grid_thw") if vision.get(key)}]
+        return out
 
 
 class GymWSAgent:

@@ -1,27 +1,38 @@
-"""siiRL: a stand-in for ``LIBEROAdapter`` backed by gymwire sessions, and a multi-agent ``env_path`` class.
+"""siiRL: gymwire sessions in place of siiRL's LIBERO adapter, a multi-agent ``env_path`` class and a ``BaseTool``.
 
 siiRL's ``EmbodiedHFRollout`` constructs ``LIBEROAdapter(env_name, num_envs, max_steps,
 num_steps_wait, model_family, gpu_ids)`` by name and calls its private ``_blocking_reset`` and
-``_blocking_step``; :func:`register` replaces that module attribute with :class:`GymwireLIBEROAdapter`,
-which returns the same record dicts with raw-LIBERO observation keys. The server URL and env id come
-from ``GYMWIRE_URL`` / ``GYMWIRE_ENV_ID`` (siiRL passes no extra arguments), or from ``configure``.
+``_blocking_step``; :func:`register` puts :class:`GymwireLIBEROAdapter` in its place (in every Ray
+worker, through Ray's ``worker_process_setup_hook``), which returns the same record dicts with
+raw-LIBERO observation keys. The server URL and env id come from ``GYMWIRE_URL`` /
+``GYMWIRE_ENV_ID`` (siiRL passes no extra arguments), or from ``configure``.
 
-:class:`GymwireTextEnv` is the multi-agent hook (``AgentArguments.env_path: ["gymwire/integrations/siirl.py:GymwireTextEnv"]``):
-built with no arguments, ``await step(actions, ground_truth) -> (next_obs, reward, should_stop)``.
+:class:`GymwireTextEnv` is the multi-agent hook (``AgentArguments.env_path:
+[gymwire.integrations.siirl_env.ENV_PATH]``): built with no arguments,
+``await step(actions, ground_truth) -> (next_obs, reward, should_stop)``. :class:`GymwireSiirlTool`
+is an env tool in siiRL's ``BaseTool`` shape.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
+import logging
 import os
+import re
+import sys
+import types
+import uuid
 from typing import Any
 
 import numpy as np
 
 from ..tools import to_jsonable
-from ._common import ChunkedSessions, ObsMapper, env_setting
+from ._common import ChunkedSessions, ObsMapper, env_setting, optional_attr
 
 _SETTINGS: dict[str, Any] = {}
+_LOG = logging.getLogger(__name__)
 
 
 def configure(url: str, env_id: str, env_kwargs: dict[str, Any] | None = None, **mapping: Any) -> None:
@@ -71,6 +82,9 @@ class GymwireLIBEROAdapter:
         kwargs = env_kwargs if env_kwargs is not None else _SETTINGS.get("env_kwargs") or json.loads(os.environ.get("GYMWIRE_ENV_KWARGS", "{}"))
         self.sessions = ChunkedSessions(url, env_id, self.num_envs, kwargs)
         self.mapper = ObsMapper(self.sessions.observation_space, **(_SETTINGS.get("mapping") or {}))
+        # EmbodiedHFRollout builds this adapter, so its module is loaded by now even when register() ran first.
+        if _ROLLOUT_MODULE in sys.modules:
+            _patch_rollout(sys.modules[_ROLLOUT_MODULE])
         self.task_ids = [0] * self.num_envs
         self.steps = np.zeros(self.num_envs, dtype=np.int64)
         self.active = np.zeros(self.num_envs, dtype=np.bool_)
@@ -120,6 +134,7 @@ class GymwireLIBEROAdapter:
             actions = actions[:, None, :]
         if indices and (indices[-1] >= self.num_envs or indices[-1] >= actions.shape[0]):
             raise ValueError(f"env index {indices[-1]} is out of range: {self.num_envs} envs, actions for {actions.shape[0]}")
+        self._check_action_shape(actions)
         chunk = np.zeros((self.num_envs, *actions.shape[1:]), dtype=actions.dtype)
         chunk[indices] = actions[indices]
         # Envs not listed are treated as done for this call so they are not stepped.
@@ -127,14 +142,15 @@ class GymwireLIBEROAdapter:
         listed = np.zeros(self.num_envs, dtype=np.bool_)
         listed[indices] = True
         self.sessions.done |= ~listed
-        obs_list, rewards, terms, truncs, _ = self.sessions.chunk_step(chunk)
+        obs_list, rewards, terms, truncs, info_list = self.sessions.chunk_step(chunk)
         self.sessions.done = np.where(listed, self.sessions.done, saved_done)
         results: list[dict[str, Any] | None] = [None] * actions.shape[0]
         for i in indices:
             taken = actions.shape[1]
             ended_at = np.flatnonzero(terms[i] | truncs[i])
             self.steps[i] += taken if not len(ended_at) else int(ended_at[0]) + 1
-            if terms[i].any():
+            # siiRL's `complete` means the task succeeded: only a success signal sets it, never a bare termination.
+            if any(_succeeded(infos[i]) for infos in info_list):
                 self.complete[i] = True
             if terms[i].any() or truncs[i].any() or self.steps[i] >= self.max_steps:
                 self.active[i] = False
@@ -151,62 +167,259 @@ class GymwireLIBEROAdapter:
             }
         return results
 
+    def _check_action_shape(self, actions: np.ndarray) -> None:
+        """A clear error in siiRL's log when the policy's actions do not fit the env's action space."""
+        space = self.sessions.action_space
+        want = tuple(space.shape[1:]) if self.sessions.native_chunk else tuple(space.shape or ()) or (1,)
+        if tuple(actions.shape[2:]) != want:
+            raise ValueError(
+                f"gymwire: the policy's actions have shape {tuple(actions.shape)}, which is not [num_envs, chunk, {', '.join(map(str, want))}] "
+                f"for {self.sessions.env_id} (action space {space})"
+            )
+
     def close(self) -> None:
         self.sessions.close()
 
 
-def register(adapter_cls: type = GymwireLIBEROAdapter) -> bool:
-    """Replaces ``LIBEROAdapter`` where siiRL's embodied rollout looks it up; False when siiRL is absent."""
-    import importlib
+_LIBERO_MODULE = "siirl.environment.embodied.adapters.libero"
+_ROLLOUT_MODULE = "siirl.engine.rollout.embodied_rollout"
+# Every module that holds siiRL's LIBEROAdapter by name (each re-exports the one above it).
+_ADAPTER_HOLDERS = (_LIBERO_MODULE, "siirl.environment.embodied.adapters", "siirl.environment.embodied", _ROLLOUT_MODULE)
 
+
+def _succeeded(info: dict[str, Any]) -> bool:
+    """The env's success signal (``success`` or ``is_success`` in the step's info)."""
+    for key in ("success", "is_success"):
+        if key in info and bool(np.asarray(info[key]).any()):
+            return True
+    return False
+
+
+def _siirl_has(module: str) -> bool:
+    """Whether siiRL ships ``module``, looked up on disk: importing its parent packages would run the LIBERO module."""
+    try:
+        spec = importlib.util.find_spec("siirl")
+    except (ImportError, ValueError):  # a stand-in module without a spec
+        return False
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    rel = module.split(".")[1:]
+    return any(os.path.exists(os.path.join(root, *rel) + ".py") for root in spec.submodule_search_locations)
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a parent that is not a package, or a half-built module
+        return False
+
+
+def obs_to_input(rollout: Any, obs: dict[str, Any]) -> dict[str, Any]:
+    """``EmbodiedHFRollout._obs_to_input`` for gymwire observations.
+
+    siiRL's own version imports LIBERO (``siirl.utils.embodied.libero_utils``) and turns every image
+    by 180 degrees, because LIBERO renders upside down; gymwire images are upright. Images are
+    resized to 224x224 as siiRL does; an env without an image gives ``full_image`` None.
+    """
+    from PIL import Image
+
+    def resized(image: Any) -> np.ndarray | None:
+        if image is None:
+            return None
+        return np.asarray(Image.fromarray(np.asarray(image, dtype=np.uint8)).resize((224, 224), Image.Resampling.LANCZOS))
+
+    quat = np.asarray(obs["robot0_eef_quat"], dtype=np.float64)
+    out = {
+        "full_image": resized(obs.get("agentview_image")),
+        "state": np.concatenate([obs["robot0_eef_pos"], quat_to_axis_angle(quat), obs["robot0_gripper_qpos"]]),
+    }
+    if int(getattr(getattr(rollout.config, "embodied", None), "num_images_in_input", 1) or 1) > 1:
+        out["wrist_image"] = resized(obs.get("robot0_eye_in_hand_image"))
+    return out
+
+
+def quat_to_axis_angle(quat: np.ndarray) -> np.ndarray:
+    """An ``(x, y, z, w)`` quaternion as axis * angle (robosuite's ``quat2axisangle``, which siiRL uses)."""
+    w = float(np.clip(quat[3], -1.0, 1.0))
+    den = np.sqrt(1.0 - w * w)
+    if np.isclose(den, 0.0):
+        return np.zeros(3)
+    return np.asarray(quat[:3], dtype=np.float64) * 2.0 * np.arccos(w) / den
+
+
+def _patch_rollout(rollout_module: Any) -> bool:
+    rollout_cls = getattr(rollout_module, "EmbodiedHFRollout", None)
+    if rollout_cls is None:
+        return False
+    rollout_cls._obs_to_input = obs_to_input
+    return True
+
+
+def register(adapter_cls: type = GymwireLIBEROAdapter) -> bool:
+    """Makes siiRL's embodied rollout step gymwire sessions in this process; False when siiRL is absent.
+
+    siiRL's ``EmbodiedHFRollout`` builds ``LIBEROAdapter`` by name, and siiRL's LIBERO module calls
+    ``exit()`` at import when LIBERO is not installed. So when LIBERO is missing, gymwire's adapter
+    takes that module's place before anything imports it; every module that re-exports
+    ``LIBEROAdapter`` then gets gymwire's adapter, and ``EmbodiedHFRollout._obs_to_input`` reads
+    gymwire observations. siiRL runs rollouts inside Ray actors: call this in every worker with
+    Ray's ``runtime_env={"worker_process_setup_hook": "gymwire.integrations.siirl.register"}``
+    (docs/integrations.md).
+    """
+    if _LIBERO_MODULE not in sys.modules and _siirl_has(_LIBERO_MODULE) and not _module_exists("libero"):
+        stand_in = types.ModuleType(_LIBERO_MODULE, "gymwire's LIBEROAdapter in place of siiRL's LIBERO adapter (LIBERO is not installed)")
+        stand_in.LIBEROAdapter = adapter_cls  # type: ignore[attr-defined]
+        sys.modules[_LIBERO_MODULE] = stand_in
     patched = False
-    for mod_name in ("siirl.engine.rollout.embodied_rollout", "siirl.environment.embodied"):
+    for mod_name in _ADAPTER_HOLDERS:
+        if mod_name not in sys.modules and not _siirl_has(mod_name) and not _siirl_has(mod_name + ".__init__"):
+            continue
         try:
             mod = importlib.import_module(mod_name)
         except SystemExit as e:
             # siiRL's LIBERO adapter calls exit() at import when LIBERO is missing; that must not end the caller.
             raise ImportError(f"{mod_name} exited while importing (siiRL's LIBERO adapter exits when LIBERO is not installed): exit code {e.code}") from None
-        except Exception:  # noqa: BLE001 - siiRL needs its GPU stack to import
-            continue
+        except ImportError as err:
+            if mod_name == _ROLLOUT_MODULE:
+                # The rollout needs siiRL's GPU-side stack (tensorflow, the V-JEPA package); the adapter patches it when it is built.
+                _LOG.warning("gymwire: %s is not importable yet (%s); EmbodiedHFRollout is patched when it builds the adapter", mod_name, err)
+                continue
+            raise
         if hasattr(mod, "LIBEROAdapter"):
             mod.LIBEROAdapter = adapter_cls
             patched = True
+        patched = _patch_rollout(mod) or patched
     return patched
 
 
 class GymwireTextEnv:
     """A gymwire env as siiRL's multi-agent env: text actions in, text observations out.
 
-    Built as ``Class()`` per request; settings from :func:`configure` or ``GYMWIRE_URL`` /
-    ``GYMWIRE_ENV_ID``. The last agent's action is parsed as JSON and sent to ``step``; each agent
-    gets the new observation as JSON text. ``ground_truth`` may carry ``{"seed": ...}`` for the reset.
+    siiRL builds ``Class()`` afresh for every step of a trajectory (its env manager stores the
+    instance under a key it never looks up again), so an episode cannot live in the instance: it
+    lives in a per-class table, and every observation text carries its ``gymwire_episode`` key,
+    which siiRL hands back in ``actions`` on the next step. Settings come from :func:`configure` or
+    ``GYMWIRE_URL`` / ``GYMWIRE_ENV_ID`` / ``GYMWIRE_ENV_KWARGS``. The last agent's action is parsed
+    as JSON and sent to ``step``; each agent gets the new observation as JSON text.
+    ``ground_truth`` may carry ``{"seed": ...}`` for the reset. A session closes when its episode
+    ends; :meth:`close_all` closes the ones a trainer abandoned.
     """
 
+    _episodes: dict[str, dict[str, Any]] = {}
+    EPISODE_RE = re.compile(r'"gymwire_episode": "([0-9a-f]{32})"')
+
     def __init__(self) -> None:
+        self.url = env_setting(_SETTINGS.get("url"), "GYMWIRE_URL", "gymwire server URL")
+        self.env_id = env_setting(_SETTINGS.get("env_id"), "GYMWIRE_ENV_ID", "gymwire env id")
+        self.env_kwargs = _SETTINGS.get("env_kwargs") or json.loads(os.environ.get("GYMWIRE_ENV_KWARGS", "{}"))
+        self.key: str | None = None
+
+    def _find_episode(self, actions: list[str]) -> str | None:
+        if self.key in self._episodes:
+            return self.key
+        for text in reversed(actions[:-1]):
+            found = self.EPISODE_RE.findall(text if isinstance(text, str) else "")
+            if found and found[-1] in self._episodes:
+                return found[-1]
+        return None
+
+    async def _start(self, ground_truth: Any) -> str:
         from ..tools import ToolEnvironment
 
-        url = env_setting(_SETTINGS.get("url"), "GYMWIRE_URL", "gymwire server URL")
-        env_id = env_setting(_SETTINGS.get("env_id"), "GYMWIRE_ENV_ID", "gymwire env id")
-        self.env = ToolEnvironment(url, env_id, _SETTINGS.get("env_kwargs") or {})
-        self.started = False
-        self.total = 0.0
+        env = ToolEnvironment(self.url, self.env_id, self.env_kwargs)
+        await env.ainitialize()
+        seed = ground_truth.get("seed") if isinstance(ground_truth, dict) else None
+        try:
+            await env.aexecute("reset", {"seed": seed})
+        except BaseException:
+            await env.aclose()
+            raise
+        key = uuid.uuid4().hex
+        self._episodes[key] = {"env": env, "return": 0.0}
+        return key
+
+    @property
+    def total(self) -> float:
+        """This episode's return so far."""
+        episode = self._episodes.get(self.key or "")
+        return 0.0 if episode is None else float(episode["return"])
 
     async def step(self, actions: list[str], ground_truth: Any = None) -> tuple[list[str], float, bool]:
-        if not self.started:
-            await self.env.ainitialize()
-            seed = ground_truth.get("seed") if isinstance(ground_truth, dict) else None
-            await self.env.aexecute("reset", {"seed": seed})
-            self.started = True
+        self.key = self._find_episode(actions) or await self._start(ground_truth)
+        episode = self._episodes[self.key]
+        n = max(1, len(actions))
         text = (actions[-1] if actions else "").strip()
         try:
             action = json.loads(text)
-            result = await self.env.aexecute("step", {"action": action})
+            result = await episode["env"].aexecute("step", {"action": action})
         except Exception as err:  # noqa: BLE001 - the agents see why the action failed and the episode goes on
-            return [json.dumps({"error": str(err)})] * max(1, len(actions)), 0.0, False
+            return [json.dumps({"error": str(err), "gymwire_episode": self.key})] * n, 0.0, False
         reward = float(result["reward"])
-        self.total += reward
+        episode["return"] += reward
         stop = bool(result["terminated"] or result["truncated"])
         if stop:
-            await self.env.aclose()
-        obs_text = json.dumps(to_jsonable({"obs": result["obs"], "info": result["info"]}))
-        return [obs_text] * max(1, len(actions)), reward, stop
+            await self._episodes.pop(self.key)["env"].aclose()
+        obs_text = json.dumps(to_jsonable({"obs": result["obs"], "info": result["info"], "gymwire_episode": self.key}))
+        return [obs_text] * n, reward, stop
+
+    @classmethod
+    async def close_all(cls) -> None:
+        """Closes every open episode's session (episodes siiRL stopped before they ended)."""
+        while cls._episodes:
+            _, episode = cls._episodes.popitem()
+            await episode["env"].aclose()
+
+
+# ---------------------------------------------------------------------------------------------
+# siiRL's BaseTool (an older verl fork: create() -> str, execute() -> (str, float, dict))
+
+_SiirlBaseTool = optional_attr("siirl.execution.rollout_flow.multiturn.tools.base_tool", "BaseTool") or object
+_SiirlToolSchema = optional_attr("siirl.execution.rollout_flow.multiturn.tools.schemas", "OpenAIFunctionToolSchema")
+
+
+class GymwireSiirlTool(_SiirlBaseTool):  # type: ignore[misc,valid-type]
+    """One gymwire env tool (or ``reset``/``step``) in siiRL's ``BaseTool`` shape.
+
+    Sessions are keyed by request id (``agent_data.request_id`` when siiRL passes it, else the
+    instance id) and close when the episode ends, as :class:`gymwire.integrations.verl.GymWSTool`
+    does; ``config`` is ``{url, env_id, env_kwargs, seed}``. :meth:`tool_config` writes the
+    ``tools:`` entries for siiRL's tool config file.
+    """
+
+    def __init__(self, config: dict[str, Any], tool_schema: Any) -> None:
+        from .verl import GymWSTool
+
+        schema = tool_schema.model_dump(exclude_none=True) if hasattr(tool_schema, "model_dump") else dict(tool_schema)
+        if _SiirlBaseTool is not object:
+            super().__init__(config, tool_schema if _SiirlToolSchema is None or hasattr(tool_schema, "model_dump") else _SiirlToolSchema(**schema))
+        self.config = config
+        self.session_tool = GymWSTool.__new__(GymWSTool)
+        self.session_tool.config = config
+        self.session_tool.tool_schema = schema
+        self.name = schema["function"]["name"]
+        self.session_tool.name = self.name
+
+    async def create(self, instance_id: str | None = None, **kwargs: Any) -> str:
+        return instance_id or uuid.uuid4().hex
+
+    async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[str, float, dict[str, Any]]:
+        response, reward, metrics = await self.session_tool.execute(instance_id, parameters, **kwargs)
+        return str(response.text), reward, metrics
+
+    async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
+        return await self.session_tool.calc_reward(instance_id, **kwargs)
+
+    async def release(self, instance_id: str, **kwargs: Any) -> None:
+        return None
+
+    @staticmethod
+    def tool_config(url: str, env_id: str, schemas: list[dict[str, Any]], **config: Any) -> dict[str, Any]:
+        """The ``tools:`` entries (as data) for every schema, in siiRL's accepted schema shape."""
+        from .verl import verl_tool_schema
+
+        return {
+            "tools": [
+                {"class_name": f"{__name__}.GymwireSiirlTool", "config": {"url": url, "env_id": env_id, **config}, "tool_schema": verl_tool_schema(s)}
+                for s in schemas
+            ]
+        }

@@ -1,0 +1,1 @@
+"""Stand-in: siiRL imports this module by name only."""

@@ -1,0 +1,1 @@
+"""Stand-in for V-JEPA's package layout (see ../README.md)."""
