@@ -306,6 +306,8 @@ export class Bench2DriveEnv implements Env {
   readonly actionSpace: Space;
   readonly metadata: EnvMetadata;
   readonly renderMode: 'rgb_array' | null;
+  /** One tick per step: the route's tick budget truncates the episode (TickRuntime). */
+  readonly maxEpisodeSteps = MAX_TICKS;
   get tools(): readonly EnvTool<never>[] {
     return Bench2DriveEnv.TOOLS;
   }
