@@ -4,8 +4,8 @@ A :class:`Policy` takes a batch of observations (first dimension = number of env
 vector env returns them) and returns a :class:`PolicyOutput`: actions for the batch and, when it
 has them, log-probabilities and value estimates. Policies are registered by name
 (:func:`register_policy`) and built from config (:func:`make_policy`), so trainers and scripts pick
-them from YAML. :class:`WaypointPID` turns predicted ego-frame waypoints into throttle, steer and
-brake the way Bench2Drive's TCP agent does.
+them from YAML. :class:`WaypointPID` (from :mod:`gymwire.control`) turns predicted ego-frame waypoints into
+throttle, steer and brake with the benchmarks' reference controllers, chosen by name.
 
 Example::
 
@@ -19,13 +19,14 @@ Example::
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 from gymnasium import spaces as gs
 from gymnasium.vector.utils import batch_space
+
+from .control import WaypointPID as WaypointPID  # re-exported: it lived here before gymwire.control
 
 
 @dataclass
@@ -167,83 +168,3 @@ def write_linear_onnx(path: str, weights: np.ndarray, bias: np.ndarray | None = 
 
 #: Weights of a linear CartPole controller (push towards where the pole falls): balances for hundreds of steps.
 CARTPOLE_LINEAR_WEIGHTS = np.array([[0.0, 0.0], [0.0, 0.0], [-5.0, 5.0], [-1.0, 1.0]], np.float32)
-
-
-class PIDController:
-    """PID over a sliding window, as in Bench2Drive's TCP/Transfuser agents: I = window mean, D = last difference."""
-
-    def __init__(self, k_p: float, k_i: float, k_d: float, n: int) -> None:
-        self.k_p, self.k_i, self.k_d = k_p, k_i, k_d
-        self.window: deque[float] = deque([0.0] * n, maxlen=n)
-
-    def step(self, error: float) -> float:
-        self.window.append(error)
-        integral = float(np.mean(self.window)) if len(self.window) >= 2 else 0.0
-        derivative = self.window[-1] - self.window[-2] if len(self.window) >= 2 else 0.0
-        return self.k_p * error + self.k_i * integral + self.k_d * derivative
-
-    def reset(self) -> None:
-        n = self.window.maxlen or 1
-        self.window = deque([0.0] * n, maxlen=n)
-
-
-@dataclass
-class WaypointPIDConfig:
-    """TCP's (Bench2Drive baseline) controller constants."""
-
-    turn_kp: float = 0.75
-    turn_ki: float = 0.75
-    turn_kd: float = 0.3
-    turn_n: int = 40
-    speed_kp: float = 5.0
-    speed_ki: float = 0.5
-    speed_kd: float = 1.0
-    speed_n: int = 40
-    max_throttle: float = 0.75
-    brake_speed: float = 0.4
-    brake_ratio: float = 1.1
-    clip_delta: float = 0.25
-    waypoint_dt: float = 0.5
-
-
-class WaypointPID:
-    """Predicted waypoints to ``[throttle, steer, brake]`` (float32), one controller state per env.
-
-    Waypoints are ego-frame ``(x forward, y left)`` in metres, ``waypoint_dt`` seconds apart (the
-    convention of the gymwire driving envs); steer is positive to the right, as in CARLA. The
-    desired speed is the distance between the first two waypoints over ``waypoint_dt``; the
-    heading error aims at their midpoint.
-    """
-
-    def __init__(self, num_envs: int = 1, config: WaypointPIDConfig | None = None) -> None:
-        self.config = config or WaypointPIDConfig()
-        c = self.config
-        self.turn = [PIDController(c.turn_kp, c.turn_ki, c.turn_kd, c.turn_n) for _ in range(num_envs)]
-        self.speed = [PIDController(c.speed_kp, c.speed_ki, c.speed_kd, c.speed_n) for _ in range(num_envs)]
-
-    def reset(self, env_index: int | None = None) -> None:
-        for i in range(len(self.turn)) if env_index is None else [env_index]:
-            self.turn[i].reset()
-            self.speed[i].reset()
-
-    def control(self, waypoints: np.ndarray, speed: float, env_index: int = 0) -> np.ndarray:
-        """One env: ``waypoints`` ``[K, 2]`` (K >= 2), current ``speed`` in m/s."""
-        c = self.config
-        wp = np.asarray(waypoints, dtype=np.float64)
-        desired_speed = float(np.linalg.norm(wp[1] - wp[0])) / c.waypoint_dt
-        brake = desired_speed < c.brake_speed or (desired_speed > 0 and speed / desired_speed > c.brake_ratio)
-        delta = float(np.clip(desired_speed - speed, 0.0, c.clip_delta))
-        throttle = float(np.clip(self.speed[env_index].step(delta), 0.0, c.max_throttle))
-        if brake:
-            throttle = 0.0
-        aim = (wp[0] + wp[1]) / 2.0
-        # Angle to the aim point, normalised by 90 degrees; y is left, so a left aim steers negative.
-        angle = float(np.degrees(-np.arctan2(aim[1], aim[0]))) / 90.0
-        if speed < 0.01 or brake:
-            angle = 0.0
-        steer = float(np.clip(self.turn[env_index].step(angle), -1.0, 1.0))
-        return np.array([throttle, steer, 1.0 if brake else 0.0], dtype=np.float32)
-
-    def __call__(self, waypoints: np.ndarray, speeds: np.ndarray) -> np.ndarray:
-        """A batch: ``waypoints`` ``[N, K, 2]``, ``speeds`` ``[N]`` -> controls ``[N, 3]``."""
-        return np.stack([self.control(w, float(s), i) for i, (w, s) in enumerate(zip(waypoints, np.asarray(speeds).reshape(-1)))])
