@@ -138,7 +138,13 @@ def cases(rng: np.random.Generator) -> list[dict]:
     specs = [
         ("cruise_straight", lambda t: (arc(6.0, 0.0), np.array([25.0, 0.3]))),
         ("start_from_rest", lambda t: (arc(min(1.0 + 0.4 * t, 5.0), 0.0), np.array([18.0, -0.2]))),
-        ("stop", lambda t: (arc(max(5.0 - 0.5 * t, 0.0), 0.0) if t < 10 else np.zeros((6, 2)) + np.array([0.1, 0.0]) * np.arange(6)[:, None] * 0.01, np.array([12.0, 0.0]))),
+        (
+            "stop",
+            lambda t: (
+                arc(max(5.0 - 0.5 * t, 0.0), 0.0) if t < 10 else np.zeros((6, 2)) + np.array([0.1, 0.0]) * np.arange(6)[:, None] * 0.01,
+                np.array([12.0, 0.0]),
+            ),
+        ),
         ("curve_left", lambda t: (arc(5.0, 0.05), np.array([15.0, 4.0]))),
         ("curve_right", lambda t: (arc(4.0, -0.08), np.array([9.0, -6.0]))),
         ("target_turn_near", lambda t: (arc(3.0, 0.0), np.array([6.0, 7.0]))),

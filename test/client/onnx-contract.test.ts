@@ -91,7 +91,9 @@ describe('OnnxPolicy contract', () => {
     const plain = await OnnxPolicy.load(models['gaussianDict']!);
     const typo = await OnnxPolicy.load(models['gaussianDict']!, { inputs: { command: 'command' } });
     try {
-      expect(() => plain.check(spaces)).toThrow(/model input 'route_command' names no observation key; the env has: .*target_point.*; map inputs to keys with the inputs option/);
+      expect(() => plain.check(spaces)).toThrow(
+        /model input 'route_command' names no observation key; the env has: .*target_point.*; map inputs to keys with the inputs option/,
+      );
       expect(() => typo.check(spaces)).toThrow(/the inputs option maps 'command', which is not a model input/);
     } finally {
       await Promise.all([plain.close(), typo.close()]);

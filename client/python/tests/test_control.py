@@ -38,7 +38,9 @@ def test_waypoint_pid_batches_one_controller_per_env() -> None:
             assert out[i] == pytest.approx(np.float32(REFERENCE["expected"]["bench2drive"][s["name"]][t]), abs=1e-6)
     pid.reset()
     first = seqs[0]["ticks"][0]
-    assert pid.control(first["waypoints"], first["speed"], first["target"]) == pytest.approx(np.float32(REFERENCE["expected"]["bench2drive"][seqs[0]["name"]][0]), abs=1e-6)
+    assert pid.control(first["waypoints"], first["speed"], first["target"]) == pytest.approx(
+        np.float32(REFERENCE["expected"]["bench2drive"][seqs[0]["name"]][0]), abs=1e-6
+    )
 
 
 def test_refuses_unknown_names_short_inputs_and_a_missing_target() -> None:

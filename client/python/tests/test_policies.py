@@ -50,4 +50,3 @@ def test_onnx_policy_runs_on_cpu_and_balances_cartpole(url: str, tmp_path) -> No
     ds = gymwire.load_dataset(tmp_path / "ds")
     returns = ds.episodes.column("return").to_numpy()
     assert manifest["counts"]["episodes"] == 4 and returns.mean() > 60  # random play averages ~22
-

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -149,6 +150,4 @@ class WaypointPID:
 
     def __call__(self, waypoints: Any, speeds: Any, targets: Any = None) -> np.ndarray:
         speeds = np.asarray(speeds, np.float64).reshape(-1)
-        return np.stack(
-            [self.control(w, float(s), None if targets is None else targets[i], i) for i, (w, s) in enumerate(zip(waypoints, speeds))]
-        )
+        return np.stack([self.control(w, float(s), None if targets is None else targets[i], i) for i, (w, s) in enumerate(zip(waypoints, speeds, strict=True))])

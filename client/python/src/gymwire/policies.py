@@ -19,6 +19,9 @@ Example::
 
 from __future__ import annotations
 
+import logging
+import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, runtime_checkable
 
@@ -26,6 +29,7 @@ import numpy as np
 from gymnasium import spaces as gs
 from gymnasium.vector.utils import batch_space
 
+from . import _random
 from .control import WaypointPID as WaypointPID  # re-exported: it lived here before gymwire.control
 
 
@@ -102,41 +106,303 @@ class ConstantPolicy:
         return PolicyOutput(actions=np.stack([self.action] * self.num_envs))
 
 
+class PolicyMismatchError(ValueError):
+    """A policy that does not fit the env's spaces or its own model; raised before any step is taken."""
+
+
+_ONNX_DTYPES = {
+    "tensor(float)": np.float32,
+    "tensor(double)": np.float64,
+    "tensor(int64)": np.int64,
+    "tensor(int32)": np.int32,
+    "tensor(int16)": np.int16,
+    "tensor(int8)": np.int8,
+    "tensor(uint8)": np.uint8,
+    "tensor(uint16)": np.uint16,
+}
+#: Outputs the ONNX contract reads; every other output is an extra.
+_KNOWN_OUTPUTS = ("logits", "action", "mean", "log_std", "value", "log_prob")
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+_CUDA_FALLBACK = "CUDA execution provider unavailable; running the ONNX policy on CPU"
+
+
+def _onnx_batch_dimension(path: str, inputs: list[Any], outputs: list[Any]) -> int | None:
+    """The model's fixed batch size, or None when it is symbolic; raises when inputs or outputs disagree."""
+    fixed = sorted({i.shape[0] for i in inputs if i.shape and isinstance(i.shape[0], int)})
+    symbolic = [i.name for i in inputs if not i.shape or not isinstance(i.shape[0], int)]
+    if len(fixed) > 1 or (fixed and symbolic):
+        shapes = ", ".join(f"{i.name} [{', '.join('N' if not isinstance(d, int) else str(d) for d in (i.shape or []))}]" for i in inputs)
+        raise PolicyMismatchError(f"ONNX model {path}: its inputs disagree on the batch dimension ({shapes}); export it with one dynamic batch axis")
+    batch = fixed[0] if fixed else None
+    for o in outputs:
+        first = o.shape[0] if o.shape else None
+        if o.name not in _KNOWN_OUTPUTS or o.name == "log_std" or not isinstance(first, int) or first == batch:
+            continue
+        if batch is None:
+            raise PolicyMismatchError(
+                f"ONNX model {path}: output {o.name!r} has a fixed batch dimension {first} but the inputs' is dynamic; export every output with the dynamic batch axis"
+            )
+        raise PolicyMismatchError(f"ONNX model {path}: output {o.name!r} has batch dimension {first} but its inputs take {batch}")
+    return batch
+
+
 @register_policy("onnx")
 class OnnxPolicy:
-    """An ONNX model run with onnxruntime, on CUDA when the CUDA provider is present, else on CPU.
+    """An ONNX model as a policy, on onnxruntime: the contract the TypeScript SDK's ``OnnxPolicy`` follows too.
 
-    The model takes the batched observation (input ``input_name``, float32) and returns either
-    action logits (``discrete=True``: the action is sampled, log-probs returned) or actions.
+    Inputs by name, ``[N, ...]``: a Box observation feeds the model's single input; a Dict feeds each
+    input from the observation key of the same name, or from the key ``inputs`` maps it to
+    (``{"route_command": "command"}``; nested keys as ``"rgb/CAM_FRONT"``). Discrete leaves (a
+    navigation command) feed an int or float input of shape ``[N]`` or ``[N, 1]``. Outputs by name:
+    ``logits`` (Discrete actions, sampled or argmax with ``greedy``), ``action`` (Box), or ``mean``
+    with ``log_std`` (a Gaussian, sampled here, clipped to the Box bounds when the action space is
+    known, log-prob of the sample); optionally ``value`` and ``log_prob``; every other output is
+    returned in ``extras``. Sampling uses the TypeScript SDK's generator, so equal seeds give equal
+    actions in both SDKs. A fixed batch dimension runs in chunks of that size; inputs that disagree
+    on it are refused here, before any session opens. ``device="cuda"`` uses the CUDA provider when
+    it loads, else warns and runs on CPU; ``device`` says what actually runs, ``providers`` what
+    onnxruntime registered. Passing the env's single ``observation_space``/``action_space`` (or
+    calling :meth:`check`) matches them against the model up front.
+
+    Example::
+
+        policy = OnnxPolicy("policy.onnx", inputs={"route_command": "command"}, seed=0)
+        policy.check(envs.single_observation_space, envs.single_action_space)
+        out = policy.act(obs)  # out.actions, out.log_probs, out.values, out.extras
     """
 
-    def __init__(self, path: str, discrete: bool = True, input_name: str | None = None, seed: int | None = 0, device: str = "auto") -> None:
+    def __init__(
+        self,
+        path: str,
+        discrete: bool | None = None,
+        input_name: str | None = None,
+        seed: int | None = 0,
+        device: str = "auto",
+        *,
+        inputs: dict[str, str] | None = None,
+        greedy: bool = False,
+        observation_space: gs.Space[Any] | None = None,
+        action_space: gs.Space[Any] | None = None,
+        device_id: int = 0,
+        threads: int | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
         import onnxruntime as ort
 
+        if device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {device!r}")
         available = ort.get_available_providers()
-        providers = ["CPUExecutionProvider"]
+        providers: list[Any] = ["CPUExecutionProvider"]
         if device in ("auto", "cuda") and "CUDAExecutionProvider" in available:
-            providers = ["CUDAExecutionProvider", "CPUExecutionProvider"]
-        elif device == "cuda":
-            raise RuntimeError(f"CUDA was asked for but onnxruntime has only {available}")
-        self.session = ort.InferenceSession(path, providers=providers)
-        self.device = "cuda" if providers[0].startswith("CUDA") else "cpu"
-        self.input_name = input_name or self.session.get_inputs()[0].name
+            providers = [("CUDAExecutionProvider", {"device_id": device_id}), "CPUExecutionProvider"]
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        self.session = ort.InferenceSession(path, options, providers=providers)
+        #: The execution providers onnxruntime actually registered (a CUDA provider that failed to load is absent).
+        self.providers: list[str] = list(self.session.get_providers())
+        self.device = "cuda" if "CUDAExecutionProvider" in self.providers else "cpu"
+        self.fallback: str | None = None
+        if device == "cuda" and self.device != "cuda":
+            self.fallback = (
+                f"onnxruntime has only {available}"
+                if "CUDAExecutionProvider" not in available
+                else "the CUDA provider did not load (its CUDA libraries are missing)"
+            )
+            warnings.warn(f"{_CUDA_FALLBACK}: {self.fallback}", RuntimeWarning, stacklevel=2)
+            (logger or logging.getLogger("gymwire.policies")).warning("%s: %s", _CUDA_FALLBACK, self.fallback)
+        self.path = path
+        self.inputs_meta = self.session.get_inputs()
+        self.outputs_meta = self.session.get_outputs()
+        self.output_names = [o.name for o in self.outputs_meta]
+        self.fixed_batch = _onnx_batch_dimension(path, self.inputs_meta, self.outputs_meta)
+        self.mapping = dict(inputs or {})
+        if input_name is not None:
+            self.mapping.setdefault(input_name, "")
+        unknown = [k for k in self.mapping if k not in {i.name for i in self.inputs_meta}]
+        if unknown:
+            raise PolicyMismatchError(
+                f"the inputs option maps {unknown[0]!r}, which is not a model input (the model has: {', '.join(i.name for i in self.inputs_meta)})"
+            )
         self.discrete = discrete
-        self.rng = np.random.default_rng(seed)
+        self.greedy = greedy
+        self.rng = _random.Random(0 if seed is None else seed)
+        self.action_space: gs.Space[Any] | None = None
+        if observation_space is not None or action_space is not None:
+            self.check(observation_space, action_space)
 
-    def act(self, obs: Any) -> PolicyOutput:
-        out = self.session.run(None, {self.input_name: np.asarray(obs, dtype=np.float32)})
-        head = out[0]
-        values = out[1].reshape(-1).astype(np.float64) if len(out) > 1 else None
-        if not self.discrete:
-            return PolicyOutput(actions=head, values=values)
-        logits = head - head.max(axis=1, keepdims=True)
-        logp = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
-        probs = np.exp(logp)
-        u = self.rng.random((len(probs), 1))
-        actions = np.minimum((probs.cumsum(axis=1) < u).sum(axis=1), probs.shape[1] - 1).astype(np.int64)
-        return PolicyOutput(actions=actions, log_probs=logp[np.arange(len(actions)), actions].astype(np.float64), values=values)
+    def check(self, observation_space: gs.Space[Any] | None, action_space: gs.Space[Any] | None) -> None:
+        """Matches the model's inputs and outputs with one env's spaces; raises :class:`PolicyMismatchError` naming the first mismatch."""
+        if observation_space is not None:
+            for meta in self.inputs_meta:
+                self._check_input(meta, self._leaf_space(observation_space, meta.name))
+        if action_space is None:
+            return
+        names = ", ".join(self.output_names)
+        shape_of = {o.name: o.shape for o in self.outputs_meta}
+        if isinstance(action_space, gs.Discrete):
+            if "logits" not in shape_of:
+                raise PolicyMismatchError(
+                    f"a Discrete({action_space.n}) action space needs a model output named 'logits' [N, {action_space.n}]; the model has: {names}"
+                )
+            last = (shape_of["logits"] or [None])[-1]
+            if isinstance(last, int) and last != action_space.n:
+                raise PolicyMismatchError(f"model output 'logits' has {last} actions but the action space is Discrete({action_space.n})")
+        elif isinstance(action_space, gs.Box):
+            head = "action" if "action" in shape_of else "mean" if "mean" in shape_of else None
+            if head is None:
+                raise PolicyMismatchError(
+                    f"a Box action space needs a model output named 'action' [N, {', '.join(map(str, action_space.shape))}], or 'mean' with 'log_std'; the model has: {names}"
+                )
+            dims = list(shape_of[head] or [])[1:]
+            if shape_of[head] and (
+                len(dims) != len(action_space.shape) or any(isinstance(d, int) and d != s for d, s in zip(dims, action_space.shape, strict=True))
+            ):
+                raise PolicyMismatchError(f"model output {head!r} has shape {list(shape_of[head])} but the action space is {list(action_space.shape)}")
+            if head == "mean" and "log_std" not in shape_of:
+                raise PolicyMismatchError(
+                    f"model output 'mean' needs a 'log_std' output (state-independent {list(action_space.shape)} or [N, ...]); the model has: {names}"
+                )
+        else:
+            raise PolicyMismatchError(f"ONNX policies produce Discrete or Box actions; the env wants {action_space}")
+        self.action_space = action_space
+
+    def _key(self, input_name: str) -> list[str]:
+        mapped = self.mapping.get(input_name, input_name)
+        return [k for k in mapped.split("/") if k]
+
+    def _leaf_space(self, space: gs.Space[Any], input_name: str) -> gs.Space[Any]:
+        if not isinstance(space, gs.Dict):
+            if len(self.inputs_meta) != 1:
+                raise PolicyMismatchError(
+                    f"the model has {len(self.inputs_meta)} inputs ({', '.join(i.name for i in self.inputs_meta)}) but the observation is one {space}"
+                )
+            return space
+        sub: Any = space
+        for k in self._key(input_name):
+            sub = sub.spaces.get(k) if isinstance(sub, gs.Dict) else None
+        if sub is None:
+            mapped = f" (mapped to {self.mapping[input_name]!r})" if self.mapping.get(input_name) else ""
+            raise PolicyMismatchError(
+                f"model input {input_name!r} names no observation key{mapped}; the env has: {', '.join(space.spaces)}; map inputs to keys with the inputs option"
+            )
+        return sub
+
+    def _check_input(self, meta: Any, space: gs.Space[Any]) -> None:
+        where = f"model input {meta.name!r}"
+        dtype = _ONNX_DTYPES.get(meta.type)
+        if dtype is None:
+            raise PolicyMismatchError(f"{where} has element type {meta.type}, which the ONNX policy cannot feed")
+        dims = list(meta.shape or [])[1:]
+        if isinstance(space, gs.Discrete):
+            if len(dims) > 1 or (dims and isinstance(dims[0], int) and dims[0] != 1):
+                raise PolicyMismatchError(f"{where} has shape {list(meta.shape)} but a Discrete observation is one value: [N] or [N, 1]")
+            return
+        if not isinstance(space, gs.Box):
+            raise PolicyMismatchError(f"{where}: ONNX policies take Box and Discrete observations, the env gives {space}")
+        if not np.issubdtype(dtype, np.floating) and np.dtype(dtype) != space.dtype:
+            raise PolicyMismatchError(f"{where} expects {np.dtype(dtype)} but the observation is {space.dtype}; only float inputs accept a conversion")
+        if meta.shape and (len(dims) != len(space.shape) or any(isinstance(d, int) and d != s for d, s in zip(dims, space.shape, strict=True))):
+            raise PolicyMismatchError(
+                f"{where} has shape {list(meta.shape)} but the observation is {list(space.shape)} (expected [N, {', '.join(map(str, space.shape))}])"
+            )
+
+    def _feeds(self, obs: Any) -> dict[str, np.ndarray]:
+        feeds = {}
+        for meta in self.inputs_meta:
+            leaf: Any = obs
+            if isinstance(obs, dict):
+                for k in self._key(meta.name):
+                    if not isinstance(leaf, dict) or k not in leaf:
+                        raise PolicyMismatchError(
+                            f"model input {meta.name!r} names no observation key; the observation has: {', '.join(obs)}; map inputs to keys with the inputs option"
+                        )
+                    leaf = leaf[k]
+            elif len(self.inputs_meta) != 1:
+                raise PolicyMismatchError(f"the model has {len(self.inputs_meta)} inputs but the observation is one array")
+            arr = np.asarray(leaf)
+            dtype = _ONNX_DTYPES.get(meta.type, np.float32)
+            if arr.ndim == 1 and meta.shape is not None and len(meta.shape) == 2:
+                arr = arr.reshape(-1, 1)  # a Discrete leaf, [N] -> [N, 1]
+            feeds[meta.name] = np.ascontiguousarray(arr, dtype=dtype)
+        return feeds
+
+    def act(self, obs: Any, ctx: Any = None) -> PolicyOutput:
+        feeds = self._feeds(obs)
+        n = len(next(iter(feeds.values())))
+        b = self.fixed_batch
+        if b is None or n == b:
+            return self._decode(dict(zip(self.output_names, self.session.run(None, feeds), strict=True)), n)
+        # A fixed-batch model: chunks of b rows, the last one padded with copies of its last row.
+        parts = []
+        for at in range(0, n, b):
+            chunk = {k: v[at : at + b] for k, v in feeds.items()}
+            rows = len(next(iter(chunk.values())))
+            chunk = {k: np.concatenate([v, np.repeat(v[-1:], b - rows, axis=0)]) if rows < b else v for k, v in chunk.items()}
+            parts.append(self._decode(dict(zip(self.output_names, self.session.run(None, chunk), strict=True)), rows))
+        cat = lambda xs: None if any(x is None for x in xs) else np.concatenate(xs)  # noqa: E731
+        return PolicyOutput(
+            actions=np.concatenate([p.actions for p in parts]),
+            log_probs=cat([p.log_probs for p in parts]),
+            values=cat([p.values for p in parts]),
+            extras={k: np.concatenate([p.extras[k] for p in parts]) for k in parts[0].extras},
+        )
+
+    def _decode(self, out: dict[str, np.ndarray], n: int) -> PolicyOutput:
+        values = out["value"].reshape(-1)[:n].astype(np.float64) if "value" in out else None
+        extras = {k: v[:n] for k, v in out.items() if k not in _KNOWN_OUTPUTS}
+        log_probs = None
+        if "logits" in out and self.discrete is not False:
+            logits = out["logits"].astype(np.float64)
+            start = int(self.action_space.start) if isinstance(self.action_space, gs.Discrete) else 0
+            actions = np.empty(n, np.int64)
+            log_probs = np.empty(n, np.float64)
+            for i in range(n):
+                row = logits[i]
+                top = float(row.max())
+                log_z = top + math.log(sum(math.exp(float(v) - top) for v in row))
+                if self.greedy:
+                    a = int(np.argmax(row))
+                else:
+                    # The TypeScript SDK's inverse-CDF walk, draw for draw.
+                    u = self.rng.random()
+                    a = 0
+                    while a < len(row) - 1:
+                        u -= math.exp(float(row[a]) - log_z)
+                        if u < 0:
+                            break
+                        a += 1
+                log_probs[i] = float(row[a]) - log_z
+                actions[i] = start + a
+        elif "mean" in out:
+            mean = out["mean"][:n].astype(np.float64)
+            per = int(np.prod(mean.shape[1:]))
+            log_std = out["log_std"].astype(np.float64).reshape(-1)
+            shared = log_std.size == per
+            flat = mean.reshape(n, per)
+            sample = np.empty_like(flat)
+            log_probs = np.empty(n, np.float64)
+            for i in range(n):
+                lp = 0.0
+                for k in range(per):
+                    ls = float(log_std[k if shared else i * per + k])
+                    eps = 0.0 if self.greedy else self.rng.normal()
+                    lp += -0.5 * eps * eps - ls - _LOG_SQRT_2PI
+                    sample[i, k] = flat[i, k] + math.exp(ls) * eps
+                log_probs[i] = lp
+            actions = sample.reshape(mean.shape)
+            if isinstance(self.action_space, gs.Box):
+                # The env gets the sample clipped to the bounds; the log-prob is the unclipped sample's.
+                actions = np.clip(actions, self.action_space.low, self.action_space.high).astype(self.action_space.dtype)
+        elif "action" in out:
+            actions = out["action"][:n]
+        elif "logits" in out:
+            actions = out["logits"][:n]
+        else:
+            raise PolicyMismatchError(f"ONNX model {self.path} has none of the outputs 'logits', 'action' or 'mean'; it has: {', '.join(out)}")
+        if "log_prob" in out:
+            log_probs = out["log_prob"].reshape(-1)[:n].astype(np.float64)
+        return PolicyOutput(actions=actions, log_probs=log_probs, values=values, extras=extras)
 
 
 def write_linear_onnx(path: str, weights: np.ndarray, bias: np.ndarray | None = None, value_weights: np.ndarray | None = None) -> str:
