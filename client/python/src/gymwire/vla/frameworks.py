@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import warnings
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
