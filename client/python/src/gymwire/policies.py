@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import math
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, runtime_checkable
 
@@ -30,6 +29,7 @@ from gymnasium import spaces as gs
 from gymnasium.vector.utils import batch_space
 
 from . import _random
+from ._devices import onnx_session
 from .control import WaypointPID as WaypointPID  # re-exported: it lived here before gymwire.control
 
 
@@ -123,7 +123,6 @@ _ONNX_DTYPES = {
 #: Outputs the ONNX contract reads; every other output is an extra.
 _KNOWN_OUTPUTS = ("logits", "action", "mean", "log_std", "value", "log_prob")
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
-_CUDA_FALLBACK = "CUDA execution provider unavailable; running the ONNX policy on CPU"
 
 
 def _onnx_batch_dimension(path: str, inputs: list[Any], outputs: list[Any]) -> int | None:
@@ -187,30 +186,9 @@ class OnnxPolicy:
         threads: int | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
-        import onnxruntime as ort
-
-        if device not in ("auto", "cpu", "cuda"):
-            raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {device!r}")
-        available = ort.get_available_providers()
-        providers: list[Any] = ["CPUExecutionProvider"]
-        if device in ("auto", "cuda") and "CUDAExecutionProvider" in available:
-            providers = [("CUDAExecutionProvider", {"device_id": device_id}), "CPUExecutionProvider"]
-        options = ort.SessionOptions()
-        if threads:
-            options.intra_op_num_threads = threads
-        self.session = ort.InferenceSession(path, options, providers=providers)
+        self.session, self.device, self.fallback = onnx_session(path, device, device_id, threads, logger)
         #: The execution providers onnxruntime actually registered (a CUDA provider that failed to load is absent).
         self.providers: list[str] = list(self.session.get_providers())
-        self.device = "cuda" if "CUDAExecutionProvider" in self.providers else "cpu"
-        self.fallback: str | None = None
-        if device == "cuda" and self.device != "cuda":
-            self.fallback = (
-                f"onnxruntime has only {available}"
-                if "CUDAExecutionProvider" not in available
-                else "the CUDA provider did not load (its CUDA libraries are missing)"
-            )
-            warnings.warn(f"{_CUDA_FALLBACK}: {self.fallback}", RuntimeWarning, stacklevel=2)
-            (logger or logging.getLogger("gymwire.policies")).warning("%s: %s", _CUDA_FALLBACK, self.fallback)
         self.path = path
         self.inputs_meta = self.session.get_inputs()
         self.outputs_meta = self.session.get_outputs()

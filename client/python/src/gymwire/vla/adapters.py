@@ -7,8 +7,8 @@ dataset as ``extras/waypoints``, also when a waypoint controller turns them into
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

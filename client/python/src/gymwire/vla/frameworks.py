@@ -9,12 +9,12 @@ on CPU, as the ONNX policies of both SDKs do.
 from __future__ import annotations
 
 import logging
-import warnings
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from .._devices import torch_device
 from .types import VLAInput, VLAPrediction
 
 
@@ -48,19 +48,7 @@ class TorchModel:
     def __init__(self, module: Any, device: str = "auto", interval: float = 0.5, logger: logging.Logger | None = None) -> None:
         import torch
 
-        if device not in ("auto", "cpu", "cuda") and not device.startswith("cuda:"):
-            raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
-        wants_cuda = device != "cpu"
-        self.fallback: str | None = None
-        if wants_cuda and not torch.cuda.is_available():
-            if device != "auto":
-                self.fallback = "torch.cuda.is_available() is False"
-                message = f"CUDA unavailable; running the torch model on CPU: {self.fallback}"
-                warnings.warn(message, RuntimeWarning, stacklevel=2)
-                (logger or logging.getLogger("gymwire.vla")).warning(message)
-            device = "cpu"
-        elif device == "auto":
-            device = "cuda"
+        device, self.fallback = torch_device(device, logger)
         self.torch = torch
         self.module = module.to(device).eval()
         self.interval = interval
