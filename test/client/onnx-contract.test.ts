@@ -72,6 +72,10 @@ describe('OnnxPolicy contract', () => {
         const got = (g.actions[i] as Tensor).toNumbers() as number[];
         mean.forEach((m, k) => expect(got[k]).toBeCloseTo(Math.min(bounds[k]![1], Math.max(bounds[k]![0], m)), 5));
         expect(g.values![i]).toBeCloseTo(value, 5);
+        // The output the contract does not read is an extra, one row per observation.
+        const features = (g as { extras?: Record<string, readonly unknown[]> }).extras!['features']![i] as Tensor;
+        expect(features.shape).toEqual([4]);
+        expect(features.toNumbers()[3]).toBeCloseTo(Math.tanh(rec['command'] as number), 5);
         // The greedy action is the mean: eps = 0, so the log-prob is the density's peak.
         expect(g.logProbs![i]).toBeCloseTo(-(-1.5 - 2 - 2.5) - 3 * 0.5 * Math.log(2 * Math.PI), 5);
       });

@@ -678,6 +678,8 @@ export class OnnxPolicy implements Policy {
       }
     }
     if (given) result.logProbs = toFloat64(given.data, n);
+    const extras = extraRows(outputs, n);
+    if (extras) (result as WithExtras).extras = extras;
     return result;
   }
 }
@@ -731,6 +733,32 @@ function batchDimension(path: string, inputs: readonly OnnxValueMeta[], outputs:
   return batch;
 }
 
+/** PolicyOutput with its per-row extras (named outputs the contract does not read). */
+type WithExtras = PolicyOutput & { extras?: Record<string, readonly (number | Tensor)[]> };
+
+/** The outputs the contract does not read, one row per observation: a number for `[N]`, else a Tensor of the row's shape. */
+function extraRows(outputs: Record<string, WorkerTensor>, n: number): Record<string, (number | Tensor)[]> | null {
+  const names = Object.keys(outputs).filter((name) => !KNOWN_OUTPUTS.has(name));
+  if (!names.length) return null;
+  const extras: Record<string, (number | Tensor)[]> = {};
+  for (const name of names) {
+    const t = outputs[name]!;
+    const shape = t.dims.slice(1);
+    const per = shape.reduce((a, b) => a * b, 1);
+    const dtype = t.type === 'float32' ? 'float32' : 'float64';
+    extras[name] = Array.from({ length: n }, (_, i) =>
+      shape.length === 0
+        ? Number(t.data[i])
+        : Tensor.from(
+            dtype,
+            shape,
+            Array.from({ length: per }, (_, k) => Number(t.data[i * per + k])),
+          ),
+    );
+  }
+  return extras;
+}
+
 /** Joins the outputs of consecutive chunks of one batch. */
 function concatOutputs(parts: PolicyOutput[]): PolicyOutput {
   const cat = (key: 'logProbs' | 'values') => (parts.every((p) => p[key]) ? Float64Array.from(parts.flatMap((p) => Array.from(p[key]!))) : undefined);
@@ -739,5 +767,7 @@ function concatOutputs(parts: PolicyOutput[]): PolicyOutput {
   const values = cat('values');
   if (logProbs) out.logProbs = logProbs;
   if (values) out.values = values;
+  const first = (parts[0] as WithExtras | undefined)?.extras;
+  if (first) (out as WithExtras).extras = Object.fromEntries(Object.keys(first).map((k) => [k, parts.flatMap((p) => (p as WithExtras).extras?.[k] ?? [])]));
   return out;
 }
