@@ -236,8 +236,12 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
   /** Two-stage state: stage-1 score and poses once stage 1 is done. */
   private stage1: { score: number; poses: number[][]; interval: number; endpoint: { x: number; y: number }; ups: Scene[]; shown: number } | null = null;
 
-  /** `sceneDir`: the scene directory a client named, resolved by the registry (kwargs.scene_dir is then only its name). */
-  constructor(version: Version, kwargs: NavsimKwargs = {}, sceneDir?: ClientSceneDir) {
+  /**
+   * `sceneDir`: the scene directory a client named, resolved by the registry (kwargs.scene_dir is
+   * then only its name). `shell`: only the spaces, metadata and tool schemas, without preparing
+   * cameras (the stand-in of an env that runs on an env thread: envs/core/env-threads.ts).
+   */
+  constructor(version: Version, kwargs: NavsimKwargs = {}, sceneDir?: ClientSceneDir, opts: { shell?: boolean } = {}) {
     this.version = version;
     this.opts = NavsimKwargsSchema.parse(kwargs);
     this.renderMode = this.opts.render_mode ?? null;
@@ -250,7 +254,7 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
     };
     const cams = navsimCameras(o.camera_width, o.camera_height);
     if (o.cameras) {
-      this.rig = new CameraRig(cams);
+      if (!opts.shell) this.rig = new CameraRig(cams);
       const camSpaces: Record<string, Space> = {};
       for (const c of cams) camSpaces[c.name] = box({ low: 0, high: 255, shape: [4, o.camera_height, o.camera_width, 3], dtype: 'uint8' });
       spaces.cameras = dict(camSpaces);
