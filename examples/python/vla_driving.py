@@ -31,12 +31,8 @@ def example_planner(speed: float = 5.0):
     def plan(inputs: VLAInput) -> dict[str, np.ndarray]:
         n = inputs.batch_size
         ahead = np.tile([1.0, 0.0], (n, 1))
-        if (
-            inputs.waypoint_dims == 2
-        ):  # Bench2Drive: state = [speed, target x, target y, imu...]
-            ahead = inputs.state[:, 1:3] / np.maximum(
-                np.linalg.norm(inputs.state[:, 1:3], axis=1, keepdims=True), 1e-6
-            )
+        if inputs.waypoint_dims == 2:  # Bench2Drive: state = [speed, target x, target y, imu...]
+            ahead = inputs.state[:, 1:3] / np.maximum(np.linalg.norm(inputs.state[:, 1:3], axis=1, keepdims=True), 1e-6)
         steps = speed * 0.5 * np.arange(1, 11)
         # Instructions in words ("follow the lane", "turn left") reach a language model; here they only pass through.
         assert inputs.instruction is not None and len(inputs.instruction) == n
@@ -60,9 +56,7 @@ env:
 
 with server_url() as url:
     policy = policy_from_config(CONFIG)
-    envs = gymwire.make_vec(
-        url, "gymwire/Bench2Drive-v0", num_envs=2, background_vehicles=0
-    )
+    envs = gymwire.make_vec(url, "gymwire/Bench2Drive-v0", num_envs=2, background_vehicles=0)
     obs, _ = envs.reset(seed=0)
     top_speed = 0.0
     for _ in range(args.steps):
@@ -74,24 +68,18 @@ with server_url() as url:
         obs, rewards, terminated, truncated, infos = envs.step(out.actions)
         top_speed = max(top_speed, float(obs["speed"].max()))
     envs.close()
-    print(
-        f"Bench2Drive: {args.steps} steps, top speed {top_speed:.1f} m/s, model on {policy.device}"
-    )
+    print(f"Bench2Drive: {args.steps} steps, top speed {top_speed:.1f} m/s, model on {policy.device}")
     check(
         top_speed > 3.0,
         "the reference controller should follow the planner's 6 m/s waypoints",
     )
 
     # The same model on NAVSIM: only the env part of the config changes.
-    navsim = policy_from_config(
-        {**load_config(CONFIG), "env": {"id": "gymwire/NavsimEnv-v1", "num_envs": 2}}
-    )
+    navsim = policy_from_config({**load_config(CONFIG), "env": {"id": "gymwire/NavsimEnv-v1", "num_envs": 2}})
     envs = gymwire.make_vec(url, "gymwire/NavsimEnv-v1", num_envs=2)
     obs, _ = envs.reset(seed=0)
     poses = navsim.act(obs).actions
-    check(
-        poses.shape == (2, 8, 3), "NAVSIM takes eight poses (x, y, heading) 0.5 s apart"
-    )
+    check(poses.shape == (2, 8, 3), "NAVSIM takes eight poses (x, y, heading) 0.5 s apart")
     _, rewards, terminated, _, infos = envs.step(poses)
     envs.close()
     print(f"NAVSIM: PDMS {np.round(infos['pdms'], 3).tolist()}")
@@ -114,17 +102,8 @@ with server_url() as url:
 
             def forward(self, batch):
                 n = batch["state"].shape[0]
-                steps = (
-                    torch.arange(
-                        1, 7, device=batch["state"].device, dtype=torch.float32
-                    )
-                    * self.scale
-                )
-                return {
-                    "waypoints": torch.stack(
-                        [steps, torch.zeros_like(steps)], dim=1
-                    ).expand(n, 6, 2)
-                }
+                steps = torch.arange(1, 7, device=batch["state"].device, dtype=torch.float32) * self.scale
+                return {"waypoints": torch.stack([steps, torch.zeros_like(steps)], dim=1).expand(n, 6, 2)}
 
         torch_policy = VLAPolicy(
             TorchModel(Straight(), device="auto"),
