@@ -74,9 +74,7 @@ def main() -> None:
     class Planner(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.net = torch.nn.Sequential(
-                torch.nn.Linear(10, 64), torch.nn.Tanh(), torch.nn.Linear(64, 12)
-            )
+            self.net = torch.nn.Sequential(torch.nn.Linear(10, 64), torch.nn.Tanh(), torch.nn.Linear(64, 12))
 
         def forward(self, batch):
             state = batch["state"] if isinstance(batch, dict) else batch
@@ -94,9 +92,7 @@ def main() -> None:
         warnings.simplefilter("always")
         on_cuda = frameworks.TorchModel(Planner(), device="cuda")
     cpu_module = Planner()
-    cpu_module.load_state_dict(
-        {k: v.detach().to("cpu") for k, v in on_cuda.module.state_dict().items()}
-    )
+    cpu_module.load_state_dict({k: v.detach().to("cpu") for k, v in on_cuda.module.state_dict().items()})
     on_cpu = frameworks.TorchModel(cpu_module, device="cpu")
     report(
         "torch devices reported",
@@ -114,8 +110,7 @@ def main() -> None:
     )
     report(
         "torch_device resolves cuda",
-        devices.torch_device("cuda") == ("cuda", None)
-        and devices.torch_device("auto") == ("cuda", None),
+        devices.torch_device("cuda") == ("cuda", None) and devices.torch_device("auto") == ("cuda", None),
     )
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -139,9 +134,7 @@ def main() -> None:
                 dynamic_axes={"state": {0: "N"}, "waypoints": {0: "N"}},
                 dynamo=False,
             )
-        except (
-            Exception
-        ) as err:  # the exporter's own dependencies (onnx) may be missing there
+        except Exception as err:  # the exporter's own dependencies (onnx) may be missing there
             print(
                 json.dumps(
                     {
@@ -158,17 +151,9 @@ def main() -> None:
             warnings.simplefilter("always")
             session, device, fallback = devices.onnx_session(path, device="cuda")
         registered = session.get_providers()
-        truthful = device == (
-            "cuda" if "CUDAExecutionProvider" in registered else "cpu"
-        )
-        warned = any(
-            "CUDA execution provider unavailable; running the ONNX policy on CPU"
-            in str(w.message)
-            for w in caught
-        )
-        consistent = (device == "cuda" and fallback is None and not warned) or (
-            device == "cpu" and bool(fallback) and warned
-        )
+        truthful = device == ("cuda" if "CUDAExecutionProvider" in registered else "cpu")
+        warned = any("CUDA execution provider unavailable; running the ONNX policy on CPU" in str(w.message) for w in caught)
+        consistent = (device == "cuda" and fallback is None and not warned) or (device == "cpu" and bool(fallback) and warned)
         report(
             "onnxruntime device reported truthfully",
             truthful and consistent,
