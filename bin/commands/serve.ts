@@ -191,6 +191,8 @@ export function registerServe(program: Command): void {
         },
       });
       process.stdout.write(`gymwire serving ${server.core.registry.ids().length} envs on ${server.url} (transport ${opts.transport})\n`);
+      if (opts.transport === 'uws')
+        process.stdout.write('the viewer and /mcp are not served with --transport uws (only /healthz and /metrics are); use --transport ws for them\n');
       let stopping = false;
       const stop = (signal: string) => {
         if (stopping) process.exit(1);

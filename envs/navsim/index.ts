@@ -43,6 +43,7 @@ export function registerNavsim(registry: Registry, opts: RegisterNavsimOptions =
         return envThreads.make(shell, args);
       },
       kwargsSchema: NavsimKwargsSchema,
+      tools: NavsimEnv.TOOLS,
       estimateBytes: estimateNavsimBytes,
       // Two steps when v2's two-stage mode is on; one-stage episodes terminate after the first.
       maxEpisodeSteps: 2,
