@@ -220,7 +220,7 @@ export class Bench2DriveEnv implements Env {
             const padded = Array.from({ length: WAYPOINTS }, (_, i) => ahead[Math.min(i, ahead.length - 1)]!);
             return Tensor.from('float32', [WAYPOINTS, 2], padded.flat());
           }
-          const u = env.pid.control(ahead, env.world!.ego.v);
+          const u = env.pid.control(ahead, env.world!.ego.v, env.egoFrame(env.planner.current().target));
           return Tensor.from('float32', [3], [u.throttle, u.steer, u.brake]);
         });
       },
