@@ -136,12 +136,19 @@ class RandomPolicy:
         self.action_space = batch_space(action_space, num_envs)
         self.action_space.seed(seed)
         self.num_envs = num_envs
+        self._batch_spaces = {num_envs: self.action_space}
 
-    def act(self, obs: Any) -> PolicyOutput:
-        actions = self.action_space.sample()
+    def act(self, obs: Any, ctx: ActContext | None = None) -> PolicyOutput:
+        # The batch is as long as the context says (collection hands over the sessions that run an episode).
+        n = self.num_envs if ctx is None else len(ctx.session_ids)
+        space = self._batch_spaces.get(n)
+        if space is None:
+            space = self._batch_spaces[n] = batch_space(self.single_action_space, n)
+            space.seed(int(self.action_space.np_random.integers(2**31)))  # seeded from the first, so runs repeat
+        actions = space.sample()
         log_prob = None
         if isinstance(self.single_action_space, gs.Discrete):
-            log_prob = np.full(self.num_envs, -np.log(self.single_action_space.n))
+            log_prob = np.full(n, -np.log(self.single_action_space.n))
         return PolicyOutput(actions=actions, log_probs=log_prob)
 
 
@@ -153,8 +160,8 @@ class ConstantPolicy:
         self.action = np.asarray(action)
         self.num_envs = num_envs
 
-    def act(self, obs: Any) -> PolicyOutput:
-        return PolicyOutput(actions=np.stack([self.action] * self.num_envs))
+    def act(self, obs: Any, ctx: ActContext | None = None) -> PolicyOutput:
+        return PolicyOutput(actions=np.stack([self.action] * (self.num_envs if ctx is None else len(ctx.session_ids))))
 
 
 @register_policy("onnx")
