@@ -24,12 +24,19 @@
  */
 import type { GymwireClient } from '../client.ts';
 import type { RemoteEnv } from '../remote-env.ts';
-import type { Policy, PolicyOutput } from '../policy.ts';
+import type { ExtraRow, Policy, PolicyOutput } from '../policy.ts';
 import type { Space } from '../../../protocol/spaces.ts';
 import type { EpisodeRecord, EpisodeStatus, StepRecord, TrajectoryWriter } from '../dataset/writer.ts';
 import { unstack } from './batch.ts';
 
 export type PartialMode = 'finish' | 'keep' | 'discard';
+
+/** Row `j` of each of the policy's extra outputs. */
+function extrasRow(extras: Record<string, readonly ExtraRow[]>, j: number): Record<string, ExtraRow> {
+  const row: Record<string, ExtraRow> = {};
+  for (const name in extras) row[name] = extras[name]![j]!;
+  return row;
+}
 
 /**
  * Errors meaning "the server no longer has this session": fresh sessions replace it once the client
@@ -129,6 +136,8 @@ interface Slot {
   info: Record<string, unknown>;
   sessionStep: number;
   episode: { id: number; seed: number | null; steps: StepRecord[]; length: number; return: number } | null;
+  /** The observation is the first of its episode (ActContext.episodeStarts). */
+  startsEpisode: boolean;
   lost: boolean;
 }
 
@@ -181,7 +190,7 @@ export class Rollout {
       for (let k = 0; k < target.sessions; k++) {
         const i = index++;
         const env = i === 0 ? Promise.resolve(first) : target.client.make(opts.envId, opts.kwargs ?? {});
-        made.push(env.then((e) => ({ index: i, target, env: e, obs: null, info: {}, sessionStep: 0, episode: null, lost: false })));
+        made.push(env.then((e) => ({ index: i, target, env: e, obs: null, info: {}, sessionStep: 0, episode: null, startsEpisode: false, lost: false })));
       }
     }
     const settled = await Promise.allSettled(made);
@@ -269,6 +278,7 @@ export class Rollout {
     s.obs = obs;
     s.info = info;
     s.episode = { id: this.started++, seed, steps: [], length: 0, return: 0 };
+    s.startsEpisode = true;
     this.opts.policy.episodeStart?.(s.env.sessionId, info);
   }
 
@@ -316,7 +326,7 @@ export class Rollout {
             acting = Promise.resolve(
               opts.policy.act(
                 live.map((s) => s.obs),
-                { sessions: live.map((s) => s.env.sessionId), infos: live.map((s) => s.info) },
+                { sessions: live.map((s) => s.env.sessionId), infos: live.map((s) => s.info), episodeStarts: live.map((s) => s.startsEpisode) },
               ),
             );
           } catch (err) {
@@ -379,6 +389,7 @@ export class Rollout {
       ep.length++;
       ep.return += reward;
       const sessionStep = s.sessionStep++;
+      s.startsEpisode = false;
       this.steps++;
       if (this.recordSteps) {
         const j = at ? at[i]! : i;
@@ -394,6 +405,7 @@ export class Rollout {
           sessionStep,
         };
         if (terminated || truncated) step.finalObs = info['final_obs'];
+        if (out.extras) step.extras = extrasRow(out.extras, j);
         ep.steps.push(step);
         this.opts.onStep?.(ep.id, s.env.sessionId, step, target.client);
       }
