@@ -109,7 +109,7 @@ class CollectionEngine:
         from .dataset import EpisodeRecord
 
         slot.obs, slot.info = obs, info
-        slot.episode = EpisodeRecord(slot.session_id, self.server, seed)
+        slot.episode = EpisodeRecord(slot.session_id, self.server, seed, episode_id=self.started)
         slot.starts_episode = True
         self.started += 1
         notify_episode_start(self.policy, slot.index, slot.session_id, info)

@@ -195,6 +195,8 @@ class EpisodeRecord:
     steps: list[StepRecord] = field(default_factory=list)
     status: str = "incomplete"
     reason: str | None = None
+    #: Its number in start order (collect sets it, as the TypeScript rollout does); None: the order written.
+    episode_id: int | None = None
 
 
 _DATASET_FILE = re.compile(r"^(dataset\.json|episodes\.arrow|steps-\d+\.arrow)$")
@@ -318,7 +320,7 @@ class TrajectoryWriter:
         if self._writer is None or (self._rows_in_part > 0 and self._rows_in_part + len(ep.steps) > self.rows_per_file):
             self._finish_part()
             self._start_part()
-        episode_id = self.counts["episodes"]
+        episode_id = self.counts["episodes"] if ep.episode_id is None else ep.episode_id
         cols: dict[str, list[Any]] = {f.name: [] for f in self.schema}
         for t, s in enumerate(ep.steps):
             cols["episode_id"].append(episode_id)
@@ -600,7 +602,7 @@ def iter_episodes(ds: Dataset) -> Iterator[tuple[int, slice]]:
 def episodes_to_arrays(ds: Dataset, max_len: int | None = None) -> dict[str, Any]:
     """Padded ``[E, T, ...]`` arrays of every episode: obs leaves, actions, rewards, flags, log-probs, values, mask.
 
-    Keys: ``obs`` (or ``obs.<path>`` per leaf), ``actions`` (or ``actions.<path>``), ``rewards``
+    Keys: ``obs`` (or ``obs.<path>`` per leaf), ``actions`` (or ``actions.<path>``), ``extras/<name>``, ``rewards``
     float32, ``terminated``/``truncated``/``dones`` bool, ``log_probs``/``values`` float32 (0 where
     null), ``mask`` bool (True on real steps), ``lengths`` int64 ``[E]``, ``returns`` float32 ``[E]``,
     ``episode_ids`` int64 ``[E]``. Only raw and scalar columns are included (json/image columns are
@@ -626,6 +628,8 @@ def episodes_to_arrays(ds: Dataset, max_len: int | None = None) -> dict[str, Any
         for prefix, key in (("obs", "obs"), ("action", "actions"), ("final_obs", None)):
             if key and (f.name == prefix or f.name.startswith(prefix + ".")):
                 result[key + f.name[len(prefix) :]] = pad(decode_column(ds.steps, f.name))
+        if f.name.startswith("extras/"):
+            result[f.name] = pad(decode_column(ds.steps, f.name))
     rewards = ds.steps.column("reward").to_numpy()
     term = ds.steps.column("terminated").to_numpy(zero_copy_only=False)
     trunc = ds.steps.column("truncated").to_numpy(zero_copy_only=False)
