@@ -29,7 +29,7 @@ import numpy as np
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
 from . import errors as E
-from .policies import ActContext, PolicyOutput, act_with_context, notify_episode_start
+from .policies import ActContext, PolicyOutput, context_caller, notify_episode_start
 from .spaces import value_from_wire
 
 if TYPE_CHECKING:
@@ -74,6 +74,7 @@ class CollectionEngine:
         self.aclient = remote_envs[0].client
         self.server = server
         self.policy = policy
+        self.act = context_caller(policy)
         self.episodes = episodes
         self.seed = seed
         self.max_steps = max_steps
@@ -145,19 +146,21 @@ class CollectionEngine:
     def _drive(self) -> None:
         in_flight: list[tuple[list[_Slot], PolicyOutput, list[Any], concurrent.futures.Future[Any]] | None] = [None] * len(self.groups)
 
-        def launch(g: int) -> None:
+        def launch(g: int, stepped: list[_Slot] | None = None, stepped_obs: Any = None) -> None:
             live = [s for s in self.groups[g] if s.episode is not None]
             if not live or self.steps >= self.max_steps:
                 in_flight[g] = None
                 return
             helper = self._helper(live)
-            obs_b = self._stack_obs(helper, live)
+            # The reply's batch already holds every live session's next observation (a restarted
+            # one's reset observation) unless a session went idle.
+            obs_b = stepped_obs if stepped == live else self._stack_obs(live)
             ctx = ActContext(
                 session_ids=[s.session_id for s in live],
                 infos=[s.info for s in live],
                 episode_starts=np.array([s.starts_episode for s in live], dtype=np.bool_),
             )
-            out = act_with_context(self.policy, obs_b, ctx)
+            out = self.act(obs_b, ctx)
             actions = list(iterate(helper.action_space, out.actions))
             fut = self._submit(
                 self.aclient.request(
@@ -176,14 +179,14 @@ class CollectionEngine:
                 if pending is None:
                     continue
                 live, out, actions, fut = pending
-                self._absorb(live, out, actions, fut.result())
-                launch(g)
+                launch(g, live, self._absorb(live, out, actions, fut.result()))
 
-    def _stack_obs(self, helper: Any, live: list[_Slot]) -> Any:
+    def _stack_obs(self, live: list[_Slot]) -> Any:
         space = self.single_observation_space
         return concatenate(space, [s.obs for s in live], create_empty_array(space, len(live)))
 
-    def _absorb(self, live: list[_Slot], out: PolicyOutput, actions: list[Any], r: dict[str, Any]) -> None:
+    def _absorb(self, live: list[_Slot], out: PolicyOutput, actions: list[Any], r: dict[str, Any]) -> Any:
+        """Records one step of these sessions; returns the reply's batched observations."""
         from .dataset import StepRecord
 
         for i, err in enumerate(r.get("errors") or []):
@@ -191,7 +194,8 @@ class CollectionEngine:
                 s = live[i]
                 raise E.server_error({"code": err["code"], "message": f"session {s.session_id}: {err['message']}", "details": {"index": s.index}})
         helper = self._helper(live)
-        obs_items = list(iterate(helper.observation_space, helper._batch_obs(r["obs"], len(live))))
+        obs_b = helper._batch_obs(r["obs"], len(live))
+        obs_items = list(iterate(helper.observation_space, obs_b))
         rewards = np.asarray(r["rewards"], dtype=np.float64)
         terms = np.asarray(r["terminated"], dtype=np.bool_)
         truncs = np.asarray(r["truncated"], dtype=np.bool_)
@@ -226,3 +230,4 @@ class CollectionEngine:
                     self._begin(slot, obs_items[j], reset_info, None)
             else:
                 slot.obs, slot.info = obs_items[j], info
+        return obs_b

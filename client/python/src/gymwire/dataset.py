@@ -92,22 +92,18 @@ _plain_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_
 
 
 def _info_json_text(info: dict[str, Any]) -> str:
-    """:func:`_json_text` of an info, by the C encoder when the info is plain JSON data (as decoded infos almost always are).
+    """An info as JSON text, by the C encoder when the info is plain JSON data (as decoded infos almost always are).
 
-    Anything the documented encoding treats specially (tensors, bytes, non-finite floats, integers
-    beyond 2**53, numpy scalars) sends the info down the general path instead.
+    Anything the documented encoding treats specially (tensors, bytes, non-finite floats, numpy
+    scalars) sends the info down :func:`_json_text`'s general path. Integers are written as JSON
+    numbers here, as the TypeScript writer writes the numbers of an info.
     """
     if not info:
         return "{}"
     try:
-        text = _plain_json.encode(info)
+        return _plain_json.encode(info)
     except (TypeError, ValueError):
         return _json_text(info)
-    return _json_text(info) if _HAS_BIG_INT.search(text) else text
-
-
-# A run of 16 or more digits might be an integer beyond 2**53 (which the encoding writes as a string).
-_HAS_BIG_INT = re.compile(r"\d{16}")
 
 
 # ---------------------------------------------------------------------------------------------

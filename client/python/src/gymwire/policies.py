@@ -86,12 +86,20 @@ def _takes_context(act: Callable[..., Any]) -> bool:
     return len(positional) >= 2 or any(p.name == "ctx" for p in params)
 
 
-def act_with_context(policy: Any, obs: Any, ctx: ActContext) -> PolicyOutput:
-    """Calls ``policy.act(obs, ctx)``, or ``policy.act(obs)`` for a policy written before :class:`ActContext`."""
+def context_caller(policy: Any) -> Callable[[Any, ActContext], PolicyOutput]:
+    """``(obs, ctx) -> PolicyOutput`` for ``policy``: its ``act(obs, ctx)``, or ``act(obs)`` for a policy written before :class:`ActContext`.
+
+    The signature is inspected once here, so callers acting many times keep the returned function.
+    """
     act = policy.act
     if _takes_context(act):
-        return act(obs, ctx)
-    return act(obs)
+        return act  # type: ignore[no-any-return]
+    return lambda obs, ctx: act(obs)
+
+
+def act_with_context(policy: Any, obs: Any, ctx: ActContext) -> PolicyOutput:
+    """Calls ``policy.act(obs, ctx)``, or ``policy.act(obs)`` for a policy written before :class:`ActContext`."""
+    return context_caller(policy)(obs, ctx)
 
 
 def notify_episode_start(policy: Any, env_index: int, session_id: str, info: dict[str, Any]) -> None:
