@@ -77,8 +77,8 @@ def main() -> None:
     ap.add_argument("--groups", type=int, default=2)
     args = ap.parse_args()
     cases = [
-        ("bench2drive", "gymwire/Bench2Drive-v0", {}, 4 if args.quick else 16, 4 if args.quick else 8),
-        ("navsim", "gymwire/NavsimEnv-v1", {}, 64 if args.quick else 512, 16),
+        ("bench2drive", "gymwire/Bench2Drive-v0", {}, 4 if args.quick else 8, 4 if args.quick else 8),
+        ("navsim", "gymwire/NavsimEnv-v1", {}, 64 if args.quick else 128, 16),
     ]
     proc, url = start_server()
     try:

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import REPO
 
 import gymwire
-from conftest import REPO
 from gymwire.dataset import episodes_to_arrays, load_dataset, to_json_value
 from gymwire.policies import ActContext, PolicyOutput
 from gymwire.vector import batch_infos
@@ -259,7 +259,9 @@ def _episodes(root: Path) -> dict[int, dict[str, Any]]:
     ("env_id", "kwargs", "metric", "episodes", "sessions"),
     [(NAVSIM, {}, "pdms", 12, 4), (B2D, B2D_KWARGS, "driving_score", 4, 2)],
 )
-def test_python_and_typescript_collect_the_same_episodes(url: str, tmp_path: Path, env_id: str, kwargs: dict[str, Any], metric: str, episodes: int, sessions: int) -> None:
+def test_python_and_typescript_collect_the_same_episodes(
+    url: str, tmp_path: Path, env_id: str, kwargs: dict[str, Any], metric: str, episodes: int, sessions: int
+) -> None:
     # Lock-step on both sides (groups=1): which session starts which episode then follows one fixed order.
     ts_summary = _ts_collect(url, env_id, tmp_path / "ts", episodes, sessions, 1, kwargs)
     envs = gymwire.make_vec(url, env_id, num_envs=sessions, **kwargs)

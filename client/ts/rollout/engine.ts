@@ -7,9 +7,12 @@
  * wire and its envs are stepping, so neither the envs nor the policy wait on each other.
  * `groups: 1` is plain lock-step collection.
  *
- * Episodes: sessions autoreset in the same step (`same_step`: the final observation arrives in the
- * info), so no round trip is spent on resets. At most `episodes` episodes are started; a session
- * whose episode ends after that goes idle. Backpressure: each loop awaits `writer.ready()` before
+ * Episodes: sessions autoreset in the same step (`same_step`: the final observation and the
+ * episode's own terminal info arrive in the info), so no round trip is spent on resets. Exactly
+ * `episodes` episodes are started and each runs to its end; a session whose episode ends after that
+ * goes idle (so which episodes are kept never depends on their length). The policy gets an
+ * ActContext (session ids, latest infos, episode starts) and its episodeStart hook; its extras are
+ * stored with each step. Backpressure: each loop awaits `writer.ready()` before
  * its next step. Stop: `stop('finish')` lets running episodes end, `'keep'` writes them as
  * incomplete, `'discard'` drops them (counted in the manifest). A dropped connection is
  * resumed by the client (steps in flight are answered once, never applied twice); when the server no

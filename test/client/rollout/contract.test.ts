@@ -52,10 +52,21 @@ describe('Rollout policy contract', () => {
     const tmp = await tempDir('gymwire-contract-');
     try {
       const first = await client.make('gymwire/CartPole-v1');
-      const writer = await TrajectoryWriter.create(tmp.dir, { envId: 'gymwire/CartPole-v1', observationSpace: first.observationSpace, actionSpace: first.actionSpace });
+      const writer = await TrajectoryWriter.create(tmp.dir, {
+        envId: 'gymwire/CartPole-v1',
+        observationSpace: first.observationSpace,
+        actionSpace: first.actionSpace,
+      });
       await first.close();
       const policy = new RecordingPolicy();
-      const summary = await new Rollout({ envId: 'gymwire/CartPole-v1', targets: [{ client, url: srv.url, sessions: 3 }], policy, episodes: 7, seed: 0, writer }).run();
+      const summary = await new Rollout({
+        envId: 'gymwire/CartPole-v1',
+        targets: [{ client, url: srv.url, sessions: 3 }],
+        policy,
+        episodes: 7,
+        seed: 0,
+        writer,
+      }).run();
       const manifest = await writer.close({ policy: policy.name });
       expect(summary.episodes).toBe(7);
       expect(policy.starts).toHaveLength(7);

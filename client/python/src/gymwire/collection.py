@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
@@ -132,7 +133,7 @@ class CollectionEngine:
         r = self.client.run(self.aclient.request("reset_batch", {"session_ids": [s.session_id for s in wanted], "seeds": seeds, "options": None}))
         helper = self._helper(wanted)
         obs_items = list(iterate(helper.observation_space, helper._batch_obs(r["obs"], len(wanted))))
-        for slot, obs, info, s in zip(wanted, obs_items, r["infos"], seeds):
+        for slot, obs, info, s in zip(wanted, obs_items, r["infos"], seeds, strict=True):
             self._begin(slot, obs, dict(info or {}), s)
         try:
             self._drive()

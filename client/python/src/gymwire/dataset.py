@@ -334,7 +334,11 @@ class TrajectoryWriter:
             cols["truncated"].append(bool(s.truncated))
             cols["log_prob"].append(None if s.log_prob is None else float(s.log_prob))
             cols["value"].append(None if s.value is None else float(s.value))
-            info = s.info if not any(k in s.info for k in ("final_obs", "final_info")) else {k: v for k, v in s.info.items() if k not in ("final_obs", "final_info")}
+            info = (
+                s.info
+                if not any(k in s.info for k in ("final_obs", "final_info"))
+                else {k: v for k, v in s.info.items() if k not in ("final_obs", "final_info")}
+            )
             cols["info"].append(_info_json_text(info))
             for c in extra_cols:
                 cols[f"extras{c.path}"].append(_encode_leaf(c, s.extras[c.keys[0]]))
