@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -26,6 +24,7 @@ sys.path.insert(0, str(REPO / "client" / "python" / "src"))
 sys.path.insert(0, str(REPO / "client" / "python" / "tests"))
 
 import gymwire  # noqa: E402
+from conftest import ServerProcess  # noqa: E402
 from test_collect import ParityDriver  # noqa: E402
 
 BENCH = "collect"
@@ -33,23 +32,6 @@ BENCH = "collect"
 
 def emit(metric: str, value: float, unit: str, **extra: object) -> None:
     print(json.dumps({"bench": BENCH, "metric": metric, "value": round(value, 3), "unit": unit, **extra}), flush=True)
-
-
-def start_server() -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        ["node", str(REPO / "bin" / "gymwire.js"), "serve", "--port", "0", "--log-level", "warn"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "NODE_ENV": "production"},
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        m = re.search(r"on (ws://\S+)", line)
-        if m:
-            return proc, m.group(1)
-    raise RuntimeError("the server exited before printing its URL")
 
 
 def ts_rollout(url: str, env_id: str, kwargs: dict[str, object], out: Path, episodes: int, sessions: int, groups: int) -> float:
@@ -80,7 +62,8 @@ def main() -> None:
         ("bench2drive", "gymwire/Bench2Drive-v0", {}, 4 if args.quick else 8, 4 if args.quick else 8),
         ("navsim", "gymwire/NavsimEnv-v1", {}, 64 if args.quick else 128, 16),
     ]
-    proc, url = start_server()
+    server = ServerProcess()
+    url = server.url
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for name, env_id, kwargs, episodes, sessions in cases:
@@ -94,8 +77,7 @@ def main() -> None:
                 emit(f"{name}_py_collect_steps_per_s", py, "steps/s", floor_ts_steps_per_s=round(floor, 1), **common)
                 emit(f"{name}_ts_over_py", floor / py, "x", target=1.5, **common)
     finally:
-        proc.terminate()
-        proc.wait(10)
+        server.stop()
 
 
 if __name__ == "__main__":
