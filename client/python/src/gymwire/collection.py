@@ -32,6 +32,7 @@ from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 from . import errors as E
 from .policies import ActContext, PolicyOutput, context_caller, notify_episode_start
 from .spaces import value_from_wire
+from .vector import AsyncRemoteVectorEnv
 
 if TYPE_CHECKING:
     from .dataset import EpisodeRecord
@@ -67,8 +68,6 @@ class CollectionEngine:
         record: Callable[[EpisodeRecord], None],
         progress: Any,
     ) -> None:
-        from .vector import AsyncRemoteVectorEnv
-
         if episodes <= 0:
             raise ValueError("episodes must be positive")
         self.client = client  # the synchronous Client: its loop runs the requests
@@ -87,11 +86,9 @@ class CollectionEngine:
         self.slots = [_Slot(i, e.session_id) for i, e in enumerate(remote_envs)]
         n_groups = max(1, min(groups, len(self.slots)))
         self.groups = [[s for s in self.slots if s.index % n_groups == g] for g in range(n_groups)]
-        self._vector_cls = AsyncRemoteVectorEnv
         self._helpers: dict[tuple[int, ...], Any] = {}
         self.started = 0
         self.steps = 0
-        self.cut = 0
 
     # -------------------------------------------------------------------------------------------
 
@@ -100,7 +97,7 @@ class CollectionEngine:
         key = tuple(s.index for s in slots)
         helper = self._helpers.get(key)
         if helper is None:
-            helper = self._vector_cls(self.aclient, [self.remote_envs[i] for i in key], autoreset_mode="same_step")
+            helper = AsyncRemoteVectorEnv(self.aclient, [self.remote_envs[i] for i in key], autoreset_mode="same_step")
             self._helpers[key] = helper
         return helper
 
@@ -142,7 +139,6 @@ class CollectionEngine:
             for slot in self.slots:
                 if slot.episode is not None:
                     self._end(slot, "incomplete", "max_steps reached" if self.steps >= self.max_steps else "collection stopped by an error")
-                    self.cut += 1
 
     def _drive(self) -> None:
         in_flight: list[tuple[list[_Slot], PolicyOutput, list[Any], concurrent.futures.Future[Any]] | None] = [None] * len(self.groups)
