@@ -285,3 +285,27 @@ def test_python_and_typescript_collect_the_same_episodes(
         assert a["extras"].keys() == b["extras"].keys() and a["extras"]
         for k in a["extras"]:
             np.testing.assert_array_equal(a["extras"][k], b["extras"][k])
+
+
+def test_pipelined_groups_record_the_same_episodes_as_lock_step(url: str) -> None:
+    class Balance:
+        """Pushes towards where the pole falls; records its batch sizes."""
+
+        def __init__(self) -> None:
+            self.batch_sizes: list[int] = []
+
+        def act(self, obs: Any, ctx: ActContext | None = None) -> PolicyOutput:
+            self.batch_sizes.append(len(obs))
+            return PolicyOutput(actions=(obs[:, 2] + 0.3 * obs[:, 3] > 0).astype(np.int64))
+
+    envs = gymwire.make_vec(url, "gymwire/CartPole-v1", num_envs=4)
+    try:
+        runs = {}
+        for groups in (1, 2):
+            policy = Balance()
+            eps = gymwire.collect(envs, policy, episodes=4, seed=11, groups=groups)
+            runs[groups] = sorted((ep.seed, len(ep.steps), [float(s.reward) for s in ep.steps], np.stack([s.obs for s in ep.steps]).tobytes()) for ep in eps)
+            assert max(policy.batch_sizes) == 4 // groups
+    finally:
+        envs.close()
+    assert runs[1] == runs[2]
