@@ -155,6 +155,34 @@ def _encode_leaf(col: ColumnPlan, value: Any) -> Any:
     return np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
 
 
+def _raw_binary_column(pa: Any, c: ColumnPlan, leaves: list[Any]) -> Any:
+    """Raw leaves (None for null) as a binary array whose data buffer is one contiguous copy of all present rows.
+
+    Returns None when a present row does not have the column's shape; the caller then encodes row by row.
+    """
+    dtype = np.dtype(c.dtype).newbyteorder("<")
+    shape = tuple(c.shape)
+    rows = [np.asarray(v, dtype=dtype) for v in leaves if v is not None]
+    if any(r.shape != shape for r in rows):
+        return None
+    n = len(leaves)
+    present = np.fromiter((v is not None for v in leaves), dtype=np.bool_, count=n)
+    item = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.where(present, item, 0), out=offsets[1:])
+    data = np.stack(rows).tobytes() if rows else b""
+    nulls = n - len(rows)
+    validity = pa.array(present, type=pa.bool_()).buffers()[1] if nulls else None
+    return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls)
+
+
+def _row_info(info: dict[str, Any]) -> dict[str, Any]:
+    """The info stored with a row: without the autoreset keys (their contents have columns of their own)."""
+    if "final_obs" in info or "final_info" in info:
+        return {k: v for k, v in info.items() if k not in ("final_obs", "final_info")}
+    return info
+
+
 def _arrow_type(pa: Any, col: ColumnPlan) -> Any:
     if col.encoding == "scalar":
         return pa.float64() if (col.dtype or "").startswith("float") else pa.int64()
@@ -317,31 +345,28 @@ class TrajectoryWriter:
             self._finish_part()
             self._start_part()
         episode_id = self.counts["episodes"] if ep.episode_id is None else ep.episode_id
-        cols: dict[str, list[Any]] = {f.name: [] for f in self.schema}
-        for t, s in enumerate(ep.steps):
-            cols["episode_id"].append(episode_id)
-            cols["step"].append(t)
-            cols["session"].append(ep.session)
-            cols["server"].append(ep.server)
-            cols["session_step"].append(s.session_step)
-            for c in self.obs_cols:
-                cols[f"obs{c.path}"].append(_encode_leaf(c, _pick(s.obs, c.keys)))
-                cols[f"final_obs{c.path}"].append(None if s.final_obs is None else _encode_leaf(c, _pick(s.final_obs, c.keys)))
-            for c in self.act_cols:
-                cols[f"action{c.path}"].append(_encode_leaf(c, _pick(s.action, c.keys)))
-            cols["reward"].append(float(s.reward))
-            cols["terminated"].append(bool(s.terminated))
-            cols["truncated"].append(bool(s.truncated))
-            cols["log_prob"].append(None if s.log_prob is None else float(s.log_prob))
-            cols["value"].append(None if s.value is None else float(s.value))
-            info = (
-                s.info
-                if not any(k in s.info for k in ("final_obs", "final_info"))
-                else {k: v for k, v in s.info.items() if k not in ("final_obs", "final_info")}
-            )
-            cols["info"].append(_info_json_text(info))
-            for c in extra_cols:
-                cols[f"extras{c.path}"].append(_encode_leaf(c, s.extras[c.keys[0]]))
+        steps = ep.steps
+        n = len(steps)
+        cols: dict[str, Any] = {
+            "episode_id": [episode_id] * n,
+            "step": list(range(n)),
+            "session": [ep.session] * n,
+            "server": [ep.server] * n,
+            "session_step": [s.session_step for s in steps],
+            "reward": [float(s.reward) for s in steps],
+            "terminated": [bool(s.terminated) for s in steps],
+            "truncated": [bool(s.truncated) for s in steps],
+            "log_prob": [None if s.log_prob is None else float(s.log_prob) for s in steps],
+            "value": [None if s.value is None else float(s.value) for s in steps],
+            "info": [_info_json_text(_row_info(s.info)) for s in steps],
+        }
+        for c in self.obs_cols:
+            cols[f"obs{c.path}"] = self._column(c, [_pick(s.obs, c.keys) for s in steps])
+            cols[f"final_obs{c.path}"] = self._column(c, [None if s.final_obs is None else _pick(s.final_obs, c.keys) for s in steps])
+        for c in self.act_cols:
+            cols[f"action{c.path}"] = self._column(c, [_pick(s.action, c.keys) for s in steps])
+        for c in extra_cols:
+            cols[f"extras{c.path}"] = self._column(c, [s.extras[c.keys[0]] for s in steps])
         table = self.pa.Table.from_pydict(cols, schema=self.schema)
         self._writer.write_table(table)
         self._rows_in_part += len(ep.steps)
@@ -366,6 +391,14 @@ class TrajectoryWriter:
 
     def discarded(self, count: int = 1) -> None:
         self.counts["discarded"] += count
+
+    def _column(self, c: ColumnPlan, leaves: list[Any]) -> Any:
+        """One column of an episode: raw leaves as one Arrow binary array built from a single buffer, others row by row."""
+        if c.encoding == "raw" and leaves:
+            column = _raw_binary_column(self.pa, c, leaves)
+            if column is not None:
+                return column
+        return [_encode_leaf(c, v) for v in leaves]
 
     def close(self, policy: str) -> dict[str, Any]:
         pa = self.pa
