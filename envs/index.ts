@@ -8,13 +8,18 @@ import { Registry } from './core/registry.ts';
 import type { RegistryOptions } from './core/registry.ts';
 import { registerNavsim } from './navsim/index.ts';
 import { registerEvac } from './evac/index.ts';
+import type { RegisterEvacOptions } from './evac/index.ts';
 
-/** `opts.dataRoots`: where path kwargs (model_dir, scene_dir...) may point besides the bundled assets. */
-export function defaultRegistry(opts: RegistryOptions = {}): Registry {
+/**
+ * `opts.dataRoots`: where path kwargs (model_dir, scene_dir...) may point besides the bundled assets;
+ * `opts.evac`: the world-model runtime's settings (batching, threads, device, default model).
+ */
+export function defaultRegistry(opts: RegistryOptions & { evac?: RegisterEvacOptions } = {}): Registry {
   const registry = new Registry(opts);
   registerClassic(registry);
   registerNavsim(registry);
-  const evac = registerEvac(registry);
+  // The logger carries the runtime's warnings (the CUDA fallback, a failed batch retried) to the server's log.
+  const evac = registerEvac(registry, { logger: opts.logger?.child({ env: 'evac' }), ...opts.evac });
   registry.onClose(() => evac.close());
   registerBench2Drive(registry);
   return registry;

@@ -25,7 +25,7 @@
  *   reason to stay off (benchmarks and HPC deployments give each process a core of its own). The
  *   trials only see the gaps between messages, not time taken from a thread of this process, so
  *   the server does not poll while env work runs asynchronously (a world model's batch in its
- *   worker thread, which may share the core): see Connection.send in server/core.ts.
+ *   worker thread, which may share the core): see Connection.send in server/connection.ts.
  *
  * How: while the window is open, a setImmediate keeps re-arming itself; with an immediate pending,
  * libuv polls with a zero timeout, so incoming frames are read on the next turn without sleeping.

@@ -166,21 +166,23 @@ export const WelcomeResultSchema = z.object({
   limits: LimitsSchema,
 });
 
-export const EnvListingSchema = z.object({
-  id: z.string(),
-  description: z.string(),
-  max_episode_steps: z.number().int().nullable(),
-  tags: z.array(z.string()),
-  kwargs_schema: z.record(z.string(), z.unknown()).nullable(),
-});
-export const ListEnvsResultSchema = z.object({ envs: z.array(EnvListingSchema) });
-
 /** OpenAI function-calling tool description. */
 export const ToolDescriptionSchema = z.object({
   type: z.literal('function'),
   function: z.object({ name: z.string(), description: z.string(), parameters: z.record(z.string(), z.unknown()) }),
 });
 export type ToolDescription = z.infer<typeof ToolDescriptionSchema>;
+
+export const EnvListingSchema = z.object({
+  id: z.string(),
+  description: z.string(),
+  max_episode_steps: z.number().int().nullable(),
+  tags: z.array(z.string()),
+  kwargs_schema: z.record(z.string(), z.unknown()).nullable(),
+  tools: z.array(ToolDescriptionSchema).nullable().describe("the env's tools, when known before any session exists; null when only a made session knows them"),
+});
+export const ListEnvsResultSchema = z.object({ envs: z.array(EnvListingSchema) });
+
 
 export const MakeResultSchema = z.object({
   session_id: SessionIdSchema,

@@ -590,10 +590,27 @@ export function spaceBytes(space: Space): number {
 }
 
 /** A short human description, e.g. `Box(-inf, inf, (4,), float32)`. */
+/** Bounds at most this many elements long are written out when they differ per element. */
+const MAX_BOUND_ELEMENTS = 32;
+
+/**
+ * A Box bound as Gymnasium's repr shows it: one number when every element is the same, the
+ * elements when they differ (`[0, -1, 0]`), and for long bounds their range.
+ */
+function boundToString(bound: Tensor): string {
+  const say = (v: number) => (v === Infinity ? 'inf' : v === -Infinity ? '-inf' : String(Number(v.toPrecision(7))));
+  if (bound.size === 0) return '';
+  const values = bound.toNumbers();
+  const first = values[0]!;
+  if (values.every((v) => v === first || (Number.isNaN(v) && Number.isNaN(first)))) return say(first);
+  if (values.length <= MAX_BOUND_ELEMENTS) return `[${values.map(say).join(', ')}]`;
+  return `[${say(Math.min(...values))} .. ${say(Math.max(...values))}]`;
+}
+
 export function spaceToString(space: Space): string {
   switch (space.type) {
     case 'box':
-      return `Box(${space.low.size ? space.low.at(0) : ''}, ${space.high.size ? space.high.at(0) : ''}, (${space.shape.join(', ')}${space.shape.length === 1 ? ',' : ''}), ${space.dtype})`;
+      return `Box(${boundToString(space.low)}, ${boundToString(space.high)}, (${space.shape.join(', ')}${space.shape.length === 1 ? ',' : ''}), ${space.dtype})`;
     case 'discrete':
       return space.start ? `Discrete(${space.n}, start=${space.start})` : `Discrete(${space.n})`;
     case 'multi_discrete':

@@ -21,6 +21,10 @@ class LocalCounts {
     return c;
   }
 
+  entries(): IterableIterator<[string, { n: number }]> {
+    return this.counts.entries();
+  }
+
   flushInto(counter: Counter, labelName: string): void {
     for (const [label, c] of this.counts) {
       if (c.n === 0) continue;
@@ -31,33 +35,44 @@ class LocalCounts {
 }
 
 const LATENCY_BUCKETS = [0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5];
+/** Episode returns across envs: NAVSIM's [0, 1], Bench2Drive's ~100, CartPole's 500, negatives too. */
+const RETURN_BUCKETS = [-1000, -100, -10, -1, 0, 0.25, 0.5, 0.75, 1, 10, 50, 100, 200, 500, 1000];
+const LENGTH_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000];
 
-/** One env's latency histogram: per-bucket (not cumulative) counts, the sum and the count. */
-export class LatencyCells {
-  readonly buckets = new Float64Array(LATENCY_BUCKETS.length + 1);
+/** One env's histogram: per-bucket (not cumulative) counts, the sum and the count. */
+export class HistogramCells {
+  readonly buckets: Float64Array;
   sum = 0;
   count = 0;
 
-  observe(seconds: number): void {
+  constructor(private readonly bounds: readonly number[]) {
+    this.buckets = new Float64Array(bounds.length + 1);
+  }
+
+  observe(value: number): void {
     let i = 0;
-    while (i < LATENCY_BUCKETS.length && seconds > LATENCY_BUCKETS[i]!) i++;
+    while (i < this.bounds.length && value > this.bounds[i]!) i++;
     this.buckets[i]!++;
-    this.sum += seconds;
+    this.sum += value;
     this.count++;
   }
 }
 
-/** A Prometheus histogram of step latency per env, read straight from the cells at scrape time. */
-class StepLatencyHistogram {
-  readonly name = 'gymwire_step_latency_seconds';
-  readonly help = 'Time inside the server for one step request (a batch counts once)';
+/** A Prometheus histogram per env, read straight from the cells at scrape time. */
+class PerEnvHistogram {
   readonly type = 'histogram';
   readonly aggregator = 'sum';
-  readonly perEnv = new Map<string, LatencyCells>();
+  readonly perEnv = new Map<string, HistogramCells>();
 
-  cells(envId: string): LatencyCells {
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly bounds: readonly number[],
+  ) {}
+
+  cells(envId: string): HistogramCells {
     let c = this.perEnv.get(envId);
-    if (!c) this.perEnv.set(envId, (c = new LatencyCells()));
+    if (!c) this.perEnv.set(envId, (c = new HistogramCells(this.bounds)));
     return c;
   }
 
@@ -65,7 +80,7 @@ class StepLatencyHistogram {
     const values: MetricValueWithName<string>[] = [];
     for (const [envId, c] of this.perEnv) {
       let cumulative = 0;
-      LATENCY_BUCKETS.forEach((le, i) => {
+      this.bounds.forEach((le, i) => {
         cumulative += c.buckets[i]!;
         values.push({ metricName: `${this.name}_bucket`, labels: { le, env_id: envId }, value: cumulative });
       });
@@ -81,11 +96,22 @@ class StepLatencyHistogram {
   }
 }
 
+/** How an episode ended: Gymnasium's two signals. */
+export type EpisodeEnd = 'terminated' | 'truncated';
+
+/** What one env's sessions count when an episode ends. */
+export interface EpisodeCells {
+  returns: HistogramCells;
+  lengths: HistogramCells;
+  ended: Record<EpisodeEnd, { n: number }>;
+}
+
 /** What a session bumps on its hot path. */
 export interface SessionCells {
   steps: { n: number };
   resets: { n: number };
-  latency: LatencyCells;
+  latency: HistogramCells;
+  episodes: EpisodeCells;
 }
 
 export class ServerMetrics {
@@ -109,7 +135,28 @@ export class ServerMetrics {
     registers: [this.registry],
     collect: () => this.resetCounts.flushInto(this.resets, 'env_id'),
   });
-  private readonly stepLatency = new StepLatencyHistogram();
+  private readonly stepLatency = new PerEnvHistogram(
+    'gymwire_step_latency_seconds',
+    'Time inside the server for one step request (a batch counts once)',
+    LATENCY_BUCKETS,
+  );
+  private readonly episodeReturn = new PerEnvHistogram('gymwire_episode_return', 'Summed reward of each finished episode', RETURN_BUCKETS);
+  private readonly episodeLength = new PerEnvHistogram('gymwire_episode_length_steps', 'Steps of each finished episode', LENGTH_BUCKETS);
+  private readonly endCounts = new LocalCounts();
+  private readonly episodesEnded: Counter = new Counter({
+    name: 'gymwire_episodes_total',
+    help: 'Finished episodes by env and how they ended (terminated, truncated)',
+    labelNames: ['env_id', 'reason'],
+    registers: [this.registry],
+    collect: () => {
+      for (const [key, c] of this.endCounts.entries()) {
+        if (c.n === 0) continue;
+        const [envId, reason] = JSON.parse(key) as [string, string];
+        this.episodesEnded.inc({ env_id: envId, reason }, c.n);
+        c.n = 0;
+      }
+    },
+  });
   readonly errors = new Counter({ name: 'gymwire_errors_total', help: 'Error answers by code', labelNames: ['code'], registers: [this.registry] });
   private readonly requests: Counter = new Counter({
     name: 'gymwire_requests_total',
@@ -121,6 +168,8 @@ export class ServerMetrics {
 
   constructor() {
     this.registry.registerMetric(this.stepLatency as never);
+    this.registry.registerMetric(this.episodeReturn as never);
+    this.registry.registerMetric(this.episodeLength as never);
   }
 
   /** Exports how the server polls its sockets (protocol/busy-poll.ts), read at scrape time. */
@@ -155,7 +204,17 @@ export class ServerMetrics {
 
   /** The cells one env's sessions count into (shared by every session of that env). */
   forEnv(envId: string): SessionCells {
-    return { steps: this.stepCounts.cell(envId), resets: this.resetCounts.cell(envId), latency: this.stepLatency.cells(envId) };
+    const ended = (reason: EpisodeEnd) => this.endCounts.cell(JSON.stringify([envId, reason]));
+    return {
+      steps: this.stepCounts.cell(envId),
+      resets: this.resetCounts.cell(envId),
+      latency: this.stepLatency.cells(envId),
+      episodes: {
+        returns: this.episodeReturn.cells(envId),
+        lengths: this.episodeLength.cells(envId),
+        ended: { terminated: ended('terminated'), truncated: ended('truncated') },
+      },
+    };
   }
 
   /** The cell counting requests of one type. */

@@ -52,22 +52,39 @@ export class Session {
   replyBytes = 0;
   readonly createdAt = Date.now();
   /** Live statistics for the viewer and /metrics; cheap to keep (references, counters). */
-  readonly stats = { steps: 0, episodes: 0, episodeReturn: 0, lastReward: 0, lastObs: null as unknown, lastInfo: null as Record<string, unknown> | null };
+  readonly stats = {
+    steps: 0,
+    episodes: 0,
+    episodeReturn: 0,
+    episodeSteps: 0,
+    lastReward: 0,
+    lastObs: null as unknown,
+    lastInfo: null as Record<string, unknown> | null,
+  };
 
-  /** Records a step's outcome. */
-  recordStep(obs: unknown, reward: number, ended: boolean, info: Record<string, unknown>): void {
+  /** Records a step's outcome; an episode's end goes into the env's /metrics histograms. */
+  recordStep(obs: unknown, reward: number, terminated: boolean, truncated: boolean, info: Record<string, unknown>): void {
     const st = this.stats;
     st.steps++;
+    st.episodeSteps++;
     st.lastReward = reward;
     st.episodeReturn += reward;
     st.lastObs = obs;
     st.lastInfo = info;
-    if (ended) st.episodes++;
+    if (terminated || truncated) {
+      st.episodes++;
+      const cells = this.metrics.episodes;
+      cells.returns.observe(st.episodeReturn);
+      cells.lengths.observe(st.episodeSteps);
+      // Gymnasium: terminated wins when both are set (the MDP ended; the time limit is moot).
+      cells.ended[terminated ? 'terminated' : 'truncated'].n++;
+    }
   }
 
   /** Records a reset's outcome. */
   recordReset(obs: unknown, info: Record<string, unknown>): void {
     this.stats.episodeReturn = 0;
+    this.stats.episodeSteps = 0;
     this.stats.lastObs = obs;
     this.stats.lastInfo = info;
   }

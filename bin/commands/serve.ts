@@ -49,6 +49,11 @@ export interface ServeOptions {
   pythonExe?: string;
   workers?: string;
   workerTimeout: string;
+  evacModelDir?: string;
+  evacBatchSize: string;
+  evacBatchWindow: string;
+  evacThreads?: string;
+  evacDevice?: string;
 }
 
 /** The server's token: --token, --token-file or GYMWIRE_TOKEN (at most one of the flags), or null. */
@@ -142,6 +147,17 @@ export function registerServe(program: Command): void {
     .option('--python-exe <path>', 'the Python that runs hosted envs (also GYMWIRE_PYTHON; default python3)')
     .option('--workers <n>', 'Python worker processes at most (default: one per core)')
     .option('--worker-timeout <duration>', 'kill and restart a Python worker that takes longer than this to answer', '60s')
+    .option(
+      '--evac-model-dir <dir>',
+      'world model served to EvacWorldModel-v0 makes that name neither model_dir nor resolution (default: the bundled tiny one)',
+    )
+    .option('--evac-batch-size <n>', 'world-model chunk steps run together at most (1: no batching)', '32')
+    .option('--evac-batch-window <duration>', 'how long a world-model chunk step waits for others to share its run', '2ms')
+    .option('--evac-threads <n>', 'onnxruntime intra-op threads for world models (0: onnxruntime chooses; default one per core, at most 4)')
+    .option(
+      '--evac-device <device>',
+      'cpu or cuda for world models without a device kwarg (default GYMWIRE_EVAC_DEVICE or cpu; cuda falls back to cpu, logged)',
+    )
     .action(async (opts: ServeOptions) => {
       if (opts.transport !== 'ws' && opts.transport !== 'uws') throw new Error(`--transport must be ws or uws, got ${opts.transport}`);
       const busyPollUs = parseBusyPoll(opts.busyPollUs);
@@ -169,7 +185,7 @@ export function registerServe(program: Command): void {
       };
       const hosted = hostedOptions(opts);
       const logger = stderrLogger(opts.logLevel);
-      const registry = defaultRegistry({ dataRoots: new DataRoots(opts.dataRoot), logger });
+      const registry = defaultRegistry({ dataRoots: new DataRoots(opts.dataRoot), logger, evac: evacOptions(opts) });
       await hostEnvs(registry, { ...hosted, logger });
       const server = await startServer({
         registry,
@@ -191,6 +207,8 @@ export function registerServe(program: Command): void {
         },
       });
       process.stdout.write(`gymwire serving ${server.core.registry.ids().length} envs on ${server.url} (transport ${opts.transport})\n`);
+      if (opts.transport === 'uws')
+        process.stdout.write('the viewer and /mcp are not served with --transport uws (only /healthz and /metrics are); use --transport ws for them\n');
       let stopping = false;
       const stop = (signal: string) => {
         if (stopping) process.exit(1);
@@ -222,5 +240,20 @@ function hostedOptions(opts: ServeOptions) {
     pythonExe: opts.pythonExe ?? process.env.GYMWIRE_PYTHON,
     workers,
     workerTimeoutMs,
+  };
+}
+
+/** The world-model flags, checked. */
+export function evacOptions(opts: Pick<ServeOptions, 'evacModelDir' | 'evacBatchSize' | 'evacBatchWindow' | 'evacThreads' | 'evacDevice'>) {
+  const maxBatch = parseCount('--evac-batch-size', opts.evacBatchSize);
+  if (maxBatch === 0) throw new Error('--evac-batch-size must be at least 1');
+  const device = opts.evacDevice;
+  if (device !== undefined && device !== 'cpu' && device !== 'cuda') throw new Error(`--evac-device must be cpu or cuda, got ${device}`);
+  return {
+    defaultModelDir: opts.evacModelDir,
+    maxBatch,
+    batchWindowMs: parseDuration('--evac-batch-window', opts.evacBatchWindow),
+    threads: opts.evacThreads === undefined ? undefined : parseCount('--evac-threads', opts.evacThreads),
+    device: device as 'cpu' | 'cuda' | undefined,
   };
 }

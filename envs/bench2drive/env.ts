@@ -19,7 +19,7 @@ import type { Space } from '../../protocol/spaces.ts';
 import { box, dict, discrete, sequence } from '../../protocol/spaces.ts';
 import { Random } from '../../protocol/random.ts';
 import { Tensor } from '../../protocol/tensor.ts';
-import type { Env, EnvMetadata, EnvTool, Info, ResetOptions, ResetResult, StepResult } from '../core/env.ts';
+import type { Env, EnvMetadata, EnvTool, Info, ResetOptions, ResetResult, StepResult, ToolContext, Value } from '../core/env.ts';
 import { InvalidActionError, InvalidOptionsError, defineTool } from '../core/env.ts';
 import { packState, unpackState } from '../core/state.ts';
 import type { CameraSpec, RenderBox, RenderInput } from '../driving/render/index.ts';
@@ -96,12 +96,219 @@ function toGnss(x: number, y: number): [number, number, number] {
   return [(y / R) * (180 / Math.PI), (x / R) * (180 / Math.PI), 0];
 }
 
+/** The longest span one drive_for / follow_waypoints_for call may run: 10 s of route. */
+export const MAX_SPAN_TICKS = 200;
+/** How many route points (2 m apart) a span summary shows ahead of the ego. */
+const ROUTE_AHEAD_POINTS = 12;
+const SpanUntil = z
+  .enum(['end', 'infraction', 'command_change'])
+  .optional()
+  .describe("when to stop before `ticks` besides the route's end: 'end' (only then, the default), 'infraction' (at a new infraction), 'command_change' (when the navigation command changes)");
+type SpanStop = 'end' | 'infraction' | 'command_change';
+
 export class Bench2DriveEnv implements Env {
+  /** The tools every Bench2Drive session has; static, so listings and MCP hosts know them before any session exists. */
+  static readonly TOOLS: readonly EnvTool<never>[] = [
+    defineTool({
+      name: 'drive',
+      description:
+        'Advance the route one 0.05 s tick with throttle [0,1], steer [-1,1] (positive right) and brake [0,1]. Returns reward, terminated, truncated, route completion, penalty, status and new infractions.',
+      inputSchema: z.object({ throttle: z.number().min(0).max(1), steer: z.number().min(-1).max(1), brake: z.number().min(0).max(1) }).strict(),
+      handler: async (a, ctx) => {
+        const env = ctx.env as Bench2DriveEnv;
+        if (env.kwargs.action_type === 'waypoints')
+          throw new InvalidActionError('this env was made with action_type "waypoints"; drive takes controls only with the default action type');
+        // Through the wrapped env, so the registry's wrappers (order, limits) see the step.
+        const r = await ctx.wrapped.step(Tensor.from('float32', [3], [a.throttle, a.steer, a.brake]));
+        return {
+          reward: r.reward,
+          terminated: r.terminated,
+          truncated: r.truncated,
+          route_completion: r.info['route_completion'],
+          infraction_penalty: r.info['infraction_penalty'],
+          status: r.info['status'],
+          new_infractions: r.info['new_infractions'],
+          speed: env.world!.ego.v,
+        };
+      },
+    }),
+    defineTool({
+      name: 'get_command',
+      description:
+        'The current navigation command (RoadOption code and name, near and far) and the target point in the ego frame (x forward, y left, metres).',
+      inputSchema: z.object({}).strict(),
+      handler: (_args, ctx) => {
+        const env = ctx.env as Bench2DriveEnv;
+        if (!env.world) throw new InvalidActionError('call reset first');
+        const c = env.planner.current();
+        const tp = env.egoFrame(c.target);
+        return {
+          command: c.near,
+          command_name: ROAD_OPTION_NAMES[c.near] ?? 'VOID',
+          command_far: c.far,
+          command_far_name: ROAD_OPTION_NAMES[c.far] ?? 'VOID',
+          target_point: tp,
+          distance_m: Math.hypot(tp[0], tp[1]),
+        };
+      },
+    }),
+    defineTool({
+      name: 'get_route_info',
+      description:
+        'The route: id, scenario type and abilities, town, length, speed limit, 2 m waypoints [x, y, option], the downsampled global plan, and progress so far.',
+      inputSchema: z.object({}).strict(),
+      handler: (_args, ctx) => {
+        const env = ctx.env as Bench2DriveEnv;
+        if (!env.world) throw new InvalidActionError('call reset first');
+        return {
+          ...env.routeInfo(),
+          route_completion: env.world.completion.percentage,
+          infraction_penalty: env.world.penalty(),
+          status: env.world.status,
+        };
+      },
+    }),
+    defineTool({
+      name: 'drive_for',
+      description:
+        'Hold throttle [0,1], steer [-1,1] (positive right) and brake [0,1] for up to `ticks` 0.05 s ticks, stopping early when the route ends or, as `until` asks, at a new infraction or a change of navigation command. Returns the span summary: ticks run, summed reward, why it stopped, infractions, route completion, speed, the next command with its target point, and the route ahead (12 points 2 m apart, ego frame).',
+      inputSchema: z
+        .object({
+          throttle: z.number().min(0).max(1).describe('throttle, 0 to 1'),
+          steer: z.number().min(-1).max(1).describe('steer, -1 (left) to 1 (right)'),
+          brake: z.number().min(0).max(1).describe('brake, 0 to 1'),
+          ticks: z.number().int().min(1).max(MAX_SPAN_TICKS).describe(`how many 0.05 s ticks to hold the controls, 1 to ${MAX_SPAN_TICKS}`),
+          until: SpanUntil,
+        })
+        .strict(),
+      handler: async (a, ctx) => {
+        const env = ctx.env as Bench2DriveEnv;
+        if (env.kwargs.action_type === 'waypoints')
+          throw new InvalidActionError('this env was made with action_type "waypoints"; drive_for takes controls only with the default action type');
+        const action = Tensor.from('float32', [3], [a.throttle, a.steer, a.brake]);
+        return env.runSpan(ctx, a.ticks, a.until ?? 'end', () => action);
+      },
+    }),
+    defineTool({
+      name: 'follow_waypoints_for',
+      description:
+        "Follow a path for up to `ticks` 0.05 s ticks: `waypoints` are [x, y] in the ego frame now (x forward, y left, metres) spaced 0.5 s apart at the speed you want (2 m apart is 4 m/s). They are fixed to the world, and each tick the env's waypoint controller steers along the ones still ahead. Stops early when the route ends, when the path runs out, or as `until` asks. Returns the span summary like drive_for.",
+      inputSchema: z
+        .object({
+          waypoints: z.array(z.array(z.number()).length(2)).min(2).max(64).describe('2 to 64 points [x, y], ego frame, 0.5 s apart'),
+          ticks: z.number().int().min(1).max(MAX_SPAN_TICKS).describe(`at most this many 0.05 s ticks, 1 to ${MAX_SPAN_TICKS}`),
+          until: SpanUntil,
+        })
+        .strict(),
+      handler: async (a, ctx) => {
+        const env = ctx.env as Bench2DriveEnv;
+        if (!env.world) throw new InvalidActionError('call reset first');
+        const ego = env.world.ego;
+        const c = Math.cos(ego.yaw);
+        const s = Math.sin(ego.yaw);
+        const path = a.waypoints.map(([x, y]) => ({ x: ego.x + c * x! - s * y!, y: ego.y + s * x! + c * y! }));
+        return env.runSpan(ctx, a.ticks, a.until ?? 'end', () => {
+          // The points still ahead, in the ego frame now; the span ends when fewer than two remain.
+          const ahead = path.map((p) => env.egoFrame(p)).filter(([x]) => x > 0.5);
+          if (ahead.length < 2) return null;
+          if (env.kwargs.action_type === 'waypoints') {
+            const padded = Array.from({ length: WAYPOINTS }, (_, i) => ahead[Math.min(i, ahead.length - 1)]!);
+            return Tensor.from('float32', [WAYPOINTS, 2], padded.flat());
+          }
+          const u = env.pid.control(ahead, env.world!.ego.v);
+          return Tensor.from('float32', [3], [u.throttle, u.steer, u.brake]);
+        });
+      },
+    }),
+  ];
+
+  /**
+   * Steps through the wrapped env (so limits apply) until `ticks` ran, the route ended, `next`
+   * has no action left, or the `until` event; sums what one step would report.
+   */
+  private async runSpan(ctx: ToolContext, ticks: number, until: SpanStop, next: () => Tensor | null): Promise<Record<string, Value>> {
+    if (!this.world) throw new InvalidActionError('call reset first');
+    const startCommand = this.planner.current().near;
+    const infractions: Value[] = [];
+    let reward = 0;
+    let ran = 0;
+    let terminated = false;
+    let truncated = false;
+    let stopped: string = 'ticks';
+    while (ran < ticks) {
+      const action = next();
+      if (!action) {
+        stopped = 'path_end';
+        break;
+      }
+      const r = await ctx.wrapped.step(action);
+      ran++;
+      reward += r.reward;
+      const fresh = (r.info['new_infractions'] as Value[] | undefined) ?? [];
+      infractions.push(...fresh);
+      if (r.terminated || r.truncated) {
+        terminated = r.terminated;
+        truncated = r.truncated;
+        stopped = terminated ? 'terminated' : 'truncated';
+        break;
+      }
+      if (until === 'infraction' && fresh.length > 0) {
+        stopped = 'infraction';
+        break;
+      }
+      if (until === 'command_change' && this.planner.current().near !== startCommand) {
+        stopped = 'command_change';
+        break;
+      }
+    }
+    const world = this.world;
+    const c = this.planner.current();
+    const target = this.egoFrame(c.target);
+    return {
+      ticks: ran,
+      reward,
+      terminated,
+      truncated,
+      stopped,
+      new_infractions: infractions,
+      route_completion: world.completion.percentage,
+      infraction_penalty: world.penalty(),
+      status: world.status,
+      speed: world.ego.v,
+      command: ROAD_OPTION_NAMES[c.near] ?? 'VOID',
+      target_point: target,
+      route_ahead: this.routeAhead(ROUTE_AHEAD_POINTS),
+    };
+  }
+
+  /** The next `n` route points past the ego, 2 m apart, in the ego frame: a path to follow. */
+  private routeAhead(n: number): [number, number][] {
+    const w = this.world!;
+    const points = w.route.points;
+    let nearest = 0;
+    let best = Infinity;
+    for (let i = 0; i < points.length; i++) {
+      const d = Math.hypot(points[i]!.x - w.ego.x, points[i]!.y - w.ego.y);
+      if (d < best) {
+        best = d;
+        nearest = i;
+      }
+    }
+    const out: [number, number][] = [];
+    for (let i = nearest + 2; i < points.length && out.length < n; i += 2) {
+      const [x, y] = this.egoFrame(points[i]!);
+      out.push([Math.round(x * 100) / 100, Math.round(y * 100) / 100]);
+    }
+    return out;
+  }
+
   readonly observationSpace: Space;
   readonly actionSpace: Space;
   readonly metadata: EnvMetadata;
   readonly renderMode: 'rgb_array' | null;
-  readonly tools: readonly EnvTool<never>[];
+  get tools(): readonly EnvTool<never>[] {
+    return Bench2DriveEnv.TOOLS;
+  }
 
   private readonly kwargs: Bench2DriveKwargs;
   private readonly rng = new Random();
@@ -163,7 +370,6 @@ export class Bench2DriveEnv implements Env {
           ? 'six ego-frame waypoints (x forward, y left) 0.5 s apart -> Bench2Drive PID'
           : '[throttle 0..1, steer -1..1 (positive right, as CARLA), brake 0..1]',
     };
-    this.tools = this.makeTools();
   }
 
   private scenario(id: string): Scenario {
@@ -379,66 +585,6 @@ export class Bench2DriveEnv implements Env {
     };
   }
 
-  private makeTools(): EnvTool<never>[] {
-    return [
-      defineTool({
-        name: 'drive',
-        description:
-          'Advance the route one 0.05 s tick with throttle [0,1], steer [-1,1] (positive right) and brake [0,1]. Returns reward, terminated, truncated, route completion, penalty, status and new infractions.',
-        inputSchema: z.object({ throttle: z.number().min(0).max(1), steer: z.number().min(-1).max(1), brake: z.number().min(0).max(1) }).strict(),
-        handler: async (a, ctx) => {
-          if (this.kwargs.action_type === 'waypoints')
-            throw new InvalidActionError('this env was made with action_type "waypoints"; drive takes controls only with the default action type');
-          // Through the wrapped env, so the registry's wrappers (order, limits) see the step.
-          const r = await ctx.wrapped.step(Tensor.from('float32', [3], [a.throttle, a.steer, a.brake]));
-          return {
-            reward: r.reward,
-            terminated: r.terminated,
-            truncated: r.truncated,
-            route_completion: r.info['route_completion'],
-            infraction_penalty: r.info['infraction_penalty'],
-            status: r.info['status'],
-            new_infractions: r.info['new_infractions'],
-            speed: this.world!.ego.v,
-          };
-        },
-      }),
-      defineTool({
-        name: 'get_command',
-        description:
-          'The current navigation command (RoadOption code and name, near and far) and the target point in the ego frame (x forward, y left, metres).',
-        inputSchema: z.object({}).strict(),
-        handler: () => {
-          if (!this.world) throw new InvalidActionError('call reset first');
-          const c = this.planner.current();
-          const tp = this.egoFrame(c.target);
-          return {
-            command: c.near,
-            command_name: ROAD_OPTION_NAMES[c.near] ?? 'VOID',
-            command_far: c.far,
-            command_far_name: ROAD_OPTION_NAMES[c.far] ?? 'VOID',
-            target_point: tp,
-            distance_m: Math.hypot(tp[0], tp[1]),
-          };
-        },
-      }),
-      defineTool({
-        name: 'get_route_info',
-        description:
-          'The route: id, scenario type and abilities, town, length, speed limit, 2 m waypoints [x, y, option], the downsampled global plan, and progress so far.',
-        inputSchema: z.object({}).strict(),
-        handler: () => {
-          if (!this.world) throw new InvalidActionError('call reset first');
-          return {
-            ...this.routeInfo(),
-            route_completion: this.world.completion.percentage,
-            infraction_penalty: this.world.penalty(),
-            status: this.world.status,
-          };
-        },
-      }),
-    ];
-  }
 
   /** The scene the last observation's camera images show (external cameras only; null before reset). */
   lastCameraInput(): RenderInput | null {

@@ -12,7 +12,7 @@
  */
 import { Tensor } from '../../protocol/tensor.ts';
 import type { Agent } from './agents.ts';
-import type { AbilityTable } from './metrics.ts';
+import type { AbilityTable, MetricInfo } from './metrics.ts';
 import { abilityTable, comfortness, drivingScore, efficiency, successRate } from './metrics.ts';
 import { DEV_ROUTE_IDS, ROUTE_IDS } from './scenarios.ts';
 import type { RouteRecord } from './scoring.ts';
@@ -39,6 +39,8 @@ export interface EvalOptions {
   kwargs?: Record<string, unknown>;
   onProgress?(done: number, total: number, last: RouteRecord): void;
   seed?: number;
+  /** Keep every tick's `metric_info` sample per route (for Bench2Drive's own tools; see leaderboard.ts). */
+  keepMetricInfo?: boolean;
 }
 
 export interface EvalReport {
@@ -51,6 +53,8 @@ export interface EvalReport {
   ability: AbilityTable;
   records: RouteRecord[];
   comfort_per_route: number[];
+  /** Per route: every tick's `metric_info` sample (empty unless `keepMetricInfo`), wall-clock seconds, start time. */
+  routes_detail: { metric_info: MetricInfo[]; duration_system: number; started_at: Date }[];
 }
 
 /** Evaluates `agent` on every route (one env, reset per route with `route_id`). */
@@ -59,8 +63,12 @@ export async function evaluateBench2Drive(o: EvalOptions): Promise<EvalReport> {
   const env = await o.makeEnv({ ...o.agent.makeKwargs, ...(o.kwargs ?? {}) });
   const records: RouteRecord[] = [];
   const comfort: number[] = [];
+  const detail: EvalReport['routes_detail'] = [];
   try {
     for (const [i, id] of ids.entries()) {
+      const startedAt = new Date();
+      const t0 = performance.now();
+      const samples: MetricInfo[] = [];
       const reset = await env.reset({ seed: (o.seed ?? 0) + i, options: { route_id: id } });
       o.agent.reset(reset.info);
       let obs = reset.obs as Record<string, unknown>;
@@ -70,12 +78,14 @@ export async function evaluateBench2Drive(o: EvalOptions): Promise<EvalReport> {
         const r = await env.step(action);
         obs = r.obs as Record<string, unknown>;
         info = r.info;
+        if (o.keepMetricInfo && info['metric_info']) samples.push(info['metric_info'] as unknown as MetricInfo);
         if (r.terminated || r.truncated) break;
       }
       const rec = info['record'] as RouteRecord | undefined;
       if (!rec) throw new Error(`route ${id} did not end within 5000 steps`);
       records.push(rec);
       comfort.push(Number(info['comfort'] ?? 0));
+      detail.push({ metric_info: samples, duration_system: (performance.now() - t0) / 1000, started_at: startedAt });
       o.onProgress?.(i + 1, ids.length, rec);
     }
   } finally {
@@ -91,6 +101,7 @@ export async function evaluateBench2Drive(o: EvalOptions): Promise<EvalReport> {
     ability: abilityTable(records),
     records,
     comfort_per_route: comfort,
+    routes_detail: detail,
   };
 }
 

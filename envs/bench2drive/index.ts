@@ -35,6 +35,7 @@ export function registerBench2Drive(registry: Registry, opts: RegisterBench2Driv
       return new PooledCameras(new Bench2DriveEnv(kwargs, { externalCameras: true }), renderPool);
     },
     kwargsSchema: Bench2DriveKwargsSchema,
+    tools: Bench2DriveEnv.TOOLS,
     estimateBytes: estimateBench2DriveBytes,
     tags: ['driving', 'benchmark', 'bench2drive', 'closed-loop'],
   });

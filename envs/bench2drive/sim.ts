@@ -800,7 +800,7 @@ export class World {
       forward_vector: [c, s, 0],
       right_vector: [s, -c, 0],
       location: [m[o + 5]!, m[o + 6]!, 0],
-      rotation: [0, (m[o + 7]! * 180) / Math.PI, 0],
+      rotation: [0, 0, (m[o + 7]! * 180) / Math.PI],
     };
   }
 

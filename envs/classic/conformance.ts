@@ -14,7 +14,7 @@ import { Random } from '../../protocol/random.ts';
 import { DTYPES, Tensor } from '../../protocol/tensor.ts';
 import type { DType } from '../../protocol/tensor.ts';
 import { defineTool, InvalidActionError, InvalidOptionsError } from '../core/env.ts';
-import type { Env, EnvMetadata, ResetOptions, ResetResult, StepResult } from '../core/env.ts';
+import type { Env, EnvMetadata, EnvTool, ResetOptions, ResetResult, StepResult } from '../core/env.ts';
 import { packState, unpackState } from '../core/state.ts';
 
 const CHARSET = 'abcdefghijklmnopqrstuvwxyz';
@@ -54,7 +54,8 @@ export class ConformanceEnv implements Env {
   private readonly rng = new Random();
   private state: State | null = null;
 
-  readonly tools = [
+  /** Static, so listings show the tools before any session exists. */
+  static readonly TOOLS: readonly EnvTool<never>[] = [
     defineTool({
       name: 'echo',
       description: 'Returns its text argument unchanged (checks string round trips).',
@@ -64,7 +65,7 @@ export class ConformanceEnv implements Env {
     defineTool({
       name: 'add',
       description: 'Adds two numbers (checks argument validation).',
-      inputSchema: z.object({ a: z.number(), b: z.number() }).strict(),
+      inputSchema: z.object({ a: z.number().describe('the first addend'), b: z.number().describe('the second addend') }).strict(),
       handler: ({ a, b }) => ({ sum: a + b }),
     }),
     defineTool({
@@ -87,6 +88,9 @@ export class ConformanceEnv implements Env {
       },
     }),
   ];
+  get tools(): readonly EnvTool<never>[] {
+    return ConformanceEnv.TOOLS;
+  }
 
   constructor(opts: { render_mode?: string | null } = {}) {
     this.renderMode = opts.render_mode ?? null;

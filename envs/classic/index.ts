@@ -17,6 +17,7 @@ export function registerClassic(registry: Registry): void {
     id: 'gymwire/Conformance-v0',
     description: 'The everything env: every space type and dtype, tools, state save/load; for conformance checks.',
     entryPoint: (kwargs) => new ConformanceEnv(kwargs),
+    tools: ConformanceEnv.TOOLS,
     kwargsSchema: z.object({ render_mode: z.enum(['rgb_array']).nullable().optional() }).strict(),
     maxEpisodeSteps: 50,
     tags: ['conformance'],

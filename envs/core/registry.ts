@@ -15,8 +15,10 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 
 import { DataRoots } from './data-roots.ts';
-import type { Env, MaybePromise } from './env.ts';
+import type { ToolDescription } from '../../protocol/messages.ts';
+import type { Env, EnvTool, MaybePromise } from './env.ts';
 import { InvalidKwargsError } from './kwargs-error.ts';
+import { toolDescriptions } from './tool-descriptions.ts';
 import { OrderEnforcing, PassiveEnvChecker, TimeLimit } from './wrappers.ts';
 
 export const ENV_ID_RE = /^(?:(?<namespace>[\w:.-]+)\/)?(?<name>[\w:.-]+?)(?:-v(?<version>\d+))?$/;
@@ -32,6 +34,11 @@ export interface EnvSpec<K = Record<string, unknown>> {
   maxEpisodeSteps?: number;
   /** Free-form tags for listings (e.g. ['driving', 'benchmark']). */
   tags?: string[];
+  /**
+   * The tools every session of this env has, when they do not depend on the session (the env's
+   * `tools` returns the same list). Listings show them, so MCP hosts see them before any make.
+   */
+  tools?: readonly EnvTool<never>[];
   /**
    * The memory one session holds, in bytes, for these (validated) kwargs: cameras, buffers, tables.
    * The server checks it against its memory budgets before building the env, so it must be cheap
@@ -49,6 +56,8 @@ export interface EnvListing {
   max_episode_steps: number | null;
   tags: string[];
   kwargs_schema: Record<string, unknown> | null;
+  /** The env's tools, known up front; null when only a made session knows them (hosted envs). */
+  tools: ToolDescription[] | null;
 }
 
 export class UnknownEnvError extends Error {
@@ -140,6 +149,7 @@ export class Registry {
         max_episode_steps: spec.maxEpisodeSteps ?? null,
         tags: spec.tags ?? [],
         kwargs_schema: kwargsSchema,
+        tools: spec.tools ? toolDescriptions(spec.tools) : null,
       };
     });
   }

@@ -19,7 +19,15 @@ import type { ConfinePath } from '../core/data-roots.ts';
 
 export const MANIFEST_FORMAT = 'gymwire.world-model/v1';
 
-const FileEntry = z.object({ path: z.string().min(1), sha256: z.string().regex(/^[0-9a-f]{64}$/, 'a lowercase hex sha256') }).strict();
+const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'a lowercase hex sha256');
+const FileEntry = z
+  .object({
+    path: z.string().min(1),
+    sha256: Sha256,
+    /** ONNX external data files (`model.onnx.data`, for models over 2 GB), each with its own hash. */
+    external_data: z.array(z.object({ path: z.string().min(1), sha256: Sha256 }).strict()).optional(),
+  })
+  .strict();
 
 export const ManifestSchema = z
   .object({
@@ -108,23 +116,28 @@ export async function readModelDir(dir: string, opts: { confine?: ConfinePath } 
   for (const [name, arr] of Object.entries({ low, high, mean, std })) {
     if (arr && arr.length !== dim) throw new ModelContractError(`${manifestPath}: action.${name} has ${arr.length} values, action.dim is ${dim}`);
   }
+  for (let d = 0; d < dim; d++) {
+    // A Box with low > high cannot be built by any client (Gymnasium raises), so refuse it here.
+    if (!(low[d]! <= high[d]!)) throw new ModelContractError(`${manifestPath}: action.low[${d}] = ${low[d]} is above action.high[${d}] = ${high[d]}`);
+  }
   const files: ModelDir['files'] = { world_model: '', reward: '', action_adapter: null };
   for (const key of ['world_model', 'reward', 'action_adapter'] as const) {
     const entry = manifest.files[key];
     if (!entry) continue;
-    const path = join(root, entry.path);
-    const file = confine(path);
-    let bytes: Uint8Array;
-    try {
-      bytes = await readFile(file);
-    } catch {
-      throw new ModelContractError(`model file ${key} is missing: ${path} (listed in manifest.files.${key})`);
+    files[key] = await checkFile(root, confine, `model file ${key}`, `manifest.files.${key}`, entry);
+    const listed = new Set<string>();
+    for (const [i, data] of (entry.external_data ?? []).entries()) {
+      const file = await checkFile(root, confine, `external data of ${key}`, `manifest.files.${key}.external_data[${i}]`, data);
+      listed.add(file);
     }
-    const actual = sha256(bytes);
-    if (actual !== entry.sha256) {
-      throw new ModelContractError(`model file ${key} (${path}) has sha256 ${actual}, the manifest says ${entry.sha256}; regenerate it or fix the manifest`);
+    // onnxruntime reads external data by the name inside the model; the usual name is <model>.data.
+    // An unlisted one would load unhashed, so it is refused rather than trusted.
+    const conventional = `${files[key]}.data`;
+    if (!listed.has(conventional) && (await stat(conventional).catch(() => null))) {
+      throw new ModelContractError(
+        `model file ${key} has external data ${conventional} that manifest.files.${key}.external_data does not list; add it with its sha256`,
+      );
     }
-    files[key] = file;
   }
   let datasetDir: string | null = null;
   if (manifest.dataset) {
@@ -133,6 +146,51 @@ export async function readModelDir(dir: string, opts: { confine?: ConfinePath } 
     if (!st?.isDirectory()) throw new ModelContractError(`reset dataset folder ${datasetDir} (manifest.dataset) is missing`);
   }
   return { dir: root, manifest, files, datasetDir };
+}
+
+/**
+ * What identifies a model directory's current content without hashing the models again: the
+ * manifest's bytes and the size, mtime and inode of every file it lists. A directory rebuilt in
+ * place (a new export, an edited manifest) gets a new fingerprint.
+ */
+export async function fingerprintModelDir(dir: string, opts: { confine?: ConfinePath } = {}): Promise<string> {
+  const confine = opts.confine ?? ((path: string) => path);
+  const root = resolve(dir);
+  const text = await readFile(confine(join(root, 'manifest.json')), 'utf8').catch(() => '');
+  const parts = [sha256(new TextEncoder().encode(text))];
+  let listed: string[] = [];
+  try {
+    const files = (JSON.parse(text) as { files?: Record<string, { path?: unknown; external_data?: { path?: unknown }[] }> }).files ?? {};
+    for (const entry of Object.values(files)) {
+      listed.push(String(entry.path));
+      for (const data of entry.external_data ?? []) listed.push(String(data.path));
+    }
+  } catch {
+    listed = [];
+  }
+  for (const path of listed) {
+    const st = await Promise.resolve()
+      .then(() => stat(confine(join(root, path))))
+      .catch(() => null);
+    parts.push(st ? `${path}:${st.size}:${st.mtimeMs}:${st.ino}` : `${path}:missing`);
+  }
+  return parts.join('|');
+}
+
+async function checkFile(root: string, confine: ConfinePath, what: string, where: string, entry: { path: string; sha256: string }): Promise<string> {
+  const path = join(root, entry.path);
+  const file = confine(path);
+  let bytes: Uint8Array;
+  try {
+    bytes = await readFile(file);
+  } catch {
+    throw new ModelContractError(`${what} is missing: ${path} (listed in ${where})`);
+  }
+  const actual = sha256(bytes);
+  if (actual !== entry.sha256) {
+    throw new ModelContractError(`${what} (${path}) has sha256 ${actual}, the manifest says ${entry.sha256}; regenerate it or fix the manifest`);
+  }
+  return file;
 }
 
 /** What a worker reports about one ONNX session (onnxruntime's inputMetadata/outputMetadata). */
@@ -195,6 +253,22 @@ export interface WorldModelInputs {
   poses: boolean;
   /** Per-sample noise shape (without the batch axis), or null when the model takes no noise. */
   noise: number[] | null;
+  /** Takes `context_poses` [B,T,8]: the pose at each context frame (the pose history). */
+  contextPoses: boolean;
+  /** Per-sample shape of the latent state carried between chunks (`latent` in, `next_latent` out), or null. */
+  latent: number[] | null;
+}
+
+/** A float32 [batch, ...fixed dims] tensor's fixed dims, or a contract error naming it. */
+function fixedTail(file: string, kind: 'input' | 'output', meta: TensorMeta): number[] {
+  const want = `float32 [batch, ...fixed dims]`;
+  if (meta.type !== 'float32') throw new ModelContractError(`${file}: ${kind} "${meta.name}" is ${meta.type}; expected ${want}`);
+  const rest = meta.shape.slice(1);
+  if (meta.shape.length < 2 || rest.some((d) => typeof d !== 'number' || d <= 0)) {
+    throw new ModelContractError(`${file}: ${kind} "${meta.name}" has shape ${fmt(meta.shape)}; expected ${want}`);
+  }
+  checkTensor(file, kind, meta, meta.name, { dtype: 'float32', shape: [null, ...(rest as number[])] });
+  return rest as number[];
 }
 
 /**
@@ -208,7 +282,7 @@ export function checkSessions(manifest: Manifest, meta: ModelMeta): WorldModelIn
   const byName = (list: TensorMeta[], name: string) => list.find((m) => m.name === name);
 
   const wm = meta.world_model;
-  checkNames('world_model.onnx', 'input', wm.inputs, ['context', 'actions', 'poses', 'noise']);
+  checkNames('world_model.onnx', 'input', wm.inputs, ['context', 'actions', 'poses', 'noise', 'context_poses', 'latent']);
   checkTensor('world_model.onnx', 'input', byName(wm.inputs, 'context'), 'context', { dtype: 'uint8', shape: [null, T, H, W, 3] });
   checkTensor('world_model.onnx', 'input', byName(wm.inputs, 'actions'), 'actions', { dtype: 'float32', shape: [null, C, A] });
   const poses = byName(wm.inputs, 'poses');
@@ -217,19 +291,23 @@ export function checkSessions(manifest: Manifest, meta: ModelMeta): WorldModelIn
     checkTensor('world_model.onnx', 'input', poses, 'poses', { dtype: 'float32', shape: [null, C, 8] });
   }
   const noiseMeta = byName(wm.inputs, 'noise');
-  let noise: number[] | null = null;
-  if (noiseMeta) {
-    if (noiseMeta.type !== 'float32')
-      throw new ModelContractError(`world_model.onnx: input "noise" is ${noiseMeta.type}; expected float32 [batch, ...fixed dims]`);
-    const rest = noiseMeta.shape.slice(1);
-    if (noiseMeta.shape.length < 2 || rest.some((d) => typeof d !== 'number' || d <= 0)) {
-      throw new ModelContractError(`world_model.onnx: input "noise" has shape ${fmt(noiseMeta.shape)}; expected float32 [batch, ...fixed dims]`);
-    }
-    checkTensor('world_model.onnx', 'input', noiseMeta, 'noise', { dtype: 'float32', shape: [null, ...(rest as number[])] });
-    noise = rest as number[];
-  }
-  checkNames('world_model.onnx', 'output', wm.outputs, ['frames']);
+  const noise = noiseMeta ? fixedTail('world_model.onnx', 'input', noiseMeta) : null;
+  const contextPoses = byName(wm.inputs, 'context_poses');
+  if (contextPoses) checkTensor('world_model.onnx', 'input', contextPoses, 'context_poses', { dtype: 'float32', shape: [null, T, 8] });
+  checkNames('world_model.onnx', 'output', wm.outputs, ['frames', 'next_latent']);
   checkTensor('world_model.onnx', 'output', byName(wm.outputs, 'frames'), 'frames', { dtype: 'uint8', shape: [null, C, H, W, 3] });
+  const latentIn = byName(wm.inputs, 'latent');
+  const latentOut = byName(wm.outputs, 'next_latent');
+  let latent: number[] | null = null;
+  if (latentIn || latentOut) {
+    if (!latentIn || !latentOut) {
+      throw new ModelContractError(
+        `world_model.onnx has ${latentIn ? 'input "latent" but no output "next_latent"' : 'output "next_latent" but no input "latent"'}; a latent state needs both, of the same shape`,
+      );
+    }
+    latent = fixedTail('world_model.onnx', 'input', latentIn);
+    checkTensor('world_model.onnx', 'output', latentOut, 'next_latent', { dtype: 'float32', shape: [null, ...latent] });
+  }
 
   const rw = meta.reward;
   checkNames('reward.onnx', 'input', rw.inputs, ['frames']);
@@ -245,12 +323,19 @@ export function checkSessions(manifest: Manifest, meta: ModelMeta): WorldModelIn
     checkNames('action_adapter.onnx', 'output', ad.outputs, ['poses']);
     checkTensor('action_adapter.onnx', 'output', byName(ad.outputs, 'poses'), 'poses', { dtype: 'float32', shape: [null, C, 8] });
   }
-  return { poses: Boolean(poses), noise };
+  return { poses: Boolean(poses), noise, contextPoses: Boolean(contextPoses), latent };
 }
 
-/** Which history frames form the context (EVAC's sparse memory or the last k), for `n` frames so far. */
-export function contextIndices(selection: 'last' | 'sparse', k: number, n: number): number[] {
+/**
+ * Which history frames form the context, for `n` frames so far: the last k, or EVAC's sparse memory.
+ * `indexing: 'gymwire'` spreads k frames evenly from the first to the latest, floor((n-1)*i/(k-1));
+ * `'rlinf'` is RLinf's EvacEnv (world_model_evac_env.py @bf41fc33c, lines 437-453): k-1 frames at
+ * floor(n*i/(k-1)) for i < k-1, then the latest frame.
+ */
+export function contextIndices(selection: 'last' | 'sparse', k: number, n: number, indexing: 'gymwire' | 'rlinf' = 'gymwire'): number[] {
   if (selection === 'last') return Array.from({ length: k }, (_, i) => Math.max(0, n - k + i));
   const last = n - 1;
-  return Array.from({ length: k }, (_, i) => (k === 1 ? last : Math.floor((last * i) / (k - 1))));
+  if (k === 1) return [last];
+  if (indexing === 'rlinf') return [...Array.from({ length: k - 1 }, (_, i) => Math.min(last, Math.floor((n * i) / (k - 1)))), last];
+  return Array.from({ length: k }, (_, i) => Math.floor((last * i) / (k - 1)));
 }

@@ -13,6 +13,7 @@ import sharp from 'sharp';
 import { z } from 'zod';
 
 import { ModelContractError } from './contract.ts';
+import { resizeLikeRLinf } from './resize.ts';
 import type { ConfinePath } from '../core/data-roots.ts';
 
 export const DATASET_FORMAT = 'gymwire.evac-reset/v1';
@@ -43,8 +44,17 @@ export interface ResetEpisode {
   frame: Uint8Array;
 }
 
-/** `opts.confine`: where the loader may read (a server's data roots for a client-named folder). */
-export async function readResetDataset(dir: string, height: number, width: number, opts: { confine?: ConfinePath } = {}): Promise<ResetEpisode[]> {
+/**
+ * `opts.confine`: where the loader may read (a server's data roots for a client-named folder).
+ * `opts.resize`: `sharp` (bilinear, the default) or `rlinf` (RLinf's float32 bilinear and uint8
+ * truncation, resize.ts); either way a frame already at the model's size is `sharp`-decoded as is.
+ */
+export async function readResetDataset(
+  dir: string,
+  height: number,
+  width: number,
+  opts: { confine?: ConfinePath; resize?: 'sharp' | 'rlinf' } = {},
+): Promise<ResetEpisode[]> {
   const confine = opts.confine ?? ((p: string) => p);
   const path = join(dir, 'episodes.json');
   const file = confine(path);
@@ -61,14 +71,20 @@ export async function readResetDataset(dir: string, height: number, width: numbe
   return Promise.all(
     parsed.data.episodes.map(async (ep) => {
       const file = join(dir, ep.image);
-      const { data } = await sharp(confine(file))
-        .removeAlpha()
-        .resize(width, height, { fit: 'fill', kernel: 'linear' })
-        .raw()
-        .toBuffer({ resolveWithObject: true })
-        .catch((err: Error) => {
-          throw new ModelContractError(`cannot decode reset frame ${file}: ${err.message}`);
-        });
+      const decode = (img: ReturnType<typeof sharp>) =>
+        img
+          .raw()
+          .toBuffer({ resolveWithObject: true })
+          .catch((err: Error) => {
+            throw new ModelContractError(`cannot decode reset frame ${file}: ${err.message}`);
+          });
+      const image = sharp(confine(file)).removeAlpha();
+      if (opts.resize === 'rlinf') {
+        const { data, info } = await decode(image);
+        const rgb = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+        return { task: ep.task, initPose: ep.init_ee_pose, frame: resizeLikeRLinf(rgb, info.height, info.width, height, width) };
+      }
+      const { data } = await decode(image.resize(width, height, { fit: 'fill', kernel: 'linear' }));
       return { task: ep.task, initPose: ep.init_ee_pose, frame: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
     }),
   );

@@ -31,6 +31,25 @@ export interface EvacEnvOptions {
   reward_coef?: number;
   /** In frames, as RLinf counts; defaults to the manifest's. */
   max_episode_steps?: number;
+  /** Sparse context memory: `gymwire` (evenly spread, first and latest) or `rlinf` (EvacEnv's indices). */
+  context_indexing?: 'gymwire' | 'rlinf';
+  /** RLinf's `ignore_terminations`: a success does not end the episode; it runs to max_episode_steps. */
+  ignore_terminations?: boolean;
+  /** Actions outside the action space: `refuse` (an invalid-action error), `clip` to the bounds, or `pass` them on as RLinf does. */
+  out_of_range_actions?: 'refuse' | 'clip' | 'pass';
+}
+
+/** Picks the episode of a reset that names none (the env's seeded RNG unless a shared draw is given). */
+export interface EpisodeDraw {
+  /** `seed`: the reset's seed, if any; `rng`: the env's own seeded RNG. */
+  next(seed: number | undefined, rng: Random): number;
+  /** The env is closed: it draws no more. */
+  release?(): void;
+}
+
+/** A model output that is NaN or infinite: the env fails rather than hand the value on. */
+export class WorldModelOutputError extends Error {
+  override readonly name = 'WorldModelOutputError';
 }
 
 export interface EvacObs {
@@ -47,6 +66,10 @@ const PRINTABLE = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + 
 interface EvacState {
   model: string;
   history: Uint8Array[];
+  /** The pose at each history frame, 8 values per frame (the pose history). */
+  poseHistory: number[];
+  /** The world model's latent state for the next chunk, when it has one. */
+  latent: number[] | null;
   pose: number[];
   prevScaled: number;
   elapsed: number;
@@ -78,11 +101,16 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
   private readonly actionMean: readonly number[];
   private readonly actionStd: readonly number[];
   private readonly noiseSize: number;
+  private readonly latentSize: number;
+  private readonly indexing: 'gymwire' | 'rlinf';
+  private readonly ignoreTerminations: boolean;
+  private readonly outOfRange: 'refuse' | 'clip' | 'pass';
 
   constructor(
     private readonly model: LoadedWorldModel,
     private readonly episodes: readonly ResetEpisode[],
     opts: EvacEnvOptions = {},
+    private readonly draw: EpisodeDraw | null = null,
   ) {
     const m = model.manifest;
     this.H = m.height;
@@ -96,6 +124,10 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     this.actionMean = Array.from({ length: m.action.dim }, (_, d) => m.action.mean?.[d] ?? 0);
     this.actionStd = Array.from({ length: m.action.dim }, (_, d) => m.action.std?.[d] ?? 1);
     this.noiseSize = model.inputs.noise ? model.inputs.noise.reduce((a, b) => a * b, 1) : 0;
+    this.latentSize = model.inputs.latent ? model.inputs.latent.reduce((a, b) => a * b, 1) : 0;
+    this.indexing = opts.context_indexing ?? 'gymwire';
+    this.ignoreTerminations = opts.ignore_terminations ?? false;
+    this.outOfRange = opts.out_of_range_actions ?? 'refuse';
     this.observationSpace = dict({
       full_image: box({ low: 0, high: 255, shape: [this.H, this.W, 3], dtype: 'uint8' }),
       state: box({ low: -Infinity, high: Infinity, shape: [16], dtype: 'float32' }),
@@ -116,6 +148,9 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
       chunk: this.chunk,
       context_frames: m.context.frames,
       context_selection: m.context.selection,
+      context_indexing: this.indexing,
+      ignore_terminations: this.ignoreTerminations,
+      out_of_range_actions: this.outOfRange,
       num_episodes: episodes.length,
       max_episode_steps_frames: this.maxSteps,
     };
@@ -129,8 +164,9 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     }
     let episode: number;
     const requested = options.episode_index;
-    if (requested === undefined || requested === null) episode = this.rng.integer(0, this.episodes.length);
-    else {
+    if (requested === undefined || requested === null) {
+      episode = this.draw ? this.draw.next(opts.seed ?? undefined, this.rng) : this.rng.integer(0, this.episodes.length);
+    } else {
       const n = typeof requested === 'bigint' ? Number(requested) : requested;
       if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n >= this.episodes.length) {
         throw new InvalidOptionsError(`episode_index must be an integer in [0, ${this.episodes.length - 1}], got ${String(requested)}`);
@@ -143,6 +179,8 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     this.state = {
       model: this.model.manifest.name,
       history: Array.from({ length: T }, () => ep.frame),
+      poseHistory: Array.from({ length: T }, () => ep.initPose).flat(),
+      latent: this.latentSize > 0 ? new Array<number>(this.latentSize).fill(0) : null,
       pose: [...ep.initPose],
       prevScaled: 0,
       elapsed: 0,
@@ -166,12 +204,25 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     // The history is the context itself once it holds exactly the last T frames (it is replaced, never
     // changed in place, so the batch can copy it later).
     const T = m.context.frames;
-    const context =
-      m.context.selection === 'last' && st.history.length === T
-        ? st.history
-        : contextIndices(m.context.selection, T, st.history.length).map((h) => st.history[h]!);
+    const indices = contextIndices(m.context.selection, T, st.history.length, this.indexing);
+    const context = m.context.selection === 'last' && st.history.length === T ? st.history : indices.map((h) => st.history[h]!);
+    let contextPoses: Float32Array | null = null;
+    if (this.model.inputs.contextPoses) {
+      contextPoses = new Float32Array(T * 8);
+      indices.forEach((h, i) => contextPoses!.set(st.poseHistory.slice(h * 8, h * 8 + 8), i * 8));
+    }
+    const latentIn = st.latent ? Float32Array.from(st.latent) : null;
 
-    const res = await this.model.step({ context, actions, pose: new Float32Array(st.pose), noise });
+    const res = await this.model.step({ context, actions, pose: new Float32Array(st.pose), noise, contextPoses, latent: latentIn });
+    try {
+      this.checkFinite(res.probs, 'reward.onnx', 'prob');
+      if (res.poses) this.checkFinite(res.poses, 'action_adapter.onnx', 'poses');
+      if (res.latent) this.checkFinite(res.latent, 'world_model.onnx', 'next_latent');
+    } catch (err) {
+      // The session's state is left as it was before this step: the client may reset or restore.
+      res.release();
+      throw err;
+    }
 
     // With last-k context the history holds views of this batch's frames and keeps the batch's buffer
     // until the next step's result (release() is deferred; by then the next batch has copied its
@@ -197,6 +248,10 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     }
     for (const f of st.history) if (this.owned.has(f) && !next.includes(f)) this.spare.push(f);
     st.history = next;
+    const newPoses: number[] = [];
+    for (let t = 0; t < C; t++) for (let i = 0; i < 8; i++) newPoses.push(res.poses ? res.poses[t * 8 + i]! : st.pose[i]!);
+    st.poseHistory = [...st.poseHistory, ...newPoses].slice(-keep * 8);
+    if (res.latent) st.latent = Array.from(res.latent);
     const lastFrame = res.frames.slice((C - 1) * frameLen, C * frameLen);
     const allFrames = this.returnAll ? res.frames.slice() : null;
     if (res.poses) for (let i = 0; i < 8; i++) st.pose[i] = res.poses[(C - 1) * 8 + i]!;
@@ -225,8 +280,12 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     const truncated = st.elapsed >= this.maxSteps;
     const terminations = new Uint8Array(C);
     const truncations = new Uint8Array(C);
+    // RLinf's EvacEnv reports a success in its chunk tensors whatever ignore_terminations says (the
+    // env worker decides what ends an episode); only the Gymnasium flag, which ends the episode here, is held back.
     terminations[C - 1] = terminated ? 1 : 0;
     truncations[C - 1] = truncated ? 1 : 0;
+    const success = terminated;
+    if (this.ignoreTerminations) terminated = false;
     const info: Info = {
       rewards: new Tensor('float32', [C], rewards),
       terminations: new Tensor('bool', [C], terminations),
@@ -234,7 +293,7 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
       success_prob: new Tensor('float32', [C], probs),
       raw_rewards: new Tensor('float32', [C], raw),
       elapsed_steps: st.elapsed,
-      success: terminated,
+      success,
       episode_index: st.episode,
     };
     if (allFrames) info.frames = new Tensor('uint8', [C, this.H, this.W, 3], allFrames);
@@ -249,6 +308,7 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
 
   close(): void {
     this.dropHeld();
+    this.draw?.release?.();
   }
 
   getState(): Uint8Array {
@@ -267,7 +327,24 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
       this.state = null;
       return;
     }
-    this.state = { ...(s as EvacState), history: s.history!.map((f) => Uint8Array.from(f)), pose: [...s.pose!] };
+    this.state = {
+      ...(s as EvacState),
+      history: s.history!.map((f) => Uint8Array.from(f)),
+      poseHistory: [...(s.poseHistory ?? [])],
+      latent: s.latent ? [...s.latent] : null,
+      pose: [...s.pose!],
+    };
+  }
+
+  /** Fails the step when a model output row of this session is NaN or infinite, naming the model and output. */
+  private checkFinite(values: Float32Array, file: string, output: string): void {
+    for (let i = 0; i < values.length; i++) {
+      if (!Number.isFinite(values[i]!)) {
+        throw new WorldModelOutputError(
+          `${file} (model ${this.model.manifest.name}) returned ${values[i]} in output "${output}" at flat index ${i} of this session's chunk; the model produced a non-finite value`,
+        );
+      }
+    }
   }
 
   /** `frame` is the newest frame when the caller already holds a copy of it that nothing else writes. */
@@ -325,8 +402,16 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
       for (let d = 0; d < A; d++, i++) {
         const v = flat[i]!;
         if (!Number.isFinite(v)) throw new InvalidActionError(`action[${t}][${d}] is ${v}; actions must be finite`);
-        if (v < low[d]! || v > high[d]!) throw new InvalidActionError(`action[${t}][${d}] = ${v} is outside [${low[d]}, ${high[d]}]`);
-        out[i] = (v - this.actionMean[d]!) / this.actionStd[d]!;
+        let x = v;
+        if (v < low[d]! || v > high[d]!) {
+          if (this.outOfRange === 'refuse') {
+            throw new InvalidActionError(
+              `action[${t}][${d}] = ${v} is outside [${low[d]}, ${high[d]}] (make kwarg out_of_range_actions: 'clip' or 'pass' accepts it)`,
+            );
+          }
+          if (this.outOfRange === 'clip') x = Math.min(high[d]!, Math.max(low[d]!, v));
+        }
+        out[i] = (x - this.actionMean[d]!) / this.actionStd[d]!;
       }
     }
     return out;

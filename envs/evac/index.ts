@@ -10,6 +10,8 @@
  * const env = await registry.make('gymwire/EvacWorldModel-v0', { resolution: 128 });
  * await runtime.close();
  */
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
@@ -20,6 +22,8 @@ import { ModelContractError } from './contract.ts';
 import { readResetDataset } from './dataset.ts';
 import type { ResetEpisode } from './dataset.ts';
 import { EvacWorldModelEnv } from './env.ts';
+import type { EpisodeDraw } from './env.ts';
+import { EpisodeDrawGroup } from './numpy-draw.ts';
 import type { RuntimeOptions } from './runtime.ts';
 import { WorldModelRuntime } from './runtime.ts';
 
@@ -57,6 +61,29 @@ export const EvacKwargsSchema = z
     max_episode_steps: z.number().int().positive().optional().describe('Episode length in frames'),
     return_all_frames: z.boolean().optional(),
     render_mode: z.enum(['rgb_array']).nullable().optional(),
+    context_indexing: z
+      .enum(['gymwire', 'rlinf'])
+      .optional()
+      .describe("Sparse context memory indices: 'gymwire' (default, evenly spread) or 'rlinf' (RLinf EvacEnv's)"),
+    reset_resize: z
+      .enum(['sharp', 'rlinf'])
+      .optional()
+      .describe("How reset frames reach the model's size: 'sharp' (default, bilinear) or 'rlinf' (PyTorch bilinear, float32, truncated to uint8)"),
+    episode_draw: z
+      .object({
+        group: z.string().min(1).max(200).describe('A name shared by the envs of one RLinf env worker (pick one unique to it, e.g. a UUID)'),
+        rank: z.number().int().nonnegative().describe('This env’s index in the worker (0 .. size-1)'),
+        size: z.number().int().positive().describe("The worker's num_envs"),
+      })
+      .strict()
+      .refine((d) => d.rank < d.size, { message: 'rank must be below size' })
+      .optional()
+      .describe("RLinf's reset draw: each round draws size distinct episodes (np.random.choice without replacement) and this env takes the rank-th"),
+    ignore_terminations: z.boolean().optional().describe("RLinf's ignore_terminations: a success does not end the episode"),
+    out_of_range_actions: z
+      .enum(['refuse', 'clip', 'pass'])
+      .optional()
+      .describe("Actions outside the bounds: 'refuse' (default), 'clip' to the bounds, or 'pass' them to the model as RLinf does"),
   })
   .strict();
 export type EvacKwargs = z.infer<typeof EvacKwargsSchema>;
@@ -81,11 +108,32 @@ export function estimateEvacBytes(kwargs: EvacKwargs): number {
 export interface RegisterEvacOptions extends RuntimeOptions {
   /** Share an existing runtime instead of creating one. */
   runtime?: WorldModelRuntime;
+  /**
+   * The model directory served when a make names neither `model_dir` nor `resolution` (the
+   * operator's choice, `gymwire serve --evac-model-dir`); default the bundled tiny model.
+   */
+  defaultModelDir?: string;
 }
 
 export function registerEvac(registry: Registry, opts: RegisterEvacOptions = {}): WorldModelRuntime {
   const runtime = opts.runtime ?? new WorldModelRuntime(opts);
   const datasets = new Map<string, Promise<ResetEpisode[]>>();
+  const drawGroups = new Map<string, { group: EpisodeDrawGroup; users: number }>();
+  const sharedDraw = (name: string, rank: number, size: number, episodes: number): EpisodeDraw => {
+    const key = `${name}|${size}|${episodes}`;
+    const entry = drawGroups.get(key) ?? { group: new EpisodeDrawGroup(episodes, size), users: 0 };
+    entry.users++;
+    drawGroups.set(key, entry);
+    let released = false;
+    return {
+      next: (seed) => entry.group.next(rank, seed),
+      release: () => {
+        if (released) return;
+        released = true;
+        if (--entry.users === 0) drawGroups.delete(key);
+      },
+    };
+  };
   registry.register<EvacKwargs>({
     id: EVAC_ENV_ID,
     description:
@@ -105,19 +153,36 @@ export function registerEvac(registry: Registry, opts: RegisterEvacOptions = {})
         ? await load('model_dir', 'a gymwire world model (docs/world-models.md)', () =>
             runtime.load(roots.resolve('model_dir', kwargs.model_dir!, 'dir'), { device: kwargs.device, ...named('model_dir') }),
           )
-        : await runtime.load(tinyModelDir(kwargs.resolution ?? 64), { device: kwargs.device });
+        : opts.defaultModelDir && !kwargs.resolution
+          ? await runtime.load(opts.defaultModelDir, { device: kwargs.device }).catch((err: unknown) => {
+              // The operator's folder: its paths and the loader's reason belong in the server's log, not in a client's error.
+              ctx.log?.error({ err, dir: opts.defaultModelDir }, 'the default world model (--evac-model-dir) does not load');
+              throw new Error("the server's default world model does not load; the server's log has the reason", { cause: err });
+            })
+          : await runtime.load(tinyModelDir(kwargs.resolution ?? 64), { device: kwargs.device });
       const datasetKwarg = kwargs.dataset_dir ? 'dataset_dir' : kwargs.model_dir ? 'model_dir' : null;
       const dir = kwargs.dataset_dir ? roots.resolve('dataset_dir', kwargs.dataset_dir, 'dir') : model.dir.datasetDir;
       if (!dir) throw new InvalidOptionsError('the model has no reset dataset (manifest.dataset); pass dataset_dir');
-      const key = `${dir}|${model.manifest.height}x${model.manifest.width}`;
+      const resize = kwargs.reset_resize ?? 'sharp';
+      // A dataset rewritten in place is read again (its episodes.json changed); envs made before keep theirs.
+      const listing = await stat(join(dir, 'episodes.json')).catch(() => null);
+      const key = `${dir}|${model.manifest.height}x${model.manifest.width}|${resize}|${listing ? `${listing.size}:${listing.mtimeMs}:${listing.ino}` : 'missing'}`;
       let episodes = datasets.get(key);
       if (!episodes) {
-        episodes = readResetDataset(dir, model.manifest.height, model.manifest.width, datasetKwarg ? named(datasetKwarg) : {});
+        episodes = readResetDataset(dir, model.manifest.height, model.manifest.width, { ...(datasetKwarg ? named(datasetKwarg) : {}), resize });
         datasets.set(key, episodes);
         episodes.catch(() => datasets.delete(key));
       }
       const loaded = datasetKwarg ? await load(datasetKwarg, 'a gymwire reset dataset (docs/world-models.md)', () => episodes) : await episodes;
-      return new EvacWorldModelEnv(model, loaded, kwargs);
+      let draw: EpisodeDraw | null = null;
+      if (kwargs.episode_draw) {
+        const { group, rank, size } = kwargs.episode_draw;
+        if (size > loaded.length) {
+          throw new InvalidOptionsError(`episode_draw.size ${size} is above the reset dataset's ${loaded.length} episodes; RLinf draws distinct episodes`);
+        }
+        draw = sharedDraw(group, rank, size, loaded.length);
+      }
+      return new EvacWorldModelEnv(model, loaded, kwargs, draw);
     },
   });
   return runtime;

@@ -30,6 +30,11 @@ export type WorkerRequest =
       /** [B,...noiseShape] or null */
       noise: Float32Array | null;
       noiseShape: number[];
+      /** [B,T,8] the pose at each context frame, or null when the model does not take them */
+      contextPoses: Float32Array | null;
+      /** [B,...latentShape] the latent state carried from the last chunk, or null */
+      latent: Float32Array | null;
+      latentShape: number[];
       /** A spare frame buffer of exactly [B,C,H,W,3] bytes for the output, or null */
       out: ArrayBuffer | null;
     }
@@ -37,6 +42,15 @@ export type WorkerRequest =
 
 export type WorkerResponse =
   | { id: number; ok: true; type: 'loaded'; meta: ModelMeta; provider: 'cpu' | 'cuda'; fallback: string | null }
-  | { id: number; ok: true; type: 'stepped'; frames: Uint8Array; probs: Float32Array; poses: Float32Array | null; spare: ArrayBuffer }
+  | {
+      id: number;
+      ok: true;
+      type: 'stepped';
+      frames: Uint8Array;
+      probs: Float32Array;
+      poses: Float32Array | null;
+      latent: Float32Array | null;
+      spare: ArrayBuffer;
+    }
   | { id: number; ok: true; type: 'closed' }
   | { id: number; ok: false; error: string };

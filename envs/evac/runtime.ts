@@ -26,7 +26,7 @@ import { pino } from 'pino';
 import type { ConfinePath } from '../core/data-roots.ts';
 import type { Manifest, ModelDir, WorldModelInputs } from './contract.ts';
 import { startModuleWorker } from '../core/threads.ts';
-import { ModelContractError, checkSessions, readModelDir } from './contract.ts';
+import { ModelContractError, checkSessions, fingerprintModelDir, readModelDir } from './contract.ts';
 import type { WorkerRequest, WorkerResponse } from './protocol.ts';
 
 export type Device = 'cpu' | 'cuda';
@@ -57,6 +57,10 @@ export interface ChunkRequest {
   pose: Float32Array;
   /** float32 [...noise shape], or null when the model takes no noise */
   noise: Float32Array | null;
+  /** float32 [T,8] the pose at each context frame; required when the model takes `context_poses` */
+  contextPoses?: Float32Array | null;
+  /** float32 [...latent shape] the state from the last chunk (zeros after reset); required when the model takes `latent` */
+  latent?: Float32Array | null;
 }
 
 export interface ChunkResult {
@@ -66,6 +70,8 @@ export interface ChunkResult {
   probs: Float32Array;
   /** float32 [C,8] poses from the action adapter, or null without one */
   poses: Float32Array | null;
+  /** float32 [...latent shape] the state to carry into the next chunk, or null when the model has none */
+  latent: Float32Array | null;
   /**
    * Says this step's views are no longer read. Once every step of a batch has released, the
    * batch's frame buffer is reused for a later batch (optional: an unreleased buffer is simply
@@ -100,7 +106,7 @@ export class LoadedWorldModel {
   /** Spare buffers by byte length: batch inputs returned by the worker, released frame outputs. */
   private readonly pool = new Map<number, ArrayBuffer[]>();
   /** Values per chunk step of each input. */
-  private readonly sizes: { context: number; actions: number; pose: number; noise: number };
+  private readonly sizes: { context: number; actions: number; pose: number; noise: number; contextPoses: number; latent: number };
 
   constructor(
     private readonly runtime: WorldModelRuntime,
@@ -108,6 +114,8 @@ export class LoadedWorldModel {
     readonly dir: ModelDir,
     readonly inputs: WorldModelInputs,
     provider: Device,
+    /** The model directory's fingerprint when it loaded (see fingerprintModelDir). */
+    readonly fingerprint: string,
   ) {
     this.provider = provider;
     const m = dir.manifest;
@@ -116,6 +124,8 @@ export class LoadedWorldModel {
       actions: m.chunk * m.action.dim,
       pose: 8,
       noise: inputs.noise ? inputs.noise.reduce((a, b) => a * b, 1) : 0,
+      contextPoses: inputs.contextPoses ? m.context.frames * 8 : 0,
+      latent: inputs.latent ? inputs.latent.reduce((a, b) => a * b, 1) : 0,
     };
   }
 
@@ -138,7 +148,11 @@ export class LoadedWorldModel {
             ? `actions has ${req.actions.length} values, the model needs ${actions}`
             : req.pose.length !== pose
               ? `pose has ${req.pose.length} values, the model needs ${pose}`
-              : null;
+              : (req.contextPoses?.length ?? 0) !== this.sizes.contextPoses
+                ? `contextPoses has ${req.contextPoses?.length ?? 0} values, the model needs ${this.sizes.contextPoses}`
+                : (req.latent?.length ?? 0) !== this.sizes.latent
+                  ? `latent has ${req.latent?.length ?? 0} values, the model needs ${this.sizes.latent}`
+                  : null;
     if (wrong) return Promise.reject(new Error(`chunk step ${wrong}`));
     return new Promise((resolve, reject) => {
       this.queue.push({ req, resolve, reject });
@@ -167,7 +181,7 @@ export class LoadedWorldModel {
     const batch = this.queue.splice(0, this.runtime.maxBatch);
     this.lastBatch = batch.length;
     this.running = true;
-    this.runBatch(batch)
+    this.runIsolated(batch)
       .catch((err: Error) => {
         for (const p of batch) p.reject(err);
       })
@@ -178,6 +192,28 @@ export class LoadedWorldModel {
       });
   }
 
+  /**
+   * Runs a batch; when onnxruntime refuses it (a runtime error in one session's inputs, say an index
+   * out of range), runs its steps one by one, so only the sessions whose step fails on its own get
+   * the error and the rest get their results. A worker that died fails everyone (no retry helps).
+   */
+  private async runIsolated(batch: Pending[]): Promise<void> {
+    try {
+      await this.runBatch(batch);
+    } catch (err) {
+      if (!(err instanceof WorkerRefusal)) throw err;
+      if (batch.length === 1) throw new Error(`the world model ${this.manifest.name} failed on this session's chunk: ${err.message}`, { cause: err });
+      this.runtime.logBatchRetry(this.manifest.name, batch.length, err.message);
+      for (const p of batch) {
+        await this.runBatch([p]).catch((e: Error) =>
+          p.reject(
+            e instanceof WorkerRefusal ? new Error(`the world model ${this.manifest.name} failed on this session's chunk: ${e.message}`, { cause: e }) : e,
+          ),
+        );
+      }
+    }
+  }
+
   private async runBatch(batch: Pending[]): Promise<void> {
     const m = this.manifest;
     const B = batch.length;
@@ -186,6 +222,8 @@ export class LoadedWorldModel {
     const actions = new Float32Array(this.take(B * sizes.actions * 4));
     const pose = new Float32Array(this.take(B * sizes.pose * 4));
     const noise = sizes.noise > 0 ? new Float32Array(this.take(B * sizes.noise * 4)) : null;
+    const contextPoses = sizes.contextPoses > 0 ? new Float32Array(B * sizes.contextPoses) : null;
+    const latent = sizes.latent > 0 ? new Float32Array(B * sizes.latent) : null;
     for (let i = 0; i < B; i++) {
       const req = batch[i]!.req;
       if (Array.isArray(req.context)) {
@@ -197,6 +235,8 @@ export class LoadedWorldModel {
       } else context.set(req.context as Uint8Array, i * sizes.context);
       actions.set(req.actions, i * sizes.actions);
       pose.set(req.pose, i * sizes.pose);
+      if (contextPoses && req.contextPoses) contextPoses.set(req.contextPoses, i * sizes.contextPoses);
+      if (latent && req.latent) latent.set(req.latent, i * sizes.latent);
       // A step without noise for a model that takes some gets zeros.
       if (noise) {
         if (req.noise) noise.set(req.noise, i * sizes.noise);
@@ -218,6 +258,9 @@ export class LoadedWorldModel {
       pose,
       noise,
       noiseShape: this.inputs.noise ?? [],
+      contextPoses,
+      latent,
+      latentShape: this.inputs.latent ?? [],
       out: this.pool.get(B * m.chunk * m.height * m.width * 3)?.pop() ?? null,
     };
     const transfer = [
@@ -225,6 +268,8 @@ export class LoadedWorldModel {
       msg.actions.buffer,
       msg.pose.buffer,
       ...(noise ? [noise.buffer] : []),
+      ...(contextPoses ? [contextPoses.buffer] : []),
+      ...(latent ? [latent.buffer] : []),
       ...(msg.out ? [msg.out] : []),
     ] as ArrayBuffer[];
     const res = await this.runtime.request(msg, transfer);
@@ -246,6 +291,7 @@ export class LoadedWorldModel {
           frames: res.frames.subarray(i * frameLen, (i + 1) * frameLen),
           probs: res.probs.subarray(i * m.chunk, (i + 1) * m.chunk),
           poses: res.poses ? res.poses.subarray(i * m.chunk * 8, (i + 1) * m.chunk * 8) : null,
+          latent: res.latent ? res.latent.slice(i * sizes.latent, (i + 1) * sizes.latent) : null,
           release: once(release),
         });
       }
@@ -300,6 +346,8 @@ export class WorldModelRuntime {
   private readonly models = new Map<string, Promise<LoadedWorldModel>>();
   private fallbackLogged = false;
   private closed = false;
+  /** Loads so far: each gets its own key in the worker, so a reloaded directory never reuses old sessions. */
+  private generation = 0;
 
   constructor(opts: RuntimeOptions = {}) {
     this.logger = opts.logger ?? pino({ level: 'silent' });
@@ -316,23 +364,46 @@ export class WorldModelRuntime {
 
   /**
    * Loads (once) and checks a model directory; later calls with the same directory and device share
-   * the sessions. Throws ModelContractError for a missing file, a bad hash or a contract mismatch.
+   * the sessions while the directory is unchanged. A directory rebuilt in place (its manifest or a
+   * listed file changed) is loaded and checked again, and later envs get the new model; envs made
+   * before keep the model they were made with. Throws ModelContractError for a missing file, a bad
+   * hash or a contract mismatch.
    */
   load(dir: string, opts: { device?: Device; confine?: ConfinePath } = {}): Promise<LoadedWorldModel> {
     if (this.closed) return Promise.reject(new Error('the world-model runtime is closed'));
     const device = opts.device ?? this.device;
     const key = `${dir}|${device}`;
-    let model = this.models.get(key);
-    if (!model) {
-      model = this.loadUncached(dir, device, key, opts.confine);
-      this.models.set(key, model);
-      // A failed load is not cached, so fixing the directory and retrying works.
-      model.catch(() => this.models.delete(key));
-    }
+    const cached = this.models.get(key);
+    if (!cached) return this.startLoad(dir, device, key, opts.confine);
+    return cached.then(async (model) => {
+      const now = await fingerprintModelDir(dir, { confine: opts.confine });
+      if (now === model.fingerprint) return model;
+      // Another make may have noticed first and started the reload.
+      const current = this.models.get(key);
+      if (current && current !== cached) return current;
+      this.logger.info({ model: model.manifest.name, dir }, 'world-model directory changed since it loaded; loading it again for new envs');
+      return this.startLoad(dir, device, key, opts.confine);
+    });
+  }
+
+  private startLoad(dir: string, device: Device, key: string, confine?: ConfinePath): Promise<LoadedWorldModel> {
+    const model = this.loadUncached(dir, device, `${key}#${++this.generation}`, confine);
+    this.models.set(key, model);
+    // A failed load is not cached, so fixing the directory and retrying works.
+    model.catch(() => {
+      if (this.models.get(key) === model) this.models.delete(key);
+    });
     return model;
   }
 
+  /** @internal */
+  logBatchRetry(model: string, batch: number, reason: string): void {
+    this.logger.warn({ model, batch, reason }, 'a world-model batch failed; running its chunk steps one by one so only the failing sessions fail');
+  }
+
   private async loadUncached(dir: string, device: Device, key: string, confine?: ConfinePath): Promise<LoadedWorldModel> {
+    // Fingerprint first: a change made while the files are read is then seen by the next make.
+    const fingerprint = await fingerprintModelDir(dir, { confine });
     const modelDir = await readModelDir(dir, { confine });
     const res = await this.request({ id: 0, type: 'load', key, files: modelDir.files, device, deviceId: this.deviceId, threads: this.threads }).catch(
       (err: unknown) => {
@@ -348,7 +419,7 @@ export class WorldModelRuntime {
     }
     const inputs = checkSessions(modelDir.manifest, res.meta);
     this.logger.info({ model: modelDir.manifest.name, provider: res.provider }, 'world model loaded');
-    return new LoadedWorldModel(this, key, modelDir, inputs, res.provider);
+    return new LoadedWorldModel(this, key, modelDir, inputs, res.provider, fingerprint);
   }
 
   /** @internal */

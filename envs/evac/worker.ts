@@ -84,12 +84,19 @@ async function step(msg: Extract<WorkerRequest, { type: 'step' }>): Promise<{ re
   };
   if (m.inputs.has('poses') && poses) feeds.poses = poses;
   if (m.inputs.has('noise') && msg.noise) feeds.noise = new ort.Tensor('float32', msg.noise, [B, ...msg.noiseShape]);
-  await m.world.run(feeds, { frames: new ort.Tensor('uint8', framesData, [B, C, H, W, 3]) });
+  if (m.inputs.has('context_poses') && msg.contextPoses) feeds.context_poses = new ort.Tensor('float32', msg.contextPoses, [B, T, 8]);
+  const fetches: Record<string, ort.Tensor> = { frames: new ort.Tensor('uint8', framesData, [B, C, H, W, 3]) };
+  const latentData = m.inputs.has('latent') && msg.latent ? new Float32Array(msg.latent.length) : null;
+  if (latentData && msg.latent) {
+    feeds.latent = new ort.Tensor('float32', msg.latent, [B, ...msg.latentShape]);
+    fetches.next_latent = new ort.Tensor('float32', latentData, [B, ...msg.latentShape]);
+  }
+  await m.world.run(feeds, fetches);
   await m.reward.run({ frames: new ort.Tensor('uint8', framesData, [B * C, H, W, 3]) }, { prob: new ort.Tensor('float32', probData, [B * C, 1]) });
   // The context buffer goes back too, for the main thread's next batch.
   const spare = msg.context.buffer as ArrayBuffer;
-  const res: WorkerResponse = { id: msg.id, ok: true, type: 'stepped', frames: framesData, probs: probData, poses: posesData, spare };
-  const transfer = [framesData.buffer, probData.buffer, ...(posesData ? [posesData.buffer] : []), spare];
+  const res: WorkerResponse = { id: msg.id, ok: true, type: 'stepped', frames: framesData, probs: probData, poses: posesData, latent: latentData, spare };
+  const transfer = [framesData.buffer, probData.buffer, ...(posesData ? [posesData.buffer] : []), ...(latentData ? [latentData.buffer] : []), spare];
   return { res, transfer };
 }
 

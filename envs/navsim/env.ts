@@ -211,6 +211,34 @@ export class SceneSource {
 }
 
 export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
+  /** The tools every NAVSIM session has; static, so listings and MCP hosts know them before any session exists. */
+  static readonly TOOLS: readonly EnvTool<never>[] = [
+    defineTool({
+      name: 'get_route_info',
+      description:
+        'The route of the current scene: roadblock ids, the route centreline ahead (ego frame, up to 100 m, 2 m spacing), the speed limit and the driving command (left, straight, right, unknown).',
+      inputSchema: z.object({}).strict(),
+      handler: (_args, ctx) => (ctx.env as NavsimEnv).routeInfo(),
+    }),
+    defineTool({
+      name: 'get_ego_state',
+      description:
+        'The ego state: global pose (rear axle), velocity and acceleration in the ego frame, and the 4-frame status history (x, y, heading, vx, vy, ax, ay relative to the current frame).',
+      inputSchema: z.object({}).strict(),
+      handler: (_args, ctx) => (ctx.env as NavsimEnv).egoState(),
+    }),
+    defineTool({
+      name: 'step_with_waypoints',
+      description:
+        'Submit the planned trajectory as waypoints [x, y, heading] in the ego rear-axle frame (x forward, y left, metres, radians), 8 poses 0.5 s apart by default; returns the score and sub-metrics.',
+      inputSchema: z.object({ waypoints: z.array(z.array(z.number()).length(3)).min(1).max(80), interval: z.number().positive().max(1).optional() }).strict(),
+      handler: (args, ctx) => {
+        const r = (ctx.env as NavsimEnv).step({ poses: args.waypoints, interval: args.interval ?? 0.5 });
+        return { reward: r.reward, terminated: r.terminated, truncated: r.truncated, info: r.info };
+      },
+    }),
+  ];
+
   readonly version: Version;
   readonly observationSpace: Space;
   /** Per pose: x, y within 200 m (a pose 1 km away is an error, not a score), heading within ±2π. */
@@ -221,7 +249,9 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
   });
   readonly metadata: EnvMetadata;
   readonly renderMode: 'rgb_array' | null;
-  readonly tools: readonly EnvTool<never>[];
+  get tools(): readonly EnvTool<never>[] {
+    return NavsimEnv.TOOLS;
+  }
   readonly opts: z.output<typeof NavsimKwargsSchema>;
 
   private readonly rng = new Random();
@@ -236,8 +266,12 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
   /** Two-stage state: stage-1 score and poses once stage 1 is done. */
   private stage1: { score: number; poses: number[][]; interval: number; endpoint: { x: number; y: number }; ups: Scene[]; shown: number } | null = null;
 
-  /** `sceneDir`: the scene directory a client named, resolved by the registry (kwargs.scene_dir is then only its name). */
-  constructor(version: Version, kwargs: NavsimKwargs = {}, sceneDir?: ClientSceneDir) {
+  /**
+   * `sceneDir`: the scene directory a client named, resolved by the registry (kwargs.scene_dir is
+   * then only its name). `shell`: only the spaces, metadata and tool schemas, without preparing
+   * cameras (the stand-in of an env that runs on an env thread: envs/core/env-threads.ts).
+   */
+  constructor(version: Version, kwargs: NavsimKwargs = {}, sceneDir?: ClientSceneDir, opts: { shell?: boolean } = {}) {
     this.version = version;
     this.opts = NavsimKwargsSchema.parse(kwargs);
     this.renderMode = this.opts.render_mode ?? null;
@@ -250,7 +284,7 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
     };
     const cams = navsimCameras(o.camera_width, o.camera_height);
     if (o.cameras) {
-      this.rig = new CameraRig(cams);
+      if (!opts.shell) this.rig = new CameraRig(cams);
       const camSpaces: Record<string, Space> = {};
       for (const c of cams) camSpaces[c.name] = box({ low: 0, high: 255, shape: [4, o.camera_height, o.camera_width, 3], dtype: 'uint8' });
       spaces.cameras = dict(camSpaces);
@@ -277,32 +311,6 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
       scene_count: this.source.size,
       synthetic_render: true,
     };
-    this.tools = [
-      defineTool({
-        name: 'get_route_info',
-        description:
-          'The route of the current scene: roadblock ids, the route centreline ahead (ego frame, up to 100 m, 2 m spacing), the speed limit and the driving command (left, straight, right, unknown).',
-        inputSchema: z.object({}).strict(),
-        handler: () => this.routeInfo(),
-      }),
-      defineTool({
-        name: 'get_ego_state',
-        description:
-          'The ego state: global pose (rear axle), velocity and acceleration in the ego frame, and the 4-frame status history (x, y, heading, vx, vy, ax, ay relative to the current frame).',
-        inputSchema: z.object({}).strict(),
-        handler: () => this.egoState(),
-      }),
-      defineTool({
-        name: 'step_with_waypoints',
-        description:
-          'Submit the planned trajectory as waypoints [x, y, heading] in the ego rear-axle frame (x forward, y left, metres, radians), 8 poses 0.5 s apart by default; returns the score and sub-metrics.',
-        inputSchema: z.object({ waypoints: z.array(z.array(z.number()).length(3)).min(1).max(80), interval: z.number().positive().max(1).optional() }).strict(),
-        handler: (args) => {
-          const r = this.step({ poses: args.waypoints, interval: args.interval ?? 0.5 });
-          return { reward: r.reward, terminated: r.terminated, truncated: r.truncated, info: r.info };
-        },
-      }),
-    ];
   }
 
   private get scene(): Scene {

@@ -1,9 +1,9 @@
 /**
  * A scripted agent drives a NAVSIM scene through MCP tools and reads its PDM Score, using only the
  * official MCP TypeScript client, the way an LLM agent would: it reads the route and the ego state
- * through the env's tools (`get_route_info`, `get_ego_state`), plans 8 poses over 4 s that follow
- * the route centreline at the current speed, submits them with `step_with_waypoints`, and prints
- * the score with every sub-metric.
+ * through the env's tools (`NavsimEnv-v1__get_route_info`, `NavsimEnv-v1__get_ego_state`), plans 8
+ * poses over 4 s that follow the route centreline at the current speed, submits them with
+ * `NavsimEnv-v1__step_with_waypoints`, and prints the score with every sub-metric.
  *
  *   npx tsx examples/mcp-navsim/main.ts [--scenes N]
  *
@@ -128,10 +128,14 @@ run(async () => {
     // Cameras on: their current frames come back from reset as MCP image content (PNG).
     const made = await h.call('make_env', { env_id: ENV_ID, kwargs: { cameras: true } });
     const session = made.session_id as string;
-    const toolNames = (made.tools as { name: string }[]).map((t) => t.name);
-    for (const need of ['get_route_info', 'get_ego_state', 'step_with_waypoints']) {
-      if (!toolNames.includes(need)) throw new Error(`${ENV_ID} has no ${need} tool (tools: ${toolNames.join(', ')})`);
-    }
+    // make_env names the MCP tool each of the env's own tools is published as.
+    const mcpTool = new Map((made.tools as { name: string; mcp_tool?: string }[]).map((t) => [t.name, t.mcp_tool]));
+    const tool = (own: string): string => {
+      const name = mcpTool.get(own);
+      if (!name) throw new Error(`${ENV_ID} has no ${own} MCP tool (tools: ${[...mcpTool.keys()].join(', ')})`);
+      return name;
+    };
+    for (const need of ['get_route_info', 'get_ego_state', 'step_with_waypoints']) tool(need);
     const listed = (await h.call('list_session_tools', { session_id: session })).tools as { name: string; input_schema: Record<string, unknown> }[];
     const stepSchema = listed.find((t) => t.name === 'step_with_waypoints')!.input_schema;
     const scores: number[] = [];
@@ -140,14 +144,14 @@ run(async () => {
       if (reset.isError) throw new Error(`reset: ${JSON.stringify(reset.content)}`);
       const frames = reset.content.filter((c) => c.type === 'image' && c.mimeType === 'image/png').length;
       if (frames === 0) throw new Error('reset returned no camera images');
-      const route = (await h.call('get_route_info', { session_id: session })).result;
-      const ego = (await h.call('get_ego_state', { session_id: session })).result;
+      const route = (await h.call(tool('get_route_info'), { session_id: session })).result;
+      const ego = (await h.call(tool('get_ego_state'), { session_id: session })).result;
       const speed = findNumber(ego, /^(speed|v|vx|velocity|ego_velocity)$/i) ?? 0;
       // The centreline the agent should follow: a polyline named like one, else the longest.
       const lines = polylines(route).sort((a, b) => b.points.length - a.points.length);
       const line = lines.find((l) => /centre|center|route|lane|path|waypoint/i.test(l.path)) ?? lines[0] ?? null;
       const poses = plan(line?.points ?? null, speed);
-      const res = await h.call('step_with_waypoints', { session_id: session, ...waypointArgs(stepSchema, poses) });
+      const res = await h.call(tool('step_with_waypoints'), { session_id: session, ...waypointArgs(stepSchema, poses) });
       const result = (res.result ?? {}) as Record<string, unknown>;
       const info = (res.info ?? result.info ?? result) as Record<string, unknown>;
       const score = [res.reward, result.pdm_score, result.pdms, result.score, info.pdm_score, info.score].find(isNum);

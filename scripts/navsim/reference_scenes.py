@@ -200,9 +200,34 @@ def red_light_turn() -> Dict[str, Any]:
     return doc
 
 
+def carpark_exit() -> Dict[str, Any]:
+    # The agent leaves the road into a carpark beside it: drivable only through the carpark layer
+    # (its DAC is 1 because NAVSIM's drivable map holds carparks), and it crosses the lane boundary
+    # first (multiple lanes, then off the lanes). The ego braked, then accelerated hard just before
+    # t = 0: v2's history comfort fails with NAVSIM's 14 past states and its windows (8, and 15 for
+    # jerk), and would pass with v1's windows or with all 15 past states.
+    m = straight_road({"carparks": [{"id": "lot", "polygon": rect(15, -30, 90, -3.5)}]})
+    swerve = lambda t: (10.0 * t - 0.6 * t * t, -2.6 * max(0.0, t - 1.5) ** 1.4, -0.35 * min(1.0, max(0.0, t - 1.5)))  # noqa: E731
+    doc = scene(
+        "carpark_exit",
+        "the agent brakes gently and turns off the road into a carpark on its right; uneven acceleration in the history",
+        m,
+        [agent("parked", "vehicle", (4.6, 1.9, 1.6), lambda t: (70.0, -20.0, 0.0, 0.0, 0.0)), agent("lead", "vehicle", (4.6, 1.9, 1.6), lambda t: (40.0 + 10.0 * t, -1.75, 0.0, 10.0, 0.0))],
+        {"ax": 1.96},
+        poses(swerve),
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+    )
+    doc["ego_history"] = [
+        {"t": -1.5, "x": -13.4, "y": -1.75, "heading": 0.0, "vx": 7.6, "vy": 0.0, "ax": -1.62, "ay": 0.0},
+        {"t": -1.0, "x": -9.2, "y": -1.75, "heading": 0.0, "vx": 8.9, "vy": 0.0, "ax": -1.59, "ay": 0.0},
+        {"t": -0.5, "x": -4.7, "y": -1.75, "heading": 0.0, "vx": 9.3, "vy": 0.0, "ax": 2.2, "ay": 0.0},
+    ]
+    return doc
+
+
 def main() -> None:
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
-    for doc in (cut_in(), off_road_human(), red_light_turn()):
+    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit()):
         (out / f"{doc['name']}.json").write_text(json.dumps(doc) + "\n")
         print(out / f"{doc['name']}.json")
 

@@ -23,7 +23,7 @@ import { ProtocolError } from '../../protocol/errors.ts';
 import type { ServerCore } from '../core.ts';
 import { bearerToken } from '../http.ts';
 import { originAllowed } from '../origin.ts';
-import type { HttpRoutes } from '../http.ts';
+import type { HttpHandler, HttpRoutes } from '../http.ts';
 import { drainThenClose, readBoundedJson } from './body.ts';
 import { CallerCaps, callerOf } from './caller-caps.ts';
 import { coreLink } from './link.ts';
@@ -156,7 +156,7 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
       link = await coreLink(core, { token, clientName: 'gymwire-mcp-http', remoteAddress: req.socket.remoteAddress ?? 'mcp' });
     } catch (err) {
       if (err instanceof ProtocolError && err.code === 'ENV_ERR_UNAUTHORIZED') {
-        res.setHeader('WWW-Authenticate', 'Bearer realm="gymwire"');
+        challenge(req, res);
         return jsonRpcError(res, 401, -32001, `Unauthorized: ${err.message}; send Authorization: Bearer <token>`);
       }
       const message = err instanceof Error ? err.message : String(err);
@@ -202,6 +202,31 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
     }
   }
 
+  /**
+   * RFC 9728: a 401 names the protected resource's metadata, so a client (an OAuth-only connector
+   * included) learns what this endpoint is and how it takes its token without guessing.
+   */
+  const metadataPath = `/.well-known/oauth-protected-resource${path}`;
+  function baseUrl(req: IncomingMessage): string {
+    const proto = req.headers['x-forwarded-proto'] === 'https' ? 'https' : 'http';
+    return `${proto}://${req.headers.host ?? 'localhost'}`;
+  }
+  function challenge(req: IncomingMessage, res: ServerResponse): void {
+    res.setHeader('WWW-Authenticate', `Bearer realm="gymwire", resource_metadata="${baseUrl(req)}${metadataPath}"`);
+  }
+  const metadata: HttpHandler = (req, res) => {
+    const body = JSON.stringify({
+      resource: `${baseUrl(req)}${path}`,
+      resource_name: 'gymwire MCP',
+      bearer_methods_supported: ['header'],
+      // gymwire checks one static bearer token (gymwire serve --token); it runs no authorization server.
+      authorization_servers: [],
+    });
+    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=3600' }).end(body);
+  };
+  routes.add(metadataPath, metadata);
+  if (path !== '') routes.add('/.well-known/oauth-protected-resource', metadata);
+
   routes.add(
     path,
     async (req, res) => {
@@ -218,7 +243,7 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
       const token = bearerToken(req);
       // Before anything is read or allocated for the request: an unauthenticated body costs nothing.
       if (!core.authorizes(token)) {
-        res.setHeader('WWW-Authenticate', 'Bearer realm="gymwire"');
+        challenge(req, res);
         const why = token === undefined ? 'this server needs an auth token' : 'the auth token is wrong';
         drainThenClose(req, res);
         return jsonRpcError(res, 401, -32001, `Unauthorized: ${why}; send Authorization: Bearer <token>`);
@@ -231,7 +256,7 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
       const s = sessions.get(sid);
       if (!s) return jsonRpcError(res, 404, -32001, 'Session not found: it ended or was reaped; initialize a new one');
       if (s.token !== token) {
-        res.setHeader('WWW-Authenticate', 'Bearer realm="gymwire"');
+        challenge(req, res);
         return jsonRpcError(res, 401, -32001, 'Unauthorized: this MCP session was opened with a different bearer token');
       }
       const counts = req.method === 'POST';

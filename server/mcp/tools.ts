@@ -1,18 +1,18 @@
 /**
  * The MCP tool layer: gymwire's operations as MCP tools, over any {@link GymwireLink}.
  *
- * Fixed tools: `list_envs`, `make_env`, `reset`, `step`, `render`, `close_env`,
- * `list_session_tools` and `call_session_tool`; their input schemas are the WebSocket protocol's
- * own zod request schemas (protocol/messages.ts) less `id` and `type`. Each env's own tools
- * (NAVSIM's `step_with_waypoints`, Bench2Drive's `drive`...) also appear as MCP tools of the same
- * name, taking `session_id` plus the tool's arguments, from the moment a session of that env is
- * made until the last one closes; the server then sends `notifications/tools/list_changed`.
- * `call_session_tool` reaches the same tools for hosts that do not refresh their tool list.
+ * The tool list (catalog.ts) is the same for every connection and does not change as sessions
+ * open and close: the fixed tools (`list_envs`, `make_env`, `reset`, `step`, `render`,
+ * `close_env`, `list_session_tools`, `call_session_tool`) and every registered env's own tools as
+ * `<env>__<tool>` taking `session_id`. Only an env whose tools are known once a session exists
+ * (a hosted Python env) adds its tools at its first make, announced by `tools/list_changed`;
+ * `call_session_tool` reaches them too. Input schemas pass OpenAI's and Anthropic's strict modes.
  *
- * Results carry reward, terminated, truncated and info as structured content (and the same JSON
- * as text), camera frames as PNG image content. Failures are tool errors (`isError: true`, as the
- * SDK's McpServer reports them) whose text starts with the gymwire error code, so the model can
- * read the message and correct itself; bad arguments say `Input validation error: ...`.
+ * Results are lean: one copy of each value, numbers to 5 significant digits, large arrays
+ * summarised, camera frames as PNG image content with a text line naming each; structured content
+ * matches each tool's `outputSchema`. Failures are tool errors (`isError: true`) whose text starts
+ * with the gymwire error code, so the model can read the message and correct itself; bad
+ * arguments say `Input validation error: ...`.
  *
  * @example
  * const mcp = new GymwireMcp(link);
@@ -20,80 +20,25 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import pino from 'pino';
 import type { Logger } from 'pino';
-import { z } from 'zod';
 
 import { ProtocolError } from '../../protocol/errors.ts';
 import type { ErrorCode } from '../../protocol/errors.ts';
 import { GYMWIRE_VERSION } from '../../protocol/version.ts';
-import {
-  CloseRequestSchema,
-  ExecuteRequestSchema,
-  ListEnvsRequestSchema,
-  ListToolsRequestSchema as GymListToolsRequestSchema,
-  MakeRequestSchema,
-  RenderRequestSchema,
-  ResetRequestSchema,
-  StepRequestSchema,
-} from '../../protocol/messages.ts';
-import type { MakeResult, ServerEvent, ToolDescription } from '../../protocol/messages.ts';
+import type { MakeResult, ServerEvent } from '../../protocol/messages.ts';
 import { isPlainObject, spaceToString } from '../../protocol/spaces.ts';
 import type { Space } from '../../protocol/spaces.ts';
+import { envToolEntry, FIXED_NAMES, TOOL_INPUTS, ToolCatalog } from './catalog.ts';
+import type { FixedToolName } from './catalog.ts';
 import type { GymwireLink } from './link.ts';
-import { actionJsonSchema, ActionFormatError, encodePng, fromJson, MAX_LIST_ELEMENTS, MAX_TOOL_LIST_ELEMENTS, toJson } from './values.ts';
+import { StrictArgumentError } from './strict-schema.ts';
+import { actionJsonSchema, ActionFormatError, encodePng, fromJson, toJson } from './values.ts';
 import type { FoundImage, Json } from './values.ts';
 
-const WIRE_ONLY = { id: true, type: true } as const;
-
-/** Tool inputs: the wire request schemas without id and type (and with JSON-friendly seeds and actions). */
-export const TOOL_INPUTS = {
-  list_envs: ListEnvsRequestSchema.omit(WIRE_ONLY),
-  make_env: MakeRequestSchema.omit(WIRE_ONLY).extend({
-    env_id: MakeRequestSchema.shape.env_id.describe('an id from list_envs, e.g. gymwire/CartPole-v1'),
-    kwargs: MakeRequestSchema.shape.kwargs.describe("the env's make kwargs (list_envs shows each env's kwargs_schema)"),
-  }),
-  reset: ResetRequestSchema.omit(WIRE_ONLY).extend({
-    // The wire also takes msgpack bigints; JSON has only numbers.
-    seed: z.number().int().nonnegative().nullable().optional().describe('non-negative integer seed: the same seed gives the same episode'),
-    options: ResetRequestSchema.shape.options.describe('env-specific reset options (a scene index, a route...)'),
-  }),
-  step: StepRequestSchema.omit(WIRE_ONLY).extend({
-    action: z
-      .custom<unknown>((v) => v !== undefined, { message: 'action is required' })
-      .describe('the action as JSON: an integer for Discrete, a (nested) array of numbers for Box, an object for Dict; make_env returns the action_schema'),
-  }),
-  render: RenderRequestSchema.pick({ session_id: true }),
-  close_env: CloseRequestSchema.omit(WIRE_ONLY),
-  list_session_tools: GymListToolsRequestSchema.omit(WIRE_ONLY),
-  call_session_tool: ExecuteRequestSchema.omit(WIRE_ONLY).extend({
-    tool: ExecuteRequestSchema.shape.tool.describe("the tool's name, from make_env or list_session_tools"),
-    args: ExecuteRequestSchema.shape.args.describe("the tool's arguments"),
-  }),
-};
-export type FixedToolName = keyof typeof TOOL_INPUTS;
-const FIXED_NAMES = new Set<string>(Object.keys(TOOL_INPUTS));
-
-const DESCRIPTIONS: Record<FixedToolName, string> = {
-  list_envs: 'List the environments this gymwire server hosts: ids, descriptions, episode limits and make kwargs schemas.',
-  make_env:
-    "Make an environment session. Returns session_id, the observation and action spaces (action_schema: the JSON an action must be), and the env's own tools, which also become MCP tools taking session_id.",
-  reset: 'Reset a session to the start of an episode. Returns the first observation and info; camera frames come as images.',
-  step: 'Take one action in a session. Returns reward, terminated, truncated, info and the observation; reset again once terminated or truncated is true.',
-  render: "Render a session's current frame as a PNG image (make the env with kwargs {render_mode: 'rgb_array'}).",
-  close_env: 'Close a session and free it. Sessions also close when this MCP session ends or stays idle too long.',
-  list_session_tools: "List a session's own tools (name, description, JSON Schema of the arguments).",
-  call_session_tool: "Call one of a session's own tools by name with its arguments (the same as calling the MCP tool of that name).",
-};
-
-const SessionArg = { session_id: { type: 'string', minLength: 1, maxLength: 128, description: 'the session, from make_env' } } as const;
-
-function inputJsonSchema(schema: z.ZodType): Tool['inputSchema'] {
-  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
-  delete json.$schema;
-  return json as Tool['inputSchema'];
-}
+export { TOOL_INPUTS };
+export type { FixedToolName };
 
 interface SessionView {
   envId: string;
@@ -103,23 +48,11 @@ interface SessionView {
   episodeSteps: number;
 }
 
-/** An env tool published as an MCP tool; it may serve several sessions (and envs). */
-interface EnvToolEntry {
-  /** The env tool's own name (the MCP name may be prefixed when it clashes with a fixed tool). */
-  tool: string;
-  description: ToolDescription['function'];
-  /** Sessions (and their env ids) that have the tool. */
-  sessions: Map<string, string>;
-  /** False once two envs publish different argument schemas under one name. */
-  uniform: boolean;
-}
-
 /** A tool failure with a gymwire error code, reported as an MCP tool error. */
 class ToolFailure extends Error {
   constructor(
     readonly code: ErrorCode | 'INPUT_VALIDATION',
     message: string,
-    readonly details: Record<string, unknown> = {},
   ) {
     super(message);
   }
@@ -141,8 +74,8 @@ export class GymwireMcp {
   private readonly sessions = new Map<string, SessionView>();
   /** Why sessions went away, so a later call can say so instead of "unknown". */
   private readonly closedSessions = new Map<string, string>();
-  private readonly envTools = new Map<string, EnvToolEntry>();
-  private readonly fixedTools: Tool[];
+  /** Built from the server's listing on first use; the registry does not change while it runs. */
+  private catalogPromise: Promise<ToolCatalog> | null = null;
 
   constructor(
     private readonly link: GymwireLink,
@@ -154,15 +87,10 @@ export class GymwireMcp {
       {
         capabilities: { tools: { listChanged: true } },
         instructions:
-          "gymwire environments as tools: list_envs, then make_env (returns session_id), reset, then step (or the env's own tools such as step_with_waypoints) until terminated or truncated; close_env when done.",
+          "gymwire environments as tools: list_envs, then make_env (returns session_id), reset, then step (or the env's own tools <env>__<tool>, such as NavsimEnv-v1__step_with_waypoints or Bench2Drive-v0__follow_waypoints_for) until terminated or truncated; close_env when done.",
       },
     );
-    this.fixedTools = (Object.keys(TOOL_INPUTS) as FixedToolName[]).map((name) => ({
-      name,
-      description: DESCRIPTIONS[name],
-      inputSchema: inputJsonSchema(TOOL_INPUTS[name]),
-    }));
-    this.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...this.fixedTools, ...this.envToolList()] }));
+    this.server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (await this.catalog()).tools() }));
     this.server.setRequestHandler(CallToolRequestSchema, (req) => this.call(req.params.name, req.params.arguments ?? {}));
   }
 
@@ -180,43 +108,70 @@ export class GymwireMcp {
   async closeSessions(reason = 'the MCP session ended'): Promise<void> {
     const ids = this.sessionIds;
     await Promise.allSettled(ids.map((id) => this.link.request('close', { session_id: id })));
-    for (const id of ids) this.forget(id, reason, false);
+    for (const id of ids) this.forget(id, reason);
   }
 
   // -------------------------------------------------------------------------------------------
 
-  private async call(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  private catalog(): Promise<ToolCatalog> {
+    this.catalogPromise ??= this.link.request('list_envs', {}).then(
+      ({ envs }) => new ToolCatalog(envs),
+      (err: unknown) => {
+        this.catalogPromise = null; // a refused or lost link: the next call tries again
+        throw err;
+      },
+    );
+    return this.catalogPromise;
+  }
+
+  private async call(name: string, raw: Record<string, unknown>): Promise<CallToolResult> {
     try {
-      if (FIXED_NAMES.has(name)) return await this.callFixed(name as FixedToolName, args);
-      const entry = this.envTools.get(name);
-      if (entry) {
-        const { session_id: sessionId, ...toolArgs } = args;
-        if (typeof sessionId !== 'string' || sessionId.length === 0) {
-          throw new ToolFailure('INPUT_VALIDATION', `Input validation error: Invalid arguments for tool ${name}: session_id: a session id string is required`);
-        }
-        return await this.execute(sessionId, entry.tool, toolArgs);
+      const catalog = await this.catalog();
+      if (FIXED_NAMES.has(name)) return await this.callFixed(catalog, name as FixedToolName, raw);
+      const entry = catalog.envTool(name);
+      if (!entry) throw new ToolFailure('INPUT_VALIDATION', `Tool ${name} not found; the tools are ${catalog.names().join(', ')}`);
+      const { session_id: sessionId, ...args } = decodeArgs(name, () => entry.strict.decode(raw));
+      if (typeof sessionId !== 'string' || sessionId.length === 0)
+        throw new ToolFailure('INPUT_VALIDATION', `Input validation error: Invalid arguments for tool ${name}: session_id: a session id string is required`);
+      const view = this.sessions.get(this.known(sessionId));
+      if (view && view.envId !== entry.envId) {
+        const own = catalog.envToolNameOf(view.envId, entry.tool);
+        throw new ToolFailure(
+          'INPUT_VALIDATION',
+          `Input validation error: ${name} is a tool of ${entry.envId} sessions; session ${sessionId} is a ${view.envId} session${own ? `: call ${own}` : ` without a tool ${entry.tool}`}`,
+        );
       }
-      throw new ToolFailure('INPUT_VALIDATION', `Tool ${name} not found; the tools are ${[...FIXED_NAMES, ...this.envTools.keys()].join(', ')}`);
+      return await this.execute(sessionId, entry.tool, args);
     } catch (err) {
       return this.failure(err, name);
     }
   }
 
-  private async callFixed(name: FixedToolName, raw: Record<string, unknown>): Promise<CallToolResult> {
-    const parsed = TOOL_INPUTS[name].safeParse(raw);
+  private async callFixed(catalog: ToolCatalog, name: FixedToolName, raw: Record<string, unknown>): Promise<CallToolResult> {
+    const decoded = decodeArgs(name, () => catalog.fixedTool(name).strict.decode(raw));
+    const parsed = TOOL_INPUTS[name].safeParse(decoded);
     if (!parsed.success) {
-      const issues = parsed.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message }));
-      const text = issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ');
-      throw new ToolFailure('INPUT_VALIDATION', `Input validation error: Invalid arguments for tool ${name}: ${text}`, { issues });
+      const text = parsed.error.issues.map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`).join('; ');
+      throw new ToolFailure('INPUT_VALIDATION', `Input validation error: Invalid arguments for tool ${name}: ${text}`);
     }
     const args = parsed.data as Record<string, unknown>;
     switch (name) {
       case 'list_envs': {
         const { envs } = await this.link.request('list_envs', {});
-        return respond({ envs: toJson(envs) });
+        // Each env's tools are listed by name: their schemas are the MCP tools' own.
+        return respond({
+          envs: envs.map((e) => ({
+            id: e.id,
+            description: e.description,
+            max_episode_steps: e.max_episode_steps,
+            tags: e.tags,
+            kwargs_schema: toJson(e.kwargs_schema),
+            tools: e.tools ? e.tools.map((t) => catalog.envToolNameOf(e.id, t.function.name) ?? t.function.name) : null,
+          })),
+        });
       }
       case 'make_env':
-        return this.make(args.env_id as string, (args.kwargs as Record<string, unknown> | undefined) ?? {});
+        return this.make(catalog, args.env_id as string, (args.kwargs as Record<string, unknown> | undefined) ?? {});
       case 'reset': {
         const id = this.known(args.session_id as string);
         const res = await this.link.request('reset', {
@@ -238,8 +193,7 @@ export class GymwireMcp {
         try {
           action = fromJson(view.actionSpace, args.action);
         } catch (err) {
-          if (err instanceof ActionFormatError)
-            throw new ToolFailure('ENV_ERR_INVALID_ACTION', `${err.message}; the action space is ${spaceToString(view.actionSpace)}`);
+          if (err instanceof ActionFormatError) throw new ToolFailure('ENV_ERR_INVALID_ACTION', `${err.message}; the action space is ${spaceToString(view.actionSpace)}`);
           throw err;
         }
         const res = await this.link.request('step', { session_id: id, action });
@@ -262,7 +216,10 @@ export class GymwireMcp {
         if (typeof frame === 'string') return respond({ session_id: id, frame });
         if (!(frame instanceof Uint8Array)) throw new ToolFailure('ENV_ERR_INTERNAL', 'render returned no PNG bytes');
         return {
-          content: [{ type: 'image', data: Buffer.from(frame).toString('base64'), mimeType: 'image/png' }],
+          content: [
+            { type: 'text', text: `Frame of session ${id} (PNG, ${frame.byteLength} bytes) follows as an image.` },
+            { type: 'image', data: Buffer.from(frame).toString('base64'), mimeType: 'image/png' },
+          ],
           structuredContent: { session_id: id, format: 'png', bytes: frame.byteLength },
         };
       }
@@ -286,11 +243,11 @@ export class GymwireMcp {
         });
       }
       case 'call_session_tool':
-        return this.execute(this.known(args.session_id as string), args.tool as string, args.args as Record<string, unknown>);
+        return this.execute(this.known(args.session_id as string), args.tool as string, (args.args as Record<string, unknown> | undefined) ?? {});
     }
   }
 
-  private async make(envId: string, kwargs: Record<string, unknown>): Promise<CallToolResult> {
+  private async make(catalog: ToolCatalog, envId: string, kwargs: Record<string, unknown>): Promise<CallToolResult> {
     const made: MakeResult = await this.link.request('make', { env_id: envId, kwargs });
     const id = made.session_id;
     this.sessions.set(id, {
@@ -300,8 +257,10 @@ export class GymwireMcp {
       episodeReturn: 0,
       episodeSteps: 0,
     });
-    const added = this.publishEnvTools(id, made.env_id, made.tools);
-    if (added) this.notifyToolsChanged();
+    // Tools the listing did not know (a hosted env's): published now, announced to the host.
+    let added = false;
+    for (const t of made.tools) if (catalog.add(envToolEntry(made.env_id, t.function))) added = true;
+    if (added) this.server.sendToolListChanged().catch((err: unknown) => this.log.debug({ err }, 'tools/list_changed not sent'));
     return respond({
       session_id: id,
       env_id: made.env_id,
@@ -311,7 +270,7 @@ export class GymwireMcp {
       max_episode_steps: made.max_episode_steps,
       render_mode: made.render_mode,
       metadata: toJson(made.metadata),
-      tools: made.tools.map((t) => ({ name: t.function.name, mcp_tool: this.mcpNameOf(t.function.name), description: t.function.description })),
+      tools: made.tools.map((t) => ({ name: t.function.name, mcp_tool: catalog.envToolNameOf(made.env_id, t.function.name) ?? undefined, description: t.function.description })),
     });
   }
 
@@ -319,112 +278,56 @@ export class GymwireMcp {
     const id = this.known(sessionId);
     const { result } = await this.link.request('execute', { session_id: id, tool, args });
     const out: Record<string, unknown> = { session_id: id, tool };
-    // A tool that advances the episode reports like step does: lift its outcome to the top.
+    let rest: unknown = result;
+    // A tool that advances the episode reports like step does: its outcome lifted to the top, once.
     if (isPlainObject(result)) {
-      for (const key of ['reward', 'terminated', 'truncated', 'info'] as const) if (key in result) out[key] = result[key];
+      const own: Record<string, unknown> = { ...result };
+      for (const key of ['reward', 'terminated', 'truncated', 'info'] as const) {
+        if (key in own) {
+          out[key] = own[key];
+          delete own[key];
+        }
+      }
       const view = this.sessions.get(id);
       if (view && typeof result.reward === 'number') {
         view.episodeReturn += result.reward;
-        view.episodeSteps += 1;
+        view.episodeSteps += typeof result.ticks === 'number' ? result.ticks : 1;
         out.episode_return = view.episodeReturn;
         out.episode_steps = view.episodeSteps;
       }
+      rest = own;
     }
-    out.result = result;
-    return respondWithImages(out, MAX_TOOL_LIST_ELEMENTS);
+    out.result = rest;
+    return respondWithImages(out);
   }
 
   /** The session id, when this MCP session owns it; else a clear unknown-session failure. */
   private known(sessionId: string): string {
     if (this.sessions.has(sessionId)) return sessionId;
     const reason = this.closedSessions.get(sessionId);
-    if (reason !== undefined)
-      throw new ToolFailure('ENV_ERR_UNKNOWN_SESSION', `session ${sessionId} is closed (${reason}); make a new one with make_env`, { session_id: sessionId });
+    if (reason !== undefined) throw new ToolFailure('ENV_ERR_UNKNOWN_SESSION', `session ${sessionId} is closed (${reason}); make a new one with make_env`);
     const open = this.sessionIds;
     throw new ToolFailure(
       'ENV_ERR_UNKNOWN_SESSION',
       `no session ${JSON.stringify(sessionId)} in this MCP session; ${open.length ? `open sessions: ${open.join(', ')}` : 'make one with make_env'}`,
-      { session_id: sessionId },
     );
   }
 
-  private forget(sessionId: string, reason: string, notify = true): void {
+  private forget(sessionId: string, reason: string): void {
     if (!this.sessions.delete(sessionId)) return;
     this.closedSessions.set(sessionId, reason);
     if (this.closedSessions.size > MAX_CLOSED_REMEMBERED) this.closedSessions.delete(this.closedSessions.keys().next().value!);
-    let changed = false;
-    for (const [name, entry] of this.envTools) {
-      if (entry.sessions.delete(sessionId) && entry.sessions.size === 0) {
-        this.envTools.delete(name);
-        changed = true;
-      }
-    }
-    if (changed && notify) this.notifyToolsChanged();
-  }
-
-  // -------------------------------------------------------------------------------------------
-  // Env tools as MCP tools
-
-  /** MCP tool names are the env tools' own names, unless one clashes with a fixed tool. */
-  private mcpNameOf(tool: string): string {
-    const clean = tool.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 60);
-    return FIXED_NAMES.has(clean) ? `env_${clean}` : clean;
-  }
-
-  /** Publishes a new session's tools; true when the MCP tool list changed. */
-  private publishEnvTools(sessionId: string, envId: string, tools: readonly ToolDescription[]): boolean {
-    let changed = false;
-    for (const t of tools) {
-      const name = this.mcpNameOf(t.function.name);
-      const entry = this.envTools.get(name);
-      if (!entry) {
-        this.envTools.set(name, { tool: t.function.name, description: t.function, sessions: new Map([[sessionId, envId]]), uniform: true });
-        changed = true;
-        continue;
-      }
-      if (entry.uniform && JSON.stringify(entry.description.parameters) !== JSON.stringify(t.function.parameters)) {
-        entry.uniform = false;
-        changed = true;
-      }
-      entry.sessions.set(sessionId, envId);
-    }
-    return changed;
-  }
-
-  private envToolList(): Tool[] {
-    return [...this.envTools].map(([name, entry]) => {
-      const envs = [...new Set(entry.sessions.values())];
-      const params = entry.description.parameters as { properties?: Record<string, unknown>; required?: string[] };
-      const inputSchema: Tool['inputSchema'] = entry.uniform
-        ? {
-            ...params,
-            type: 'object',
-            properties: { ...SessionArg, ...params.properties },
-            required: ['session_id', ...(params.required ?? []).filter((r) => r !== 'session_id')],
-          }
-        : // Envs disagree on the arguments: the session's env checks them (list_session_tools shows each).
-          { type: 'object', properties: { ...SessionArg }, required: ['session_id'], additionalProperties: true };
-      return {
-        name,
-        description: `${entry.description.description} (tool of ${envs.join(', ')}; pass the session_id from make_env${entry.uniform ? '' : '; arguments differ per env: see list_session_tools'})`,
-        inputSchema,
-      };
-    });
-  }
-
-  private notifyToolsChanged(): void {
-    this.server.sendToolListChanged().catch((err: unknown) => this.log.debug({ err }, 'tools/list_changed not sent'));
   }
 
   private failure(err: unknown, tool: string): CallToolResult {
     let code: string;
     let message: string;
-    let details: Record<string, unknown> = {};
     if (err instanceof ToolFailure) {
-      ({ code, message, details } = err);
+      ({ code, message } = err);
     } else if (err instanceof ProtocolError) {
-      ({ code, message, details } = err);
-      if (code === 'ENV_ERR_UNKNOWN_SESSION' && typeof details.session_id === 'string') this.forget(details.session_id, 'closed on the server');
+      ({ code, message } = err);
+      const sessionId = err.details.session_id;
+      if (code === 'ENV_ERR_UNKNOWN_SESSION' && typeof sessionId === 'string') this.forget(sessionId, 'closed on the server');
     } else if (err instanceof Error && 'code' in err && typeof err.code === 'string') {
       // A local SDK error of the stdio bridge's client (not connected, timed out): keep its code.
       code = err.code;
@@ -435,25 +338,45 @@ export class GymwireMcp {
       this.log.warn({ err, tool }, 'MCP tool failed');
     }
     const text = code === 'INPUT_VALIDATION' ? message : `${code}: ${message}`;
-    return { content: [{ type: 'text', text }], structuredContent: { error: { code, message, details: toJson(details) } }, isError: true };
+    // Text only: a tool's outputSchema describes its results, and an error is not one.
+    return { content: [{ type: 'text', text }], isError: true };
   }
 }
 
-function respond(structured: Record<string, unknown>, images: { data: string; path: string }[] = []): CallToolResult {
+function decodeArgs(tool: string, decode: () => Record<string, unknown>): Record<string, unknown> {
+  try {
+    return decode();
+  } catch (err) {
+    if (err instanceof StrictArgumentError) throw new ToolFailure('INPUT_VALIDATION', `Input validation error: Invalid arguments for tool ${tool}: ${err.message}`);
+    throw err;
+  }
+}
+
+function respond(structured: Record<string, unknown>, images: { data: string; path: string; note: string }[] = []): CallToolResult {
   const json = toJson(structured) as Record<string, Json>;
   return {
     content: [
       { type: 'text', text: JSON.stringify(json) },
-      ...images.map((img) => ({ type: 'image' as const, data: img.data, mimeType: 'image/png', _meta: { path: img.path } })),
+      // Each image with a line of text first, for hosts that drop images or show them apart.
+      ...images.flatMap((img, i) => [
+        { type: 'text' as const, text: `Image ${i + 1}: ${img.note}` },
+        { type: 'image' as const, data: img.data, mimeType: 'image/png', _meta: { path: img.path } },
+      ]),
     ],
     structuredContent: json,
   };
 }
 
 /** Like respond, with the camera frames found in the result attached as PNG images. */
-async function respondWithImages(structured: Record<string, unknown>, listLimit = MAX_LIST_ELEMENTS): Promise<CallToolResult> {
+async function respondWithImages(structured: Record<string, unknown>): Promise<CallToolResult> {
   const found: FoundImage[] = [];
-  const json = toJson(structured, found, '', 0, listLimit) as Record<string, Json>;
-  const images = await Promise.all(found.map(async (f) => ({ path: f.path, data: (await encodePng(f.tensor)).toString('base64') })));
+  const json = toJson(structured, found) as Record<string, Json>;
+  const images = await Promise.all(
+    found.map(async (f) => ({
+      path: f.path,
+      note: `${f.path || 'frame'}, ${f.tensor.shape[1]}x${f.tensor.shape[0]} RGB${f.tensor.shape[2] === 4 ? 'A' : ''}`,
+      data: (await encodePng(f.tensor)).toString('base64'),
+    })),
+  );
   return respond(json, images);
 }

@@ -1,7 +1,8 @@
 /**
- * Wire values <-> JSON for MCP. Results go out as JSON an LLM can read: tensors become
- * `{dtype, shape, values}` when small and `{dtype, shape, min, max, mean}` when large, and camera
- * frames (uint8 [H, W, 3|4]) become PNG image content. Actions come in as JSON and are shaped into
+ * Wire values <-> JSON for MCP. Results go out as JSON an LLM can read cheaply: fractions to
+ * {@link SIGNIFICANT_DIGITS} significant digits, tensors as `{dtype, shape, values}` when small and
+ * `{dtype, shape, min, max, mean}` when large (plain arrays of numbers likewise), and camera frames
+ * (uint8 [H, W, 3|4]) as PNG image content. Actions come in as JSON and are shaped into
  * the wire values the env's action space asks for (a Box becomes a tensor of its dtype and shape).
  *
  * @example
@@ -25,10 +26,10 @@ export interface FoundImage {
   tensor: Tensor;
 }
 
-/** Tensors with at most this many elements are written out in full (observations, info). */
+/** Tensors and arrays of numbers with at most this many numbers are written out in full. */
 export const MAX_LIST_ELEMENTS = 256;
-/** The same for what an env tool returns: the env chose to hand it to the agent (a route, a plan). */
-export const MAX_TOOL_LIST_ELEMENTS = 4096;
+/** Fractions are written to this many significant digits: what a model reads, at a third of the tokens. */
+export const SIGNIFICANT_DIGITS = 5;
 /** Frames beyond this many per result are summarised, not attached. */
 export const MAX_IMAGES = 8;
 const MAX_DEPTH = 32;
@@ -52,49 +53,91 @@ function lastFrame(t: Tensor): Tensor {
   return new Tensor('uint8', frame, (t.data as Uint8Array).subarray(t.size - per));
 }
 
+/** A number for reading: integers as they are, fractions rounded, non-finite values named. */
+export function readable(v: number): Json {
+  if (!Number.isFinite(v)) return String(v);
+  return Number.isInteger(v) ? v : Number(v.toPrecision(SIGNIFICANT_DIGITS));
+}
+
 /** Converts a wire value to JSON; frames are collected into `images` (and summarised in place). */
-export function toJson(value: unknown, images: FoundImage[] = [], path = '', depth = 0, listLimit = MAX_LIST_ELEMENTS): Json {
+export function toJson(value: unknown, images: FoundImage[] = [], path = '', depth = 0): Json {
   if (value === null || value === undefined) return null;
   if (typeof value === 'boolean' || typeof value === 'string') return value;
-  if (typeof value === 'number') return Number.isFinite(value) ? value : String(value);
+  if (typeof value === 'number') return readable(value);
   if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString();
-  if (value instanceof Tensor) return tensorToJson(value, images, path, listLimit);
+  if (value instanceof Tensor) return tensorToJson(value, images, path);
   if (value instanceof Uint8Array) return { bytes: value.byteLength };
   if (depth >= MAX_DEPTH) return '(nested too deep)';
-  if (Array.isArray(value)) return value.map((v, i) => toJson(v, images, `${path}[${i}]`, depth + 1, listLimit));
+  if (Array.isArray(value)) {
+    const numbers = numericLeaves(value);
+    if (numbers && numbers.length > MAX_LIST_ELEMENTS) return { shape: arrayShape(value), ...summary(numbers) };
+    return value.map((v, i) => toJson(v, images, `${path}[${i}]`, depth + 1));
+  }
   if (isPlainObject(value)) {
     const out: Record<string, Json> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = toJson(v, images, path ? `${path}.${k}` : k, depth + 1, listLimit);
+    for (const [k, v] of Object.entries(value)) out[k] = toJson(v, images, path ? `${path}.${k}` : k, depth + 1);
     return out;
   }
   return String(value);
 }
 
-function tensorToJson(t: Tensor, images: FoundImage[], path: string, listLimit: number): Json {
-  const head = { dtype: t.dtype, shape: [...t.shape] };
-  if (isImageTensor(t) && images.length < MAX_IMAGES) {
-    images.push({ path, tensor: lastFrame(t) });
-    const which = t.shape.length === 4 ? `the last of ${t.shape[0]} frames ` : '';
-    return { ...head, image: `${which}attached as image ${images.length} (${path || 'frame'})` };
+/** The numbers of a (nested) array of numbers, or null when it holds anything else. */
+function numericLeaves(value: unknown[], out: number[] = [], depth = 0): number[] | null {
+  if (depth > 8) return null;
+  for (const v of value) {
+    if (typeof v === 'number') out.push(v);
+    else if (Array.isArray(v)) {
+      if (!numericLeaves(v, out, depth + 1)) return null;
+    } else return null;
   }
-  if (t.size <= listLimit) {
-    const numbers = t.toNumbers();
-    const values = t.dtype === 'bool' ? numbers.map((v) => v !== 0) : numbers.map((v) => (Number.isFinite(v) ? v : String(v)));
-    return { ...head, values: nest(values, t.shape) };
+  return out;
+}
+
+function arrayShape(value: unknown[]): number[] {
+  const shape: number[] = [];
+  let level: unknown = value;
+  while (Array.isArray(level)) {
+    shape.push(level.length);
+    level = level[0];
   }
+  return shape;
+}
+
+/** Range and mean of the finite numbers, for arrays too long to read. */
+function summary(values: Iterable<number>): Record<string, Json> {
   let min = Infinity;
   let max = -Infinity;
   let sum = 0;
   let finite = 0;
-  for (let i = 0; i < t.size; i++) {
-    const v = t.at(i);
+  let count = 0;
+  for (const v of values) {
+    count++;
     if (!Number.isFinite(v)) continue;
     if (v < min) min = v;
     if (v > max) max = v;
     sum += v;
     finite++;
   }
-  return finite ? { ...head, min, max, mean: sum / finite } : { ...head, finite: 0 };
+  const note = `${count} numbers, summarised`;
+  return finite ? { min: readable(min), max: readable(max), mean: readable(sum / finite), note } : { finite: 0, note };
+}
+
+function tensorToJson(t: Tensor, images: FoundImage[], path: string): Json {
+  const head = { dtype: t.dtype, shape: [...t.shape] };
+  if (isImageTensor(t) && images.length < MAX_IMAGES) {
+    images.push({ path, tensor: lastFrame(t) });
+    const which = t.shape.length === 4 ? `the last of ${t.shape[0]} frames ` : '';
+    return { ...head, image: `${which}attached as image ${images.length} (${path || 'frame'})` };
+  }
+  if (t.size <= MAX_LIST_ELEMENTS) {
+    const numbers = t.toNumbers();
+    const values = t.dtype === 'bool' ? numbers.map((v) => v !== 0) : numbers.map(readable);
+    return { ...head, values: nest(values, t.shape) };
+  }
+  const all = function* () {
+    for (let i = 0; i < t.size; i++) yield t.at(i);
+  };
+  return { ...head, ...summary(all()) };
 }
 
 function nest(flat: Json[], shape: readonly number[]): Json {
@@ -142,6 +185,14 @@ function toTensor(dtype: DType, shape: readonly number[], value: unknown, what: 
  * ENV_ERR_INVALID_ACTION message.
  */
 export function fromJson(space: Space, value: unknown, what = 'action'): unknown {
+  // Strict tool schemas carry composite actions (Dict, Tuple...) as JSON text; Text actions are strings.
+  if (typeof value === 'string' && space.type !== 'text') {
+    try {
+      value = JSON.parse(value) as unknown;
+    } catch (err) {
+      throw new ActionFormatError(`${what} is a string but not JSON text (${(err as Error).message})`);
+    }
+  }
   switch (space.type) {
     case 'box':
       return toTensor(space.dtype, space.shape, value, what);

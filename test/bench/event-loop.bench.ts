@@ -3,17 +3,21 @@
  * event loop. Prints JSON lines:
  *   - bounds: building the bounds of one 3200x1800 camera's box element by element (how boxes
  *     were described before broadcast bounds; a session has six) and as built now;
- *   - ping: the slowest ping of client B while client A (its own process) makes, resets and steps
- *     a Bench2Drive session, per phase: no cameras (the floor: the machine's load alone), six
+ *   - ping: client B's ping round trips (p50, p99, max; and the max per phase) while client A (its
+ *     own process) makes, resets and steps a driving session: first on an idle server (the floor:
+ *     the machine's load alone, nothing else running), then Bench2Drive with no cameras, six
  *     default 1600x900 cameras rendered on the event loop (before the render pool), the same on
- *     the render pool, and six 3200x1800 cameras on the render pool.
- *   npx tsx test/bench/event-loop.bench.ts [--quick]
+ *     the render pool, six 3200x1800 cameras on the render pool, and NAVSIM with eight cameras of
+ *     four frames each at the largest size its kwargs allow (1920x1080) and at the default size.
+ *   npx tsx test/bench/event-loop.bench.ts [--quick] [--only <name substring>]
  */
 import { availableParallelism, cpus } from 'node:os';
 
 import { connect } from '../../client/ts/client.ts';
 import { registerBench2Drive } from '../../envs/bench2drive/index.ts';
 import { Registry } from '../../envs/core/registry.ts';
+import type { EnvThreadPool } from '../../envs/core/env-threads.ts';
+import { navsimEnvThreads, registerNavsim } from '../../envs/navsim/index.ts';
 import { RenderPool } from '../../envs/driving/render/pool.ts';
 import { box } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
@@ -21,6 +25,7 @@ import { startServer } from '../../server/index.ts';
 import { pingGapsDuringHeavyClient } from '../helpers/ping-gaps.ts';
 
 const QUICK = process.argv.includes('--quick');
+const ONLY = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1]! : '';
 const machine = `${cpus()[0]?.model ?? 'cpu'} x${availableParallelism()}`;
 
 function emit(bench: string, metric: string, value: number, unit: string, extra: Record<string, unknown> = {}): void {
@@ -28,7 +33,7 @@ function emit(bench: string, metric: string, value: number, unit: string, extra:
 }
 
 // Bounds: one [1800, 3200, 3] uint8 box.
-{
+if (!ONLY) {
   const shape = [1800, 3200, 3];
   const n = shape.reduce((a, b) => a * b, 1);
   let t = performance.now();
@@ -41,9 +46,29 @@ function emit(bench: string, metric: string, value: number, unit: string, extra:
   emit('bounds', 'broadcast_one_3200x1800_ms', performance.now() - t, 'ms');
 }
 
-async function pingRun(name: string, pool: RenderPool | null, kwargs: Record<string, unknown>, steps: number): Promise<void> {
+/** p50, p99 and max of round trips (ms). */
+function quantiles(samples: number[]): { p50: number; p99: number; max: number } {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+  return { p50: at(0.5), p99: at(0.99), max: sorted[sorted.length - 1] ?? 0 };
+}
+
+function emitPings(name: string, samples: number[], extra: Record<string, unknown> = {}): void {
+  const q = quantiles(samples);
+  for (const [k, v] of Object.entries(q)) emit('ping', `${name}_${k}_ms`, v, 'ms', { pings: samples.length, ...extra });
+}
+
+/** Where heavy work runs: Bench2Drive's render pool and NAVSIM's env threads (null: the event loop). */
+interface Placement {
+  renderPool: RenderPool | null;
+  envThreads: EnvThreadPool | null;
+}
+
+async function pingRun(name: string, where: Placement, kwargs: Record<string, unknown>, steps: number, envId = 'gymwire/Bench2Drive-v0'): Promise<void> {
+  if (ONLY && !name.includes(ONLY)) return;
   const registry = new Registry();
-  registerBench2Drive(registry, { renderPool: pool });
+  registerBench2Drive(registry, { renderPool: where.renderPool });
+  registerNavsim(registry, { envThreads: where.envThreads });
   const server = await startServer({ port: 0, transport: 'ws', registry, limits: { max_memory_bytes: 0, max_memory_bytes_per_client: 0 } });
   const b = await connect(server.url);
   try {
@@ -51,7 +76,20 @@ async function pingRun(name: string, pool: RenderPool | null, kwargs: Record<str
     const warm = await b.make('gymwire/Bench2Drive-v0', { cameras: ['CAM_FRONT'], camera_width: 64, camera_height: 36, route: 'HighwayCutIn_0' });
     await warm.reset({ seed: 0 });
     await warm.close();
-    const gaps = await pingGapsDuringHeavyClient(b, server.url, kwargs, steps);
+    if (name === 'floor_idle_server') {
+      // Nothing else runs on the server: what the machine's load alone costs a ping.
+      const samples: number[] = [];
+      const until = performance.now() + (QUICK ? 2000 : 5000);
+      while (performance.now() < until) {
+        const t0 = performance.now();
+        await b.ping();
+        samples.push(performance.now() - t0);
+      }
+      emitPings(name, samples);
+      return;
+    }
+    const gaps = await pingGapsDuringHeavyClient(b, server.url, kwargs, steps, envId);
+    emitPings(name, gaps.samples, { env: envId });
     for (const [phase, ms] of Object.entries(gaps.maxByPhase)) emit('ping', `${name}_${phase}_max_ms`, ms, 'ms', { pings: gaps.pings });
   } finally {
     await b.close();
@@ -63,8 +101,20 @@ async function pingRun(name: string, pool: RenderPool | null, kwargs: Record<str
 const route = 'HighwayCutIn_0';
 const steps = QUICK ? 2 : 5;
 const pool = new RenderPool();
-await pingRun('floor_no_cameras', pool, { route }, steps);
-await pingRun('default_cameras_on_event_loop', null, { route, cameras: true }, steps);
-await pingRun('default_cameras_render_pool', pool, { route, cameras: true }, steps);
-await pingRun('largest_cameras_render_pool', pool, { route, cameras: true, camera_width: 3200, camera_height: 1800 }, steps);
+const envThreads = navsimEnvThreads();
+const offLoop: Placement = { renderPool: pool, envThreads };
+const onLoop: Placement = { renderPool: null, envThreads: null };
+const navsim = 'gymwire/NavsimEnv-v2';
+const navsimLargest = { cameras: true, camera_width: 1920, camera_height: 1080 };
+await pingRun('floor_idle_server', offLoop, {}, 0);
+await pingRun('floor_no_cameras', offLoop, { route }, steps);
+await pingRun('default_cameras_on_event_loop', onLoop, { route, cameras: true }, steps);
+await pingRun('default_cameras_render_pool', offLoop, { route, cameras: true }, steps);
+await pingRun('largest_cameras_render_pool', offLoop, { route, cameras: true, camera_width: 3200, camera_height: 1800 }, steps);
+await pingRun('navsim_no_cameras_on_event_loop', onLoop, {}, steps, navsim);
+await pingRun('navsim_no_cameras_env_threads', offLoop, {}, steps, navsim);
+await pingRun('navsim_default_cameras_env_threads', offLoop, { cameras: true }, steps, navsim);
+await pingRun('navsim_largest_cameras_on_event_loop', onLoop, navsimLargest, steps, navsim);
+await pingRun('navsim_largest_cameras_env_threads', offLoop, navsimLargest, steps, navsim);
 await pool.close();
+await envThreads.close();

@@ -5,7 +5,8 @@ Run: client/python/.venv/bin/python test/bench/python_vec.bench.py [--seconds 5]
 (client/python/scripts/test.sh creates that venv). With --hosted the sessions are Gymnasium's own
 Python CartPole-v1 hosted by the server's worker pool (`gymwire serve --gym CartPole-v1`, id
 gym/CartPole-v1, workers running this python) instead of the built-in TypeScript CartPole. Prints JSON lines
-{"bench", "metric", "value", "unit"}; the last one is the ratio gymwire / AsyncVectorEnv.
+{"bench", "metric", "value", "unit"}; gymwire is measured on both transports of the sync Client
+(the socket fast path, then the asyncio fallback), each with its ratio gymwire / AsyncVectorEnv.
 """
 
 from __future__ import annotations
@@ -86,17 +87,18 @@ def main() -> None:
 
     proc, url = start_server(*(["--gym", "CartPole-v1"] if args.hosted else []))
     try:
-        ours_envs = gymwire.make_vec(url, env_id, num_envs=n)
-        try:
-            ours, ours_batches = measure(ours_envs, args.seconds)
-        finally:
-            ours_envs.close()
+        for transport in ("socket", "asyncio"):
+            ours_envs = gymwire.make_vec(url, env_id, num_envs=n, client_options={"transport": transport})
+            try:
+                ours, ours_batches = measure(ours_envs, args.seconds)
+            finally:
+                ours_envs.close()
+            emit("gymwire_make_vec_steps_per_s", ours, "env-steps/s", num_envs=n, batches=ours_batches, env=env_id, transport=transport)
+            emit("gymwire_make_vec_batch_latency_us", 1e6 * n / ours, "us/step_batch", num_envs=n, env=env_id, transport=transport)
+            emit("ratio_gymwire_over_async_vector_env", ours / floor, "x", num_envs=n, cpus=os.cpu_count(), env=env_id, transport=transport)
     finally:
         proc.terminate()
         proc.wait(10)
-    emit("gymwire_make_vec_steps_per_s", ours, "env-steps/s", num_envs=n, batches=ours_batches, env=env_id)
-    emit("gymwire_make_vec_batch_latency_us", 1e6 * n / ours, "us/step_batch", num_envs=n, env=env_id)
-    emit("ratio_gymwire_over_async_vector_env", ours / floor, "x", num_envs=n, cpus=os.cpu_count(), env=env_id)
 
 
 if __name__ == "__main__":

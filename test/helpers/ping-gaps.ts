@@ -9,17 +9,19 @@ import type { GymwireClient } from '../../client/ts/client.ts';
 
 /**
  * Runs test/helpers/heavy-client.ts against `url` in a child process and pings back to back
- * until it exits; returns the slowest round trip (ms), how many pings were sent and its lines.
+ * until it exits; returns the slowest round trip (ms), every round trip (`samples`, ms), how many
+ * pings were sent and its lines. `envId` defaults to Bench2Drive.
  */
 export async function pingGapsDuringHeavyClient(
   client: GymwireClient,
   url: string,
   kwargs: Record<string, unknown>,
   steps: number,
-): Promise<{ maxMs: number; pings: number; lines: string[]; maxByPhase: Record<string, number> }> {
+  envId = 'gymwire/Bench2Drive-v0',
+): Promise<{ maxMs: number; pings: number; samples: number[]; lines: string[]; maxByPhase: Record<string, number> }> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', fileURLToPath(new URL('./heavy-client.ts', import.meta.url)), url, JSON.stringify(kwargs), String(steps)],
+    ['--import', 'tsx', fileURLToPath(new URL('./heavy-client.ts', import.meta.url)), url, JSON.stringify(kwargs), String(steps), envId],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   let out = '';
@@ -33,6 +35,7 @@ export async function pingGapsDuringHeavyClient(
   );
   let maxMs = 0;
   let pings = 0;
+  const samples: number[] = [];
   const maxByPhase: Record<string, number> = {};
   const phases = ['make', 'reset', 'step'];
   while (!exited) {
@@ -41,10 +44,11 @@ export async function pingGapsDuringHeavyClient(
     await client.ping();
     const ms = performance.now() - t0;
     maxMs = Math.max(maxMs, ms);
+    samples.push(ms);
     maxByPhase[phase] = Math.max(maxByPhase[phase] ?? 0, ms);
     pings++;
   }
   const code = await exit;
   if (code !== 0) throw new Error(`the heavy client exited with code ${code}: ${out}`);
-  return { maxMs, pings, lines: out.trim().split('\n'), maxByPhase };
+  return { maxMs, pings, samples, lines: out.trim().split('\n'), maxByPhase };
 }

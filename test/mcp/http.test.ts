@@ -35,18 +35,29 @@ const until = async (cond: () => boolean, ms = 3000) => {
 };
 
 describe('MCP over Streamable HTTP', () => {
-  it('lists the fixed tools with input schemas from the protocol schemas', async () => {
+  it("lists the fixed tools and every env's own tools up front, before any session exists", async () => {
     const c = await setup();
     const { tools } = await c.listTools();
-    expect(tools.map((x) => x.name)).toEqual(FIXED);
+    const names = tools.map((x) => x.name);
+    expect(names.slice(0, FIXED.length)).toEqual(FIXED);
+    expect(names).toEqual(expect.arrayContaining(['NavsimEnv-v1__step_with_waypoints', 'NavsimEnv-v2__get_route_info', 'Bench2Drive-v0__drive', 'Bench2Drive-v0__follow_waypoints_for']));
+    // Each env's tool keeps its own description, even where two envs share a tool name.
+    const routeInfo = (name: string) => tools.find((x) => x.name === name)!.description!;
+    expect(routeInfo('Bench2Drive-v0__get_route_info')).toMatch(/scenario type/);
+    expect(routeInfo('NavsimEnv-v1__get_route_info')).toMatch(/roadblock ids/);
     const make = tools.find((x) => x.name === 'make_env')!;
-    expect(make.inputSchema.required).toEqual(['env_id']);
-    expect(make.inputSchema.properties?.env_id).toMatchObject({ type: 'string', minLength: 1, maxLength: 256 });
+    expect(make.inputSchema.required).toEqual(['env_id', 'kwargs']);
+    expect(make.inputSchema.properties?.env_id).toMatchObject({ type: 'string', enum: expect.arrayContaining([CARTPOLE, NAVSIM]) });
+    expect(make.inputSchema.properties?.kwargs).toMatchObject({ type: ['string', 'null'] });
     expect(make.inputSchema.additionalProperties).toBe(false);
+    expect(make.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false });
+    expect(make.outputSchema).toMatchObject({ type: 'object', required: expect.arrayContaining(['session_id', 'action_space']) });
     const step = tools.find((x) => x.name === 'step')!;
     expect(step.inputSchema.required).toEqual(['session_id', 'action']);
+    expect(JSON.stringify(step.inputSchema)).not.toContain('ack');
     const { envs } = await callOk(c, 'list_envs');
     expect((envs as { id: string }[]).map((e) => e.id)).toContain(CARTPOLE);
+    expect((envs as { id: string; tools: string[] | null }[]).find((e) => e.id === NAVSIM)!.tools).toContain('NavsimEnv-v1__step_with_waypoints');
   });
 
   it('plays a full CartPole episode through make_env, reset, step and close_env', async () => {
@@ -81,35 +92,41 @@ describe('MCP over Streamable HTTP', () => {
     expect(t!.server.core.sessionCount).toBe(0);
   });
 
-  it('publishes env tools as MCP tools with list_changed, and attaches camera frames as PNG', async () => {
+  it("publishes an env's tools known only once a session exists with one list_changed, and attaches camera frames as PNG", async () => {
     const c = await setup();
     let changed = 0;
     c.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       changed++;
     });
+    const before = (await c.listTools()).tools.map((x) => x.name);
+    expect(before).not.toContain('test_Camera-v0__drive');
     const made = await callOk(c, 'make_env', { env_id: CAMERA_ENV });
     const id = made.session_id as string;
     expect(made.tools).toEqual([
-      { name: 'drive', mcp_tool: 'drive', description: 'Drive one tick with a throttle in [0, 1].' },
-      { name: 'get_speed', mcp_tool: 'get_speed', description: 'The current speed.' },
+      { name: 'drive', mcp_tool: 'test_Camera-v0__drive', description: 'Drive one tick with a throttle in [0, 1].' },
+      { name: 'get_speed', mcp_tool: 'test_Camera-v0__get_speed', description: 'The current speed.' },
     ]);
     expect(await until(() => changed === 1)).toBe(true);
     const { tools } = await c.listTools();
-    const drive = tools.find((x) => x.name === 'drive')!;
+    const drive = tools.find((x) => x.name === 'test_Camera-v0__drive')!;
     expect(drive.inputSchema.required).toEqual(['session_id', 'throttle']);
-    expect(drive.inputSchema.properties?.throttle).toMatchObject({ type: 'number', minimum: 0, maximum: 1 });
+    expect(drive.inputSchema.properties?.throttle).toMatchObject({ type: 'number', description: 'at least 0, at most 1' });
+    expect(tools.find((x) => x.name === 'test_Camera-v0__get_speed')!.annotations).toMatchObject({ readOnlyHint: true });
 
     const reset = (await c.callTool({ name: 'reset', arguments: { session_id: id, seed: 1 } })) as CallToolResult;
-    const image = reset.content.find((x) => x.type === 'image');
-    expect(image).toMatchObject({ type: 'image', mimeType: 'image/png' });
-    const meta = await sharp(Buffer.from((image as { data: string }).data, 'base64')).metadata();
+    const at = reset.content.findIndex((x) => x.type === 'image');
+    expect(reset.content[at]).toMatchObject({ type: 'image', mimeType: 'image/png' });
+    // A line of text names every image, for hosts that drop images.
+    expect(reset.content[at - 1]).toMatchObject({ type: 'text', text: 'Image 1: obs.camera, 24x16 RGB' });
+    const meta = await sharp(Buffer.from((reset.content[at] as { data: string }).data, 'base64')).metadata();
     expect([meta.format, meta.width, meta.height, meta.channels]).toEqual(['png', 24, 16, 3]);
     expect((reset.structuredContent as { obs: { camera: unknown } }).obs.camera).toMatchObject({ dtype: 'uint8', shape: [16, 24, 3] });
 
-    const driven = await callOk(c, 'drive', { session_id: id, throttle: 0.5 });
+    const driven = await callOk(c, 'test_Camera-v0__drive', { session_id: id, throttle: 0.5 });
     expect(driven).toMatchObject({ tool: 'drive', terminated: false, truncated: false, info: { t: 1 }, episode_steps: 1 });
-    expect(driven.reward).toBeCloseTo((driven.result as { reward: number }).reward);
-    const viaGeneric = await callOk(c, 'call_session_tool', { session_id: id, tool: 'get_speed', args: {} });
+    // One copy of each value: the outcome is lifted out of the tool's result, not repeated in it.
+    expect(driven.result).toEqual({});
+    const viaGeneric = await callOk(c, 'call_session_tool', { session_id: id, tool: 'get_speed', args: '{}' });
     expect((viaGeneric.result as { speed: number }).speed).toBeGreaterThan(0.5);
     const listed = await callOk(c, 'list_session_tools', { session_id: id });
     expect((listed.tools as { name: string }[]).map((x) => x.name)).toEqual(['drive', 'get_speed']);
@@ -119,25 +136,30 @@ describe('MCP over Streamable HTTP', () => {
     expect(stepped.content.filter((x) => x.type === 'image')).toHaveLength(1);
 
     const rendered = (await c.callTool({ name: 'render', arguments: { session_id: id } })) as CallToolResult;
-    expect(rendered.content[0]).toMatchObject({ type: 'image', mimeType: 'image/png' });
+    expect(rendered.content.map((x) => x.type)).toEqual(['text', 'image']);
+    expect(rendered.content[1]).toMatchObject({ type: 'image', mimeType: 'image/png' });
 
+    // Closing sessions leaves the list as it is: hosts and prompt caches see one list.
     await callOk(c, 'close_env', { session_id: id });
-    expect(await until(() => changed === 2)).toBe(true);
-    expect((await c.listTools()).tools.map((x) => x.name)).toEqual(FIXED);
+    expect((await c.listTools()).tools.map((x) => x.name)).toEqual(tools.map((x) => x.name));
+    expect(changed).toBe(1);
   });
 
-  it('keeps an env tool while any session has it', async () => {
+  it('keeps the tool list unchanged as sessions open and close, and refuses a tool of another env', async () => {
     const c = await setup();
-    const a = (await callOk(c, 'make_env', { env_id: CAMERA_ENV })).session_id as string;
-    const b = (await callOk(c, 'make_env', { env_id: CAMERA_ENV })).session_id as string;
     const names = async () => (await c.listTools()).tools.map((x) => x.name);
-    await callOk(c, 'close_env', { session_id: a });
-    expect(await names()).toContain('drive');
-    await callOk(c, 'reset', { session_id: b, seed: 0 });
-    expect(await callErr(c, 'drive', { session_id: a, throttle: 0 })).toMatch(/^ENV_ERR_UNKNOWN_SESSION: session .* is closed/);
-    await callOk(c, 'drive', { session_id: b, throttle: 0 });
-    await callOk(c, 'close_env', { session_id: b });
-    expect(await names()).not.toContain('drive');
+    const first = await names();
+    const nav = (await callOk(c, 'make_env', { env_id: NAVSIM })).session_id as string;
+    const b2d = (await callOk(c, 'make_env', { env_id: 'gymwire/Bench2Drive-v0' })).session_id as string;
+    expect(await names()).toEqual(first);
+    await callOk(c, 'reset', { session_id: b2d, seed: 0 });
+    expect(await callErr(c, 'NavsimEnv-v1__get_route_info', { session_id: b2d })).toMatch(
+      /^Input validation error: NavsimEnv-v1__get_route_info is a tool of gymwire\/NavsimEnv-v1 sessions; .* call Bench2Drive-v0__get_route_info/,
+    );
+    await callOk(c, 'close_env', { session_id: nav });
+    await callOk(c, 'close_env', { session_id: b2d });
+    expect(await callErr(c, 'Bench2Drive-v0__drive', { session_id: b2d, throttle: 0, steer: 0, brake: 0 })).toMatch(/^ENV_ERR_UNKNOWN_SESSION: session .* is closed/);
+    expect(await names()).toEqual(first);
   });
 
   it('ends MCP sessions and their gymwire sessions when the server shuts down', async () => {
@@ -151,9 +173,7 @@ describe('MCP over Streamable HTTP', () => {
 
   it('answers bad tool arguments with an MCP tool error carrying the validation message', async () => {
     const c = await setup();
-    expect(await callErr(c, 'step', { session_id: 5 })).toBe(
-      'Input validation error: Invalid arguments for tool step: session_id: Invalid input: expected string, received number; action: action is required',
-    );
+    expect(await callErr(c, 'step', { session_id: 5 })).toMatch(/^Input validation error: Invalid arguments for tool step: session_id: Invalid input: expected string, received number; action: /);
     expect(await callErr(c, 'make_env', { env_id: CARTPOLE, colour: 'red' })).toMatch(/^Input validation error: .*Unrecognized key: "colour"/);
     expect(await callErr(c, 'reset', { session_id: 'x', seed: -1 })).toMatch(/^Input validation error: .*seed: Too small/);
     expect(await callErr(c, 'make_env', { env_id: 'gymwire/Nope-v0' })).toMatch(/^ENV_ERR_UNKNOWN_ENV: /);
@@ -164,12 +184,14 @@ describe('MCP over Streamable HTTP', () => {
     const cam = (await callOk(c, 'make_env', { env_id: CAMERA_ENV })).session_id as string;
     await callOk(c, 'reset', { session_id: cam, seed: 0 });
     expect(await callErr(c, 'step', { session_id: cam, action: [1, 2, 3] })).toMatch(/^ENV_ERR_INVALID_ACTION: action needs 2 numbers for shape \[2\], got 3/);
-    expect(await callErr(c, 'drive', { session_id: cam, throttle: 5 })).toMatch(/^ENV_ERR_INVALID_TOOL_ARGS: .*throttle: Too big/);
-    expect(await callErr(c, 'drive', { throttle: 0.5 })).toMatch(/^Input validation error: .*session_id/);
+    expect(await callErr(c, 'test_Camera-v0__drive', { session_id: cam, throttle: 5 })).toMatch(/^ENV_ERR_INVALID_TOOL_ARGS: .*throttle: Too big/);
+    expect(await callErr(c, 'test_Camera-v0__drive', { throttle: 0.5 })).toMatch(/^Input validation error: .*session_id/);
+    expect(await callErr(c, 'make_env', { env_id: CARTPOLE, kwargs: '{not json' })).toMatch(/^Input validation error: .*kwargs must be JSON text/);
     expect(await callErr(c, 'call_session_tool', { session_id: cam, tool: 'fly' })).toMatch(/^ENV_ERR_UNKNOWN_TOOL: /);
     expect(await callErr(c, 'teleport', {})).toMatch(/Tool teleport not found/);
     const res = (await c.callTool({ name: 'step', arguments: { session_id: cart, action: 9 } })) as CallToolResult;
-    expect(res.structuredContent).toMatchObject({ error: { code: 'ENV_ERR_INVALID_ACTION' } });
+    expect(res.isError).toBe(true);
+    expect(res.structuredContent).toBeUndefined();
   });
 
   it('answers an unknown or closed session clearly', async () => {
@@ -229,11 +251,10 @@ describe('MCP over Streamable HTTP', () => {
   it.skipIf(!testRegistry().ids().includes(NAVSIM))('scores a NAVSIM scene through get_route_info and step_with_waypoints', async () => {
     const c = await setup();
     const id = (await callOk(c, 'make_env', { env_id: NAVSIM })).session_id as string;
-    expect((await c.listTools()).tools.map((x) => x.name)).toEqual(expect.arrayContaining(['get_route_info', 'get_ego_state', 'step_with_waypoints']));
     await callOk(c, 'reset', { session_id: id, seed: 2 });
-    expect(await callOk(c, 'get_route_info', { session_id: id })).toMatchObject({ tool: 'get_route_info', result: expect.any(Object) });
+    expect(await callOk(c, 'NavsimEnv-v1__get_route_info', { session_id: id })).toMatchObject({ tool: 'get_route_info', result: expect.any(Object) });
     const straight = Array.from({ length: 8 }, (_, i) => [(i + 1) * 2, 0, 0]);
-    const res = await callOk(c, 'step_with_waypoints', { session_id: id, waypoints: straight });
+    const res = await callOk(c, 'NavsimEnv-v1__step_with_waypoints', { session_id: id, waypoints: straight, interval: null });
     expect(res).toMatchObject({
       terminated: true,
       truncated: false,
@@ -242,7 +263,7 @@ describe('MCP over Streamable HTTP', () => {
     });
     expect(res.reward).toBeGreaterThanOrEqual(0);
     expect(res.reward).toBeLessThanOrEqual(1);
-    expect(await callErr(c, 'step_with_waypoints', { session_id: id, waypoints: [[1, 2]] })).toMatch(/^ENV_ERR_INVALID_TOOL_ARGS: /);
+    expect(await callErr(c, 'NavsimEnv-v1__step_with_waypoints', { session_id: id, waypoints: [[1, 2]] })).toMatch(/^ENV_ERR_INVALID_TOOL_ARGS: /);
   });
 
   it('enforces the auth token: HTTP 401 without it or with a wrong one', async () => {
@@ -266,7 +287,12 @@ describe('MCP over Streamable HTTP', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/list' }),
     });
     expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    // RFC 9728: the challenge names the resource metadata, which anyone may read.
+    const metadataUrl = `${new URL(t.mcpUrl).origin}/.well-known/oauth-protected-resource/mcp`;
+    expect(res.headers.get('www-authenticate')).toBe(`Bearer realm="gymwire", resource_metadata="${metadataUrl}"`);
+    const metadata = await fetch(metadataUrl);
+    expect(metadata.status).toBe(200);
+    expect(await metadata.json()).toEqual({ resource: t.mcpUrl, resource_name: 'gymwire MCP', bearer_methods_supported: ['header'], authorization_servers: [] });
   });
 
   it('refuses browser origins that are not loopback or allowed (DNS-rebinding protection)', async () => {

@@ -24,7 +24,7 @@ describe('MCP values', () => {
       [1000],
       Array.from({ length: 1000 }, (_, i) => i),
     );
-    expect(toJson(big)).toEqual({ dtype: 'float64', shape: [1000], min: 0, max: 999, mean: 499.5 });
+    expect(toJson(big)).toEqual({ dtype: 'float64', shape: [1000], min: 0, max: 999, mean: 499.5, note: '1000 numbers, summarised' });
     expect(toJson({ a: 1n, b: 2n ** 70n, c: NaN, d: new Uint8Array(5), e: [Infinity] })).toEqual({
       a: 1,
       b: '1180591620717411303424',
@@ -50,7 +50,7 @@ describe('MCP values', () => {
     expect(images[1]!.tensor.shape).toEqual([10, 12, 3]);
     expect(images[1]!.tensor.at(0)).toBe(200);
     expect(json.cameras!.history).toMatchObject({ shape: [2, 10, 12, 3], image: expect.stringMatching(/last of 2 frames/) });
-    expect(json.mask).toEqual({ dtype: 'uint8', shape: [20, 20], min: 0, max: 0, mean: 0 });
+    expect(json.mask).toEqual({ dtype: 'uint8', shape: [20, 20], min: 0, max: 0, mean: 0, note: '400 numbers, summarised' });
   });
 
   it('encodes PNG, scaling frames larger than MAX_IMAGE_SIDE', async () => {
@@ -90,5 +90,22 @@ describe('MCP values', () => {
       items: { type: 'array', minItems: 3, maxItems: 3, items: { type: 'number', minimum: -1, maximum: 1 } },
     });
     expect(actionJsonSchema(discrete(5, -2))).toEqual({ type: 'integer', minimum: -2, maximum: 2 });
+  });
+});
+
+describe('MCP values for reading', () => {
+  it('rounds fractions to 5 significant digits, keeps integers, and summarises long plain arrays of numbers', () => {
+    expect(toJson({ r: 0.123456789, big: 123456.789, n: 42, tiny: 1.23456789e-7 })).toEqual({ r: 0.12346, big: 123460, n: 42, tiny: 1.2346e-7 });
+    const states = Array.from({ length: 41 }, (_, i) => Array.from({ length: 11 }, (_, j) => i + j / 10));
+    expect(toJson({ states })).toEqual({ states: { shape: [41, 11], min: 0, max: 41, mean: 20.5, note: '451 numbers, summarised' } });
+    expect(toJson([[1, 2], [3, 4]])).toEqual([[1, 2], [3, 4]]);
+  });
+
+  it('reads composite actions from JSON text, as strict tool schemas send them', () => {
+    const space = dict({ move: box({ low: -1, high: 1, shape: [2] }), jump: discrete(2) });
+    const action = fromJson(space, '{"move": [0.5, -0.5], "jump": 1}') as { move: Tensor; jump: number };
+    expect(action.move.toNumbers()).toEqual([0.5, -0.5]);
+    expect(action.jump).toBe(1);
+    expect(() => fromJson(space, '{oops')).toThrow(/not JSON text/);
   });
 });

@@ -50,7 +50,7 @@ describe('model directory loading', () => {
     for (const size of [64, 128, 256] as const) {
       const model = await runtime.load(tinyModelDir(size));
       expect(model.manifest.height).toBe(size);
-      expect(model.inputs).toEqual({ poses: true, noise: [8] });
+      expect(model.inputs).toEqual({ poses: true, noise: [8], contextPoses: false, latent: null });
     }
   });
 
@@ -115,7 +115,7 @@ describe('checkSessions', () => {
   });
 
   it('accepts a minimal conforming model (no poses, no noise)', () => {
-    expect(checkSessions(manifest(), meta())).toEqual({ poses: false, noise: null });
+    expect(checkSessions(manifest(), meta())).toEqual({ poses: false, noise: null, contextPoses: false, latent: null });
   });
 
   it('names wrong dtypes, fixed batch sizes, unknown and missing tensors', () => {

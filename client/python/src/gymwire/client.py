@@ -6,8 +6,9 @@ waiting for an answer with its original id; the server answers retried ids from 
 a step that already ran is never applied twice (as ``client/ts/client.ts`` does). Every request has
 a timeout, so nothing waits forever.
 
-:class:`Client` is the synchronous face: it owns an event loop in a background thread and runs the
-async client there, so its methods are safe to call from any thread.
+:class:`Client` is the synchronous face, safe to call from any thread. By default it reads and
+writes its socket in the calling thread (``gymwire._transport_sync``: no event loop between a step
+and the wire); ``transport="asyncio"`` runs the async client on a loop in a background thread instead.
 
 Example::
 
@@ -20,7 +21,9 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, TypeVar
 
@@ -30,9 +33,10 @@ from websockets.asyncio.client import connect as ws_connect
 
 from . import errors as E
 from ._protocol import FATAL_CLOSE_CODES, PROTOCOL_VERSION
-from .codec import pack, unpack
+from .codec import pack, packer, unpack
 
 if TYPE_CHECKING:
+    from ._transport_sync import SocketClient
     from .env import AsyncRemoteEnv, GymwireEnv
     from .vector import AsyncRemoteVectorEnv, GymwireVectorEnv
 
@@ -44,6 +48,11 @@ class _Pending:
     type: str
     frame: bytes
     future: asyncio.Future[Any]
+
+
+def _time_out(future: asyncio.Future[Any], type: str, rid: int, timeout: float) -> None:
+    if not future.done():
+        future.set_exception(E.RequestTimeoutError(f"{type} got no answer within {timeout} s", {"id": rid, "type": type}))
 
 
 class AsyncClient:
@@ -101,6 +110,10 @@ class AsyncClient:
         #: Set when the server's shutdown closed the client (no reconnects): later requests raise it
         #: rather than ClientClosedError.
         self._closed_by: E.SdkError | None = None
+        # One packer per client, reused for every frame (requests are encoded one at a time).
+        self._pack = packer().pack
+        self._outbox: list[bytes] = []
+        self._max_frame_bytes: int | None = None
 
     @classmethod
     async def connect(cls, url: str, **opts: Any) -> AsyncClient:
@@ -129,9 +142,12 @@ class AsyncClient:
 
     async def make(self, env_id: str, kwargs: dict[str, Any] | None = None) -> AsyncRemoteEnv:
         """Makes a session of ``env_id``; kwargs are validated by the env's schema on the server."""
+        return self.adopt(await self.request("make", {"env_id": env_id, "kwargs": kwargs or {}}))
+
+    def adopt(self, made: dict[str, Any]) -> AsyncRemoteEnv:
+        """The session a ``make`` answer describes, registered with this client (for its close events)."""
         from .env import AsyncRemoteEnv
 
-        made = await self.request("make", {"env_id": env_id, "kwargs": kwargs or {}})
         env = AsyncRemoteEnv(self, made)
         self._envs[made["session_id"]] = env
         return env
@@ -152,35 +168,43 @@ class AsyncClient:
 
     async def request(self, type: str, fields: dict[str, Any], timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
         """Sends one request and waits for its result (requests may be pipelined)."""
+        timeout = self.request_timeout if timeout is ... else timeout
+        rid, frame = self._prepare(type, fields)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._pending[rid] = _Pending(type, frame, future)
+        # A timer on the future itself: asyncio.wait_for would add a task-side future and callbacks per request.
+        timer = None if timeout is None else loop.call_later(timeout, _time_out, future, type, rid, timeout)
+        try:
+            # While reconnecting the request waits in _pending; it goes out after the resume.
+            if self._state == "open" and self._ws is not None:
+                self._send_soon(self._ws, frame, loop)
+            return await future
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self._pending.pop(rid, None)
+
+    def _prepare(self, type: str, fields: dict[str, Any]) -> tuple[int, bytes]:
+        """Checks that a request may go out now and encodes it with the next id; ``(id, frame)``."""
         if self._state == "closed":
             raise self._closed_by or E.ClientClosedError("the client is closed")
         if self._shutdown_error is not None and ("session_id" in fields or "session_ids" in fields):
             raise self._shutdown_error
-        timeout = self.request_timeout if timeout is ... else timeout
         rid = self._next_id
         self._next_id += 1
         # Every id below the oldest unanswered request has been received (ids grow and _pending keeps
         # insertion order): the server may forget those answers instead of holding them for a retry.
         ack = next(iter(self._pending), rid) - 1
-        frame = pack({**fields, "id": rid, "type": type, "ack": ack})
-        limit = (self._welcome or {}).get("limits", {}).get("max_frame_bytes")
+        frame = self._pack({**fields, "id": rid, "type": type, "ack": ack})
+        limit = self._max_frame_bytes
         if limit is not None and len(frame) > limit:
             # Sent anyway, it would close the connection, and a resume would send it again, forever.
             raise E.FrameTooLargeLocalError(
                 f"{type} request is {len(frame)} bytes, over the server's max_frame_bytes {limit}; it was not sent",
                 {"size": len(frame), "max_frame_bytes": limit},
             )
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[rid] = _Pending(type, frame, future)
-        # While reconnecting the request waits in _pending; it goes out after the resume.
-        if self._state == "open" and self._ws is not None:
-            await self._send(self._ws, frame)
-        try:
-            return await asyncio.wait_for(future, timeout)
-        except asyncio.TimeoutError:
-            raise E.RequestTimeoutError(f"{type} got no answer within {timeout} s", {"id": rid, "type": type}) from None
-        finally:
-            self._pending.pop(rid, None)
+        return rid, frame
 
     async def close(self) -> None:
         """Closes the connection; the server reaps this client's sessions after its grace period."""
@@ -248,13 +272,7 @@ class AsyncClient:
         return ws
 
     async def _handshake(self, ws: ClientConnection) -> dict[str, Any]:
-        rid = self._next_id
-        self._next_id += 1
-        hello: dict[str, Any] = {"id": rid, "type": "hello", "protocol_version": self.protocol_version, "client_name": self.client_name}
-        if self.token is not None:
-            hello["token"] = self.token
-        if self._resume_token is not None:
-            hello["resume_token"] = self._resume_token
+        rid, hello = self._hello()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[rid] = _Pending("hello", b"", future)
         try:
@@ -267,24 +285,61 @@ class AsyncClient:
             raise
         finally:
             self._pending.pop(rid, None)
+        if welcome.get("protocol_version") != self.protocol_version:
+            await ws.close()
+            self._check_version(welcome)
+        return welcome
+
+    def _hello(self) -> tuple[int, dict[str, Any]]:
+        rid = self._next_id
+        self._next_id += 1
+        hello: dict[str, Any] = {"id": rid, "type": "hello", "protocol_version": self.protocol_version, "client_name": self.client_name}
+        if self.token is not None:
+            hello["token"] = self.token
+        if self._resume_token is not None:
+            hello["resume_token"] = self._resume_token
+        return rid, hello
+
+    def _check_version(self, welcome: dict[str, Any]) -> None:
         version = welcome.get("protocol_version")
         if version != self.protocol_version:
-            await ws.close()
             raise E.VersionMismatchError(
                 f"the server speaks protocol version {version}, this client speaks {self.protocol_version}",
                 {"server": version, "client": self.protocol_version},
             )
-        return welcome
 
     def _accept_welcome(self, welcome: dict[str, Any]) -> None:
         self._welcome = welcome
         self._resume_token = welcome["resume_token"]
+        self._max_frame_bytes = (welcome.get("limits") or {}).get("max_frame_bytes")
 
     async def _send(self, ws: ClientConnection, frame: bytes) -> None:
         try:
             await ws.send(frame)
         except websockets.exceptions.ConnectionClosed:
             pass  # the reader notices the drop; pending requests are re-sent after the resume
+
+    def _send_soon(self, ws: ClientConnection, frame: bytes, loop: asyncio.AbstractEventLoop) -> None:
+        """Queues a request frame; every frame queued in one turn of the loop goes out in one write.
+
+        With many sessions stepping at once (one task each), a write per frame was a system call per
+        step; one write per loop turn is one for all of them. Frames are framed by the connection's
+        own sans-I/O protocol, exactly as ``ws.send`` frames them.
+        """
+        self._outbox.append(frame)
+        if len(self._outbox) == 1:
+            loop.call_soon(self._flush, ws)
+
+    def _flush(self, ws: ClientConnection) -> None:
+        frames, self._outbox = self._outbox, []
+        if ws is not self._ws:
+            return  # the connection dropped: these requests wait in _pending and are re-sent after the resume
+        try:
+            for frame in frames:
+                ws.protocol.send_binary(frame)
+            ws.transport.write(b"".join(d for d in ws.protocol.data_to_send() if d))
+        except Exception:  # noqa: BLE001 - a closing connection: the reader notices and resumes
+            pass
 
     async def _read(self, ws: ClientConnection) -> None:
         try:
@@ -386,22 +441,8 @@ class AsyncClient:
                 except E.SdkError as err:
                     last_error = err
                     continue
-                self._accept_welcome(welcome)
-                self._state = "open"
-                self._shutdown_error = None
-                if not welcome.get("resumed"):
-                    # The server forgot us (restarted, or the grace period passed): sessions are gone.
-                    for env in list(self._envs.values()):
-                        env.mark_closed("the server did not resume this client's sessions")
-                    self._fail_all(
-                        E.SessionLostError("reconnected, but the server no longer has this client's sessions"),
-                        lambda p: p.type not in ("list_envs", "ping", "make"),
-                    )
-                # Re-send what is still waiting, in the original order, with the original ids.
-                for rid in sorted(self._pending):
-                    p = self._pending[rid]
-                    if p.type != "hello" and not p.future.done():
-                        await self._send(ws, p.frame)
+                for frame in self._resumed(welcome):
+                    await self._send(ws, frame)
                 self._emit({"type": "reconnected", "resumed": bool(welcome.get("resumed"))})
                 return
             if self._state == "reconnecting":
@@ -409,6 +450,21 @@ class AsyncClient:
                 self._fail_all(E.ConnectionLostError(f"could not reconnect to {self.url}: {last_error or 'timed out'}"))
         finally:
             self._reconnecting = None
+
+    def _resumed(self, welcome: dict[str, Any]) -> list[bytes]:
+        """Takes a reconnect's welcome; returns the frames to re-send, in their original order, with their original ids."""
+        self._accept_welcome(welcome)
+        self._state = "open"
+        self._shutdown_error = None
+        if not welcome.get("resumed"):
+            # The server forgot us (restarted, or the grace period passed): sessions are gone.
+            for env in list(self._envs.values()):
+                env.mark_closed("the server did not resume this client's sessions")
+            self._fail_all(
+                E.SessionLostError("reconnected, but the server no longer has this client's sessions"),
+                lambda p: p.type not in ("list_envs", "ping", "make"),
+            )
+        return [p.frame for rid, p in sorted(self._pending.items()) if p.type != "hello" and not p.future.done()]
 
     def _fail_all(self, err: Exception, which: Callable[[_Pending], bool] = lambda p: True) -> None:
         for p in list(self._pending.values()):
@@ -419,59 +475,104 @@ class AsyncClient:
 class Client:
     """A synchronous gymwire client, safe to use from any thread.
 
-    It owns an event loop in a daemon thread and runs an :class:`AsyncClient` there; every method
-    blocks the calling thread until the loop has the answer. Options are :class:`AsyncClient`'s.
+    Two transports carry the same API. ``transport="socket"`` (the default) is the fast path: each
+    call writes its request and reads its answer on a blocking socket in the calling thread (see
+    ``gymwire._transport_sync``), with no event loop in between. ``transport="asyncio"`` runs an
+    :class:`AsyncClient` on an event loop in a daemon thread and hands every call to it; it also
+    serves ``wss://`` URLs, which the socket transport refuses. The environment variable
+    ``GYMWIRE_TRANSPORT`` sets the default. Other options are :class:`AsyncClient`'s.
+
+    Example::
+
+        with Client("ws://127.0.0.1:8765") as client:
+            env = client.make("gymwire/CartPole-v1")
+            obs, info = env.reset(seed=0)
     """
 
-    def __init__(self, url: str, **opts: Any) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="gymwire-client", daemon=True)
-        self._thread.start()
+    def __init__(self, url: str, *, transport: str | None = None, **opts: Any) -> None:
+        self.transport = transport or os.environ.get("GYMWIRE_TRANSPORT") or ("asyncio" if url.startswith("wss://") else "socket")
+        if self.transport not in ("socket", "asyncio"):
+            raise ValueError(f"transport must be 'socket' or 'asyncio', got {self.transport!r}")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
         self._closed = False
+        self._socket: SocketClient | None = None
         try:
-            self.aclient: AsyncClient = self.run(AsyncClient.connect(url, **opts))
+            if self.transport == "socket":
+                from ._transport_sync import SocketClient
+
+                self._socket = SocketClient(url, **opts)
+                self._socket.open_blocking()
+                self.aclient: AsyncClient = self._socket
+            else:
+                self._start_loop()
+                self.aclient = self.run(AsyncClient.connect(url, **opts))
         except BaseException:
             self._stop_loop()
             raise
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
-        return self._loop
+        """The event loop that :meth:`run` uses (started on first use with the socket transport)."""
+        return self._start_loop()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Runs a coroutine on the client's loop and returns its result (from any thread but the loop's own)."""
-        if threading.current_thread() is self._thread:
+        if self._thread is not None and threading.current_thread() is self._thread:
             coro.close()
             raise RuntimeError("a blocking gymwire call was made on the client's own event loop; use the async API there")
-        if self._closed and not self._thread.is_alive():
+        if self._closed and (self._thread is None or not self._thread.is_alive()):
             coro.close()
             raise E.ClientClosedError("the client is closed")
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        return asyncio.run_coroutine_threadsafe(coro, self._start_loop()).result()
+
+    def drive(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Runs a coroutine of this client's remote objects (``env.remote.step(a)``) to its result.
+
+        With the socket transport their requests never suspend (each blocks on the socket in the
+        calling thread), so the coroutine runs right here, with no loop; otherwise it runs on the loop.
+        """
+        if self._socket is None:
+            return self.run(coro)
+        if self._thread is not None and threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("a blocking gymwire call was made on the client's own event loop; use the async API there")
+        try:
+            coro.send(None)
+        except StopIteration as done:
+            return done.value
+        coro.close()
+        raise RuntimeError("a coroutine passed to Client.drive waited on something other than this client's requests; use Client.run")
 
     @property
     def welcome(self) -> dict[str, Any]:
         return self.aclient.welcome
 
     def list_envs(self) -> list[dict[str, Any]]:
-        return self.run(self.aclient.list_envs())
+        return self.drive(self.aclient.list_envs())
 
     def make(self, env_id: str, **kwargs: Any) -> GymwireEnv:
         """A ``gymnasium.Env`` for a new session of ``env_id`` on this client."""
         from .env import GymwireEnv
 
-        return GymwireEnv(self, self.run(self.aclient.make(env_id, kwargs)))
+        return GymwireEnv(self, self.drive(self.aclient.make(env_id, kwargs)))
 
     def make_vec(self, env_id: str, num_envs: int, autoreset_mode: str = "next_step", **kwargs: Any) -> GymwireVectorEnv:
         """A ``gymnasium.vector.VectorEnv`` of ``num_envs`` sessions on this client."""
         from .vector import GymwireVectorEnv
 
-        return GymwireVectorEnv(self, self.run(self.aclient.make_vec(env_id, num_envs, kwargs, autoreset_mode)))
+        return GymwireVectorEnv(self, self.drive(self.aclient.make_vec(env_id, num_envs, kwargs, autoreset_mode)))
 
     def ping(self) -> float:
-        return self.run(self.aclient.ping())
+        start = time.perf_counter()
+        self.drive(self.aclient.request("ping", {}))
+        return time.perf_counter() - start
 
     def simulate_connection_loss(self) -> None:
-        self.run(self.aclient.simulate_connection_loss())
+        if self._socket is not None:
+            self._socket.simulate_connection_loss_blocking()
+        else:
+            self.run(self.aclient.simulate_connection_loss())
 
     def close(self) -> None:
         """Closes the connection and stops the loop thread; idempotent."""
@@ -479,12 +580,26 @@ class Client:
             return
         self._closed = True
         try:
-            self.run(self.aclient.close())
+            if self._socket is not None:
+                self._socket.close_blocking()
+            else:
+                self.run(self.aclient.close())
         finally:
             self._stop_loop()
 
+    def _start_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=self._loop.run_forever, name="gymwire-client", daemon=True)
+            self._thread.start()
+        return self._loop
+
     def _stop_loop(self) -> None:
         self._closed = True
+        if self._socket is not None:
+            self._socket.close_blocking()
+        if self._loop is None or self._thread is None:
+            return
         if self._thread.is_alive():
 
             async def drain() -> None:
@@ -522,7 +637,7 @@ def with_owned_client(url: str, client_options: dict[str, Any] | None, build: Ca
 def release(client: Client, close_remote: Coroutine[Any, Any, Any], owns_client: bool) -> None:
     """Closes a remote session or vector (quietly when the connection is already gone), then the client if owned."""
     try:
-        client.run(close_remote)
+        client.drive(close_remote)
     except (E.GymwireError, RuntimeError):
         pass
     finally:

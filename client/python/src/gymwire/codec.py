@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import struct
 import sys
 from typing import Any
@@ -28,6 +29,12 @@ _NP_DTYPES: tuple[np.dtype, ...] = tuple(np.dtype(name).newbyteorder("<") for na
 _LITTLE = sys.byteorder == "little"
 # dtype -> wire code without building dtype names (numpy's dtype.name is slow enough to show in a step).
 _CODE_OF_DTYPE: dict[np.dtype, int] = {**{np.dtype(name): i for i, name in enumerate(DTYPES)}, **{d: i for i, d in enumerate(_NP_DTYPES)}}
+
+
+@functools.cache
+def _dims(ndim: int) -> struct.Struct:
+    """The compiled struct of ``ndim`` little-endian u32 dims (built once per rank, not per tensor)."""
+    return struct.Struct(f"<{ndim}I")
 
 
 class TensorFormatError(ValueError):
@@ -56,7 +63,7 @@ def encode_tensor(array: np.ndarray) -> msgpack.ExtType:
     arr = array if array.flags.c_contiguous else np.ascontiguousarray(array)
     if not _LITTLE or arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
-    header = struct.pack(f"<BB{arr.ndim}I", code, arr.ndim, *arr.shape)
+    header = bytes((code, arr.ndim)) + _dims(arr.ndim).pack(*arr.shape)
     return msgpack.ExtType(TENSOR_EXT_TYPE, header + arr.tobytes())
 
 
@@ -70,7 +77,7 @@ def decode_tensor(payload: bytes) -> np.ndarray:
     offset = 2 + 4 * ndim
     if len(payload) < offset:
         raise TensorFormatError(f"tensor header declares {ndim} dims but the payload is {len(payload)} bytes")
-    shape = struct.unpack_from(f"<{ndim}I", payload, 2)
+    shape = _dims(ndim).unpack_from(payload, 2)
     dtype = _NP_DTYPES[code]
     count = 1
     for d in shape:

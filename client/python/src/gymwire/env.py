@@ -151,28 +151,28 @@ class GymwireEnv(gym.Env[Any, Any]):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         super().reset(seed=seed)
-        return self._client.run(self._remote.reset(seed=seed, options=options))
+        return self._client.drive(self._remote.reset(seed=seed, options=options))
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-        return self._client.run(self._remote.step(action))
+        return self._client.drive(self._remote.step(action))
 
     def render(self) -> Any:
         if self.render_mode is None:
             return None
-        frame = self._client.run(self._remote.render("tensor"))
+        frame = self._client.drive(self._remote.render("tensor"))
         return frame.copy() if isinstance(frame, np.ndarray) else frame
 
     def list_tools(self) -> list[dict[str, Any]]:
-        return self._client.run(self._remote.list_tools())
+        return self._client.drive(self._remote.list_tools())
 
     def call_tool(self, name: str, args: dict[str, Any] | None = None, **kw: Any) -> Any:
-        return self._client.run(self._remote.call_tool(name, {**(args or {}), **kw}))
+        return self._client.drive(self._remote.call_tool(name, {**(args or {}), **kw}))
 
     def get_state(self) -> bytes:
-        return self._client.run(self._remote.get_state())
+        return self._client.drive(self._remote.get_state())
 
     def set_state(self, state: bytes) -> None:
-        self._client.run(self._remote.set_state(state))
+        self._client.drive(self._remote.set_state(state))
 
     def close(self) -> None:
         """Closes the session (and the connection when this env made it); idempotent."""
@@ -205,6 +205,6 @@ def make(url: str, env_id: str, *, client_options: dict[str, Any] | None = None,
     The env owns its connection and closes it in ``close()``. ``client_options`` go to
     :class:`~gymwire.client.AsyncClient` (token, request_timeout, reconnect, ...).
     """
-    env = with_owned_client(url, client_options, lambda c: GymwireEnv(c, c.run(c.aclient.make(env_id, kwargs)), owns_client=True))
+    env = with_owned_client(url, client_options, lambda c: GymwireEnv(c, c.drive(c.aclient.make(env_id, kwargs)), owns_client=True))
     env.reopen_args = (url, env_id, dict(kwargs), dict(client_options) if client_options is not None else None)
     return env

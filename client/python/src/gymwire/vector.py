@@ -238,10 +238,10 @@ class GymwireVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         if isinstance(seed, int):
             super().reset(seed=seed)
-        return self._client.run(self._remote.reset(seed=seed, options=options))
+        return self._client.drive(self._remote.reset(seed=seed, options=options))
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        return self._client.run(self._remote.step(actions))
+        return self._client.drive(self._remote.step(actions))
 
     def close_extras(self, **kwargs: Any) -> None:
         if self._closed:
@@ -255,4 +255,4 @@ def make_vec(
 ) -> GymwireVectorEnv:
     """Connects to ``url`` and makes ``num_envs`` sessions of ``env_id`` as one ``gymnasium.vector.VectorEnv``."""
     mode = _mode_name(autoreset_mode)
-    return with_owned_client(url, client_options, lambda c: GymwireVectorEnv(c, c.run(c.aclient.make_vec(env_id, num_envs, kwargs, mode)), owns_client=True))
+    return with_owned_client(url, client_options, lambda c: GymwireVectorEnv(c, c.drive(c.aclient.make_vec(env_id, num_envs, kwargs, mode)), owns_client=True))

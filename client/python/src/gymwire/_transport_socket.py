@@ -1,0 +1,267 @@
+"""A client WebSocket on a plain blocking socket, read and written by the calling thread.
+
+websockets' sans-I/O :class:`~websockets.client.ClientProtocol` performs the opening handshake (the
+HTTP upgrade and its key check). After that, frames are framed here (RFC 6455 section 5.2: a 2 to
+14-byte header, a mask on what the client sends) because the protocol object's generator-based
+parser costs more per small frame than a CartPole step costs the server; masking uses websockets'
+C ``apply_mask``. Messages arrive whole: small ones from one buffered ``recv``, large ones straight
+into a buffer of their exact size with ``recv_into``.
+
+Example::
+
+    ws = SocketWebSocket.connect("ws://127.0.0.1:8765", timeout=10)
+    ws.send(b"...")
+    message = ws.recv()
+"""
+
+from __future__ import annotations
+
+import random
+import select
+import socket
+import struct
+import threading
+import time
+
+from websockets.client import ClientProtocol
+from websockets.exceptions import InvalidURI
+from websockets.protocol import State
+from websockets.uri import parse_uri
+
+try:
+    from websockets.speedups import apply_mask
+except ImportError:  # pragma: no cover - websockets ships its C speedups in every wheel
+    from websockets.utils import apply_mask
+
+_OP_CONTINUATION, _OP_BINARY, _OP_CLOSE, _OP_PING, _OP_PONG = 0x0, 0x2, 0x8, 0x9, 0xA
+_LEN16 = struct.Struct("!H")
+_LEN64 = struct.Struct("!Q")
+# Messages up to this size are read through the shared buffer; larger ones go straight into their own.
+_CHUNK = 256 * 1024
+
+
+class SocketClosedError(ConnectionError):
+    """The WebSocket is closed (by either side, or because the TCP connection broke)."""
+
+    def __init__(self, code: int, reason: str = "") -> None:
+        super().__init__(f"connection closed ({code}{': ' + reason if reason else ''})")
+        self.code = code
+        self.reason = reason
+
+
+class SocketWebSocket:
+    """One client WebSocket over a blocking TCP socket.
+
+    :meth:`send` and :meth:`ping` may be called from any thread (a lock keeps frames whole);
+    :meth:`recv` must have one caller at a time (the owner serialises readers). Pings from the
+    server are answered inside :meth:`recv`; pongs update :attr:`last_received`.
+    """
+
+    def __init__(self, sock: socket.socket, buffered: bytes = b"") -> None:
+        self._sock = sock
+        self._send_lock = threading.Lock()
+        self._buf = bytearray(buffered)
+        self._pos = 0
+        self._poller = select.poll()
+        self._poller.register(sock, select.POLLIN)
+        self._rand = random.Random()
+        self.closed: SocketClosedError | None = None
+        #: ``time.monotonic()`` of the last frame received (data or control).
+        self.last_received = time.monotonic()
+
+    @classmethod
+    def connect(cls, url: str, timeout: float) -> SocketWebSocket:
+        """Opens TCP, performs the WebSocket opening handshake, and returns the open socket (blocking mode)."""
+        try:
+            uri = parse_uri(url)
+        except InvalidURI as err:
+            raise OSError(str(err)) from err
+        if uri.secure:
+            raise OSError("wss:// URLs need the asyncio transport (Client(url, transport='asyncio'))")
+        deadline = time.monotonic() + timeout
+        sock = socket.create_connection((uri.host, uri.port), timeout=timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            protocol = ClientProtocol(uri, max_size=None)
+            protocol.send_request(protocol.connect())
+            sock.sendall(b"".join(protocol.data_to_send()))
+            while protocol.state is State.CONNECTING:
+                sock.settimeout(max(0.001, deadline - time.monotonic()))
+                data = sock.recv(65536)
+                if data:
+                    protocol.receive_data(data)
+                else:
+                    protocol.receive_eof()
+                protocol.events_received()
+                if protocol.handshake_exc is not None:
+                    raise OSError(f"WebSocket handshake failed: {protocol.handshake_exc}") from protocol.handshake_exc
+                if not data and protocol.state is State.CONNECTING:
+                    raise OSError("the server closed the connection during the WebSocket handshake")
+            # Bytes that followed the HTTP response already belong to frames; keep them for recv().
+            leftover = bytes(protocol.reader.buffer)
+            sock.settimeout(None)
+        except BaseException:
+            sock.close()
+            raise
+        return cls(sock, leftover)
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def send(self, data: bytes | bytearray | memoryview) -> None:
+        """Sends one binary message."""
+        self._send_frame(_OP_BINARY, data)
+
+    def ping(self, payload: bytes = b"") -> None:
+        self._send_frame(_OP_PING, payload)
+
+    def wait_readable(self, timeout: float | None) -> bool:
+        """True when a frame (or part of one) can be read now, or arrives within ``timeout`` seconds."""
+        if len(self._buf) > self._pos:
+            return True
+        return bool(self._poller.poll(None if timeout is None else max(0, int(timeout * 1000 + 0.999))))
+
+    def recv(self) -> bytes | bytearray:
+        """The next binary message (text messages are skipped, as the asyncio client skips them); blocks until one arrives.
+
+        Raises :class:`SocketClosedError`.
+        """
+        fragments: list[bytes | bytearray] = []
+        message_opcode = _OP_BINARY
+        while True:
+            head = self._read_exact(2)
+            first, second = head[0], head[1]
+            opcode = first & 0x0F
+            length = second & 0x7F
+            if length == 126:
+                length = _LEN16.unpack(self._read_exact(2))[0]
+            elif length == 127:
+                length = _LEN64.unpack(self._read_exact(8))[0]
+            mask = self._read_exact(4) if second & 0x80 else None
+            payload = self._read_exact(length)
+            if mask is not None:
+                payload = apply_mask(payload, mask)
+            self.last_received = time.monotonic()
+            if opcode >= _OP_CLOSE:
+                self._control(opcode, bytes(payload))
+                continue
+            if opcode != _OP_CONTINUATION:
+                message_opcode = opcode
+            fragments.append(payload)
+            if first & 0x80:  # FIN
+                if message_opcode != _OP_BINARY:
+                    fragments = []
+                    continue
+                return fragments[0] if len(fragments) == 1 else b"".join(fragments)
+
+    def abort(self) -> None:
+        """Breaks the TCP connection at once (a reader blocked in :meth:`recv` wakes with an error)."""
+        if self.closed is None:
+            self.closed = SocketClosedError(1006, "aborted")
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def close(self, code: int = 1000) -> None:
+        """Sends a close frame (best effort) and closes the socket without waiting for the answer."""
+        if self.closed is None:
+            try:
+                self._send_frame(_OP_CLOSE, _LEN16.pack(code))
+            except OSError:
+                pass
+            self.closed = SocketClosedError(code, "closed by the client")
+        self.abort()
+        self._sock.close()
+
+    # ------------------------------------------------------------------------------------------
+
+    def _send_frame(self, opcode: int, data: bytes | bytearray | memoryview) -> None:
+        n = len(data)
+        if n < 126:
+            header = bytes((0x80 | opcode, 0x80 | n))
+        elif n < 65536:
+            header = bytes((0x80 | opcode, 0xFE)) + _LEN16.pack(n)
+        else:
+            header = bytes((0x80 | opcode, 0xFF)) + _LEN64.pack(n)
+        with self._send_lock:
+            if self.closed is not None:
+                raise self.closed
+            mask = self._rand.getrandbits(32).to_bytes(4, "little")
+            masked = apply_mask(data, mask)
+            try:
+                if n < 4096:
+                    self._sock.sendall(header + mask + masked)
+                else:
+                    self._sendmsg_all((header + mask, masked))
+            except OSError as err:
+                raise SocketClosedError(1006, str(err)) from err
+
+    def _sendmsg_all(self, parts: tuple[bytes, bytes]) -> None:
+        views = [memoryview(p) for p in parts]
+        while views:
+            sent = self._sock.sendmsg(views)
+            while views and sent >= len(views[0]):
+                sent -= len(views[0])
+                views.pop(0)
+            if views and sent:
+                views[0] = views[0][sent:]
+
+    def _control(self, opcode: int, payload: bytes) -> None:
+        if opcode == _OP_PING:
+            try:
+                self._send_frame(_OP_PONG, payload)
+            except OSError:
+                pass
+        elif opcode == _OP_CLOSE:
+            code = _LEN16.unpack_from(payload)[0] if len(payload) >= 2 else 1005
+            reason = payload[2:].decode("utf-8", "replace")
+            try:
+                self._send_frame(_OP_CLOSE, payload[:2])
+            except OSError:
+                pass
+            self.closed = SocketClosedError(code, reason)
+            raise self.closed
+
+    def _read_exact(self, n: int) -> bytes | bytearray:
+        buf, pos = self._buf, self._pos
+        have = len(buf) - pos
+        if have >= n:
+            self._pos = pos + n
+            return buf[pos : pos + n]
+        if n > _CHUNK:
+            # A large message: one buffer of its size, filled in place by recv_into (no re-copying).
+            out = bytearray(n)
+            out[:have] = buf[pos:]
+            self._buf, self._pos = bytearray(), 0
+            view = memoryview(out)[have:]
+            while view:
+                got = self._recv_into(view)
+                view = view[got:]
+            return out
+        if pos:
+            del buf[:pos]
+            self._pos = 0
+        while len(buf) < n:
+            chunk = self._recv(max(_CHUNK, n - len(buf)))
+            buf += chunk
+        self._pos = n
+        return buf[:n]
+
+    def _recv(self, size: int) -> bytes:
+        try:
+            chunk = self._sock.recv(size)
+        except OSError as err:
+            raise self.closed or SocketClosedError(1006, str(err)) from err
+        if not chunk:
+            raise self.closed or SocketClosedError(1006, "the server closed the TCP connection")
+        return chunk
+
+    def _recv_into(self, view: memoryview) -> int:
+        try:
+            got = self._sock.recv_into(view)
+        except OSError as err:
+            raise self.closed or SocketClosedError(1006, str(err)) from err
+        if not got:
+            raise self.closed or SocketClosedError(1006, "the server closed the TCP connection")
+        return got

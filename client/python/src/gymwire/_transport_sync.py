@@ -1,0 +1,418 @@
+"""The synchronous client's fast path: requests sent and answers read by the calling thread itself.
+
+:class:`SocketClient` is an :class:`~gymwire.client.AsyncClient` whose connection is a blocking
+socket (:class:`~gymwire._transport_socket.SocketWebSocket`) instead of an asyncio one. A blocking
+call encodes its request, writes it, and, when no other thread is reading, reads the socket itself
+until its answer comes, handing answers for other threads to them on the way (one reader at a time;
+the others wait on a condition). No event loop and no thread hop sit between a step and the socket.
+
+A helper thread covers the time nobody calls: after a short quiet spell it watches the socket for
+server events and pings, sends keepalive pings, and drops a link whose pings go unanswered (the next
+reader then reconnects and resumes). A caller that arrives while it watches wakes it through a pipe.
+
+Reconnect and resume follow the asyncio client: the thread that notices a drop redials with backoff
+while holding the reader's role, presents the resume token, and re-sends every waiting request with
+its original id. The async API still works on this client (``await client.request(...)`` runs the
+blocking call in the loop's executor), so code written for ``Client.run`` keeps working.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from . import errors as E
+from ._protocol import FATAL_CLOSE_CODES
+from ._transport_socket import SocketClosedError, SocketWebSocket
+from .client import AsyncClient, _Pending
+from .codec import pack
+
+if TYPE_CHECKING:
+    from .vector import AsyncRemoteVectorEnv
+
+# A caller-free spell this long hands the socket to the helper thread (server events, pings).
+_IDLE_AFTER_S = 0.02
+_IDLE_WATCH_S = 0.25
+
+
+class _Answer:
+    """The outcome of one request, set by whichever thread reads it (the future of a blocking call)."""
+
+    __slots__ = ("_done", "_result", "_error")
+
+    def __init__(self) -> None:
+        self._done = False
+        self._result: Any = None
+        self._error: BaseException | None = None
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, result: Any) -> None:
+        self._result = result
+        self._done = True
+
+    def set_exception(self, error: BaseException) -> None:
+        self._error = error
+        self._done = True
+
+    def result(self) -> Any:
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+class SocketClient(AsyncClient):
+    """A gymwire client on a blocking socket; use its ``*_blocking`` methods from any thread.
+
+    Made by :class:`~gymwire.client.Client` (its default transport); options are
+    :class:`~gymwire.client.AsyncClient`'s.
+    """
+
+    def __init__(self, url: str, **opts: Any) -> None:
+        super().__init__(url, **opts)
+        self._sock: SocketWebSocket | None = None
+        # Guards ids, _pending and the connection state; the reader's role is a lock of its own.
+        self._lock = threading.Lock()
+        self._reader = threading.Lock()
+        self._handoff = threading.Condition(threading.Lock())
+        self._waiters = 0
+        self._busy = 0
+        self._last_call_end = time.monotonic()
+        self._idle_watching = False
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        self._stop = threading.Event()
+        self._ping_sent_at: float | None = None
+        self._helper: threading.Thread | None = None
+
+    # -- blocking API ----------------------------------------------------------------------------
+
+    def open_blocking(self) -> None:
+        """Connects and performs the hello/welcome handshake; starts the helper thread."""
+        try:
+            with self._reader:
+                sock = self._dial_blocking()
+                welcome = self._handshake_blocking(sock, time.monotonic() + self.connect_timeout)
+        except BaseException:
+            self._state = "closed"
+            self._close_pipe()
+            raise
+        self._accept_welcome(welcome)
+        self._state = "open"
+        self._helper = threading.Thread(target=self._watch_when_idle, name="gymwire-socket", daemon=True)
+        self._helper.start()
+
+    def request_blocking(self, type: str, fields: dict[str, Any], timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
+        """Sends one request and blocks until its result (or its error, raised)."""
+        return self.request_many_blocking(type, [fields], timeout)[0]
+
+    def request_many_blocking(self, type: str, many: list[dict[str, Any]], timeout: float | None = ...) -> list[dict[str, Any]]:  # type: ignore[assignment]
+        """Sends one request per fields dict, pipelined, and blocks until every result is in."""
+        timeout = self.request_timeout if timeout is ... else timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
+        entries: list[tuple[int, _Answer]] = []
+        with self._lock:
+            # A call in progress keeps the helper thread off the socket (see _watch_when_idle).
+            self._busy += 1
+            watching = self._idle_watching
+        try:
+            for fields in many:
+                # Ids go out in increasing order (the server refuses one below the highest it saw),
+                # so a request is numbered and sent under one lock.
+                with self._lock:
+                    rid, frame = self._prepare(type, fields)
+                    answer = _Answer()
+                    self._pending[rid] = _Pending(type, frame, answer)  # type: ignore[arg-type]
+                    entries.append((rid, answer))
+                    # While reconnecting the request waits in _pending; it goes out after the resume.
+                    if self._state == "open" and self._sock is not None:
+                        self._send_quietly(self._sock, frame)
+            if watching:
+                self._wake_helper()  # the helper holds the reader's role: have it hand it over
+            results = []
+            for rid, answer in entries:
+                self._await(answer, deadline, f"{type} got no answer within {timeout} s", rid, type)
+                results.append(answer.result())
+            return results
+        finally:
+            with self._lock:
+                for rid, _ in entries:
+                    self._pending.pop(rid, None)
+                self._busy -= 1
+                self._last_call_end = time.monotonic()
+
+    def close_blocking(self) -> None:
+        """Closes the connection and stops the helper thread; idempotent."""
+        with self._lock:
+            was_open = self._state != "closed"
+            self._state = "closed"
+        if was_open:
+            self._fail_all(E.ClientClosedError("the client was closed"))
+            self._notify_waiters()
+        self._stop.set()
+        self._wake_helper()
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()
+        helper = self._helper
+        if helper is not None and helper is not threading.current_thread():
+            helper.join(timeout=5)
+        self._close_pipe()
+
+    # -- the async API, for code written against AsyncClient -------------------------------------
+    # These coroutines never suspend: each blocks on the socket, so Client.drive runs them in the
+    # calling thread with no loop. Awaited on an event loop they block it for one round trip.
+
+    async def request(self, type: str, fields: dict[str, Any], timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
+        return self.request_blocking(type, fields, timeout)
+
+    async def make_vec(self, env_id: str, num_envs: int, kwargs: dict[str, Any] | None = None, autoreset_mode: str = "next_step") -> AsyncRemoteVectorEnv:
+        from .vector import AsyncRemoteVectorEnv
+
+        made = self.request_many_blocking("make", [{"env_id": env_id, "kwargs": kwargs or {}}] * num_envs)
+        return AsyncRemoteVectorEnv(self, [self.adopt(m) for m in made], autoreset_mode)
+
+    async def close_all(self) -> None:
+        for env in list(self._envs.values()):
+            await env.close()
+        self.close_blocking()
+
+    async def ping(self, payload: Any = None) -> float:
+        start = time.monotonic()
+        self.request_blocking("ping", {} if payload is None else {"payload": payload})
+        return time.monotonic() - start
+
+    async def close(self) -> None:
+        self.close_blocking()
+
+    async def simulate_connection_loss(self) -> None:
+        self.simulate_connection_loss_blocking()
+
+    def simulate_connection_loss_blocking(self) -> None:
+        """Breaks the TCP connection without telling the server, as a network failure would (for tests)."""
+        sock = self._sock
+        if sock is not None:
+            sock.abort()
+            self._wake_helper()
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    def _await(self, answer: _Answer, deadline: float | None, timed_out: str, rid: int, type: str) -> None:
+        while not answer.done():
+            if self._reader.acquire(blocking=False):
+                try:
+                    while not answer.done():
+                        if not self._read_one(deadline):
+                            raise E.RequestTimeoutError(timed_out, {"id": rid, "type": type})
+                finally:
+                    self._reader.release()
+                    if self._waiters:
+                        self._notify_waiters()
+                return
+            with self._handoff:
+                self._waiters += 1
+                try:
+                    while not answer.done() and self._reader.locked():
+                        remaining = None if deadline is None else deadline - time.monotonic()
+                        if remaining is not None and remaining <= 0:
+                            raise E.RequestTimeoutError(timed_out, {"id": rid, "type": type})
+                        self._handoff.wait(remaining)
+                finally:
+                    self._waiters -= 1
+
+    def _read_one(self, deadline: float | None) -> bool:
+        """Reads and dispatches one message (holding the reader's role); False when ``deadline`` passed first."""
+        sock = self._sock
+        if sock is None:
+            if self._state == "closed":
+                return True  # _fail_all has answered every waiter
+            self._reconnect_blocking()
+            return True
+        if deadline is not None and not sock.wait_readable(deadline - time.monotonic()):
+            return False
+        try:
+            frame = sock.recv()
+        except SocketClosedError as closed:
+            self._lost(sock, closed.code, closed.reason)
+            return True
+        self._on_frame(frame)
+        if self._waiters:
+            self._notify_waiters()
+        return True
+
+    def _notify_waiters(self) -> None:
+        with self._handoff:
+            self._handoff.notify_all()
+
+    def _send_quietly(self, sock: SocketWebSocket, frame: bytes) -> None:
+        try:
+            sock.send(frame)
+        except SocketClosedError:
+            pass  # the reader notices the drop; waiting requests are re-sent after the resume
+
+    # -- connection --------------------------------------------------------------------------------
+
+    def _dial_blocking(self) -> SocketWebSocket:
+        try:
+            sock = SocketWebSocket.connect(self.url, self.connect_timeout)
+        except OSError as err:
+            raise E.ConnectFailedError(f"could not connect to {self.url}: {err}", {"url": self.url}) from err
+        self._sock = sock
+        self._ping_sent_at = None
+        return sock
+
+    def _handshake_blocking(self, sock: SocketWebSocket, deadline: float) -> dict[str, Any]:
+        with self._lock:
+            rid, hello = self._hello()
+            answer = _Answer()
+            self._pending[rid] = _Pending("hello", b"", answer)  # type: ignore[arg-type]
+        try:
+            self._send_quietly(sock, pack(hello))
+            while not answer.done():
+                if not sock.wait_readable(deadline - time.monotonic()):
+                    sock.close()
+                    raise E.ConnectFailedError(f"no welcome from {self.url} within {self.connect_timeout} s")
+                try:
+                    self._on_frame(sock.recv())
+                except SocketClosedError as closed:
+                    if not answer.done():
+                        answer.set_exception(E.ConnectionLostError(f"connection closed during the handshake ({closed.code})", {"code": closed.code}))
+            welcome = answer.result()
+        finally:
+            with self._lock:
+                self._pending.pop(rid, None)
+        if welcome.get("protocol_version") != self.protocol_version:
+            sock.close()
+            self._check_version(welcome)
+        return welcome
+
+    def _lost(self, sock: SocketWebSocket, code: int, reason: str) -> None:
+        """The reader saw ``sock`` fail: reconnect and resume, or fail what waits (holding the reader's role)."""
+        if self._sock is sock:
+            self._sock = None
+        sock.close()
+        if self._state == "closed":
+            return
+        self._emit({"type": "disconnected", "code": code, "reason": reason})
+        if not self.reconnect or code in FATAL_CLOSE_CODES or self._state == "connecting":
+            with self._lock:
+                self._state = "closed"
+            self._closed_by = self._shutdown_error
+            self._fail_all(self._shutdown_error or E.ConnectionLostError(f"connection closed ({code}{': ' + reason if reason else ''})", {"code": code}))
+            return
+        with self._lock:
+            self._state = "reconnecting"
+        self._reconnect_blocking()
+
+    def _reconnect_blocking(self) -> None:
+        deadline = time.monotonic() + self.reconnect_timeout
+        delay = self.reconnect_delay
+        last_error: BaseException | None = None
+        while self._state == "reconnecting" and time.monotonic() < deadline:
+            if self._stop.wait(delay):
+                return
+            delay = min(delay * 2, 2.0)
+            try:
+                sock = self._dial_blocking()
+                welcome = self._handshake_blocking(sock, time.monotonic() + self.connect_timeout)
+            except (E.ServerError, E.VersionMismatchError) as err:
+                last_error = err
+                break  # refused (auth, version): retrying will not help
+            except E.SdkError as err:
+                last_error = err
+                continue
+            with self._lock:
+                if self._state != "reconnecting":
+                    sock.close()
+                    return
+                # Re-sent under the lock, so no new (higher) id overtakes them.
+                for frame in self._resumed(welcome):
+                    self._send_quietly(sock, frame)
+            self._emit({"type": "reconnected", "resumed": bool(welcome.get("resumed"))})
+            return
+        if self._state == "reconnecting":
+            with self._lock:
+                self._state = "closed"
+            self._sock = None
+            self._fail_all(E.ConnectionLostError(f"could not reconnect to {self.url}: {last_error or 'timed out'}"))
+
+    # -- the helper thread -------------------------------------------------------------------------
+
+    def _watch_when_idle(self) -> None:
+        while not self._stop.is_set():
+            self._keepalive()
+            with self._lock:
+                quiet = self._busy == 0 and time.monotonic() - self._last_call_end >= _IDLE_AFTER_S
+                if quiet and self._reader.acquire(blocking=False):
+                    self._idle_watching = True
+                else:
+                    quiet = False
+            if not quiet:
+                self._stop.wait(_IDLE_AFTER_S)
+                continue
+            try:
+                self._watch_once()
+            except Exception:  # noqa: BLE001 - the helper must outlive any one bad frame or callback
+                pass
+            finally:
+                with self._lock:
+                    self._idle_watching = False
+                self._reader.release()
+                self._notify_waiters()
+
+    def _watch_once(self) -> None:
+        """Holding the reader's role: reads what the server sends until a caller wakes us or the watch times out."""
+        poller = select.poll()
+        poller.register(self._wake_r, select.POLLIN)
+        sock = self._sock
+        if sock is not None:
+            poller.register(sock.fileno(), select.POLLIN)
+        elif self._state == "reconnecting":
+            self._reconnect_blocking()
+            return
+        ready = {fd for fd, _ in poller.poll(_IDLE_WATCH_S * 1000)}
+        if self._wake_r in ready:
+            try:
+                os.read(self._wake_r, 4096)
+            except OSError:
+                pass
+            return
+        if sock is not None and ready and self._busy == 0:
+            self._read_one(time.monotonic())
+
+    def _keepalive(self) -> None:
+        sock = self._sock
+        if sock is None or self.keepalive_interval is None or self._state != "open":
+            return
+        now = time.monotonic()
+        if self._ping_sent_at is not None and sock.last_received < self._ping_sent_at:
+            if now - self._ping_sent_at >= self.keepalive_timeout:
+                # A ping went unanswered: the link is dead even without a FIN or RST. The reader wakes with an error and reconnects.
+                self._ping_sent_at = None
+                sock.abort()
+                self._wake_helper()
+            return
+        if now - sock.last_received >= self.keepalive_interval:
+            self._ping_sent_at = now
+            try:
+                sock.ping()
+            except SocketClosedError:
+                pass
+
+    def _wake_helper(self) -> None:
+        try:
+            os.write(self._wake_w, b"\0")
+        except OSError:
+            pass
+
+    def _close_pipe(self) -> None:
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._wake_r = self._wake_w = -1

@@ -1,0 +1,184 @@
+/**
+ * Envs run on worker threads: for sync envs whose calls cost the event loop tens of milliseconds
+ * to seconds (NAVSIM's scene loading, PDM scoring and camera rendering), so one client's make,
+ * reset or step cannot stall another client's requests. A pool of threads hosts many envs each;
+ * a {@link ThreadedEnv} on the calling thread stands in for each, with the spaces, metadata and
+ * tool schemas of a cheap `shell` instance of the same env (built with the same kwargs but none
+ * of the heavy state) and every call forwarded to the thread. Observations come back without a
+ * copy on the calling thread (see thread-values.ts).
+ *
+ * The pool belongs to whoever registers the envs that use it (the registry closes it); threads
+ * start with their first env and are unreferenced while idle, so they never keep a process alive.
+ *
+ * @example
+ * const pool = new EnvThreadPool(new URL('../navsim/thread.ts', import.meta.url), import.meta.url);
+ * const env = await pool.make(new NavsimEnv(2, kwargs, undefined, { shell: true }), { version: 2, kwargs });
+ * const { obs } = await env.reset({ seed: 0 }); // computed on the thread
+ */
+import { availableParallelism } from 'node:os';
+import type { Worker } from 'node:worker_threads';
+
+import type { Env, EnvMetadata, EnvTool, RenderFrame, ResetOptions, ResetResult, StepResult } from './env.ts';
+import type { Space } from '../../protocol/spaces.ts';
+import { startModuleWorker } from './threads.ts';
+import { packValue, unpackError, unpackValue } from './thread-values.ts';
+import type { PackedError } from './thread-values.ts';
+
+/** @internal A call to an env thread. */
+export interface EnvThreadRequest {
+  id: number;
+  envId: number;
+  method: 'make' | 'reset' | 'step' | 'render' | 'getState' | 'setState' | 'tool' | 'close';
+  args: unknown[];
+}
+
+/** @internal An env thread's answer. */
+export type EnvThreadResponse = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: PackedError };
+
+export interface EnvThreadPoolOptions {
+  /** Env threads (default: one per core but one, between 1 and 4). */
+  threads?: number;
+}
+
+class EnvThread {
+  envs = 0;
+  private worker: Worker | null = null;
+  private readonly waiting = new Map<number, { resolve(value: unknown): void; reject(err: Error): void }>();
+  private nextId = 1;
+
+  constructor(
+    private readonly entry: URL,
+    private readonly callerUrl: string,
+  ) {}
+
+  call(envId: number, method: EnvThreadRequest['method'], args: unknown[]): Promise<unknown> {
+    const worker = this.ensure();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      worker.ref();
+      worker.postMessage({ id, envId, method, args: args.map((a) => packValue(a)) } satisfies EnvThreadRequest);
+    });
+  }
+
+  async close(): Promise<void> {
+    const worker = this.worker;
+    this.worker = null;
+    this.failAll(new Error('the env thread pool is closed'));
+    if (worker) await worker.terminate();
+  }
+
+  private ensure(): Worker {
+    if (this.worker) return this.worker;
+    const worker = startModuleWorker(this.entry, this.callerUrl);
+    worker.unref();
+    worker.on('message', (res: EnvThreadResponse) => {
+      const w = this.waiting.get(res.id);
+      this.waiting.delete(res.id);
+      if (this.waiting.size === 0) worker.unref();
+      if (!w) return;
+      if (res.ok) w.resolve(unpackValue(res.value));
+      else w.reject(unpackError(res.error));
+    });
+    worker.on('error', (err) => this.failAll(err));
+    worker.on('exit', (code) => {
+      if (this.worker !== worker) return;
+      // Its envs are gone with it: their calls fail from now on (each session's own fault, not the server's).
+      this.worker = null;
+      this.failAll(new Error(`env thread exited with code ${code}`));
+    });
+    this.worker = worker;
+    return worker;
+  }
+
+  private failAll(err: Error): void {
+    for (const w of this.waiting.values()) w.reject(err);
+    this.waiting.clear();
+  }
+}
+
+export class EnvThreadPool {
+  private readonly threads: EnvThread[];
+  private nextEnvId = 1;
+  private closed = false;
+
+  /** `entry`: the family's thread module (it calls serveEnvThread), as a `.ts` URL next to `callerUrl`. */
+  constructor(entry: URL, callerUrl: string, opts: EnvThreadPoolOptions = {}) {
+    const n = opts.threads ?? Math.max(1, Math.min(4, availableParallelism() - 1));
+    this.threads = Array.from({ length: n }, () => new EnvThread(entry, callerUrl));
+  }
+
+  /**
+   * Builds an env on the least loaded thread from `args` (structured-cloneable: the family's
+   * thread entry reads them) and returns its stand-in, described by `shell`.
+   */
+  async make(shell: Env, args: unknown): Promise<ThreadedEnv> {
+    if (this.closed) throw new Error('the env thread pool is closed');
+    const thread = this.threads.reduce((a, b) => (b.envs < a.envs ? b : a));
+    const envId = this.nextEnvId++;
+    thread.envs++;
+    try {
+      await thread.call(envId, 'make', [args]);
+    } catch (err) {
+      thread.envs--;
+      throw err;
+    }
+    return new ThreadedEnv(shell, thread, envId);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.threads.map((t) => t.close()));
+  }
+}
+
+/** An env that runs on an env thread; see {@link EnvThreadPool}. */
+export class ThreadedEnv implements Env {
+  readonly observationSpace: Space;
+  readonly actionSpace: Space;
+  readonly metadata: EnvMetadata;
+  readonly renderMode: string | null;
+  readonly tools: readonly EnvTool<never>[];
+  private closed = false;
+
+  /** @internal Made by EnvThreadPool.make. */
+  constructor(
+    shell: Env,
+    private readonly thread: EnvThread,
+    private readonly envId: number,
+  ) {
+    this.observationSpace = shell.observationSpace;
+    this.actionSpace = shell.actionSpace;
+    this.metadata = shell.metadata;
+    this.renderMode = shell.renderMode ?? null;
+    // Same names, descriptions and schemas (arguments are validated here); the work runs on the thread.
+    this.tools = (shell.tools ?? []).map((t) => ({ ...t, handler: (args: never) => this.thread.call(this.envId, 'tool', [t.name, args]) as never }));
+  }
+
+  reset(opts?: ResetOptions): Promise<ResetResult> {
+    return this.thread.call(this.envId, 'reset', [opts ?? {}]) as Promise<ResetResult>;
+  }
+
+  step(action: unknown): Promise<StepResult> {
+    return this.thread.call(this.envId, 'step', [action]) as Promise<StepResult>;
+  }
+
+  render(): Promise<RenderFrame | null> {
+    return this.thread.call(this.envId, 'render', []) as Promise<RenderFrame | null>;
+  }
+
+  getState(): Promise<Uint8Array> {
+    return this.thread.call(this.envId, 'getState', []) as Promise<Uint8Array>;
+  }
+
+  setState(state: Uint8Array): Promise<void> {
+    return this.thread.call(this.envId, 'setState', [state]) as Promise<void>;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.thread.envs--;
+    await this.thread.call(this.envId, 'close', []);
+  }
+}

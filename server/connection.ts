@@ -1,0 +1,68 @@
+/**
+ * One transport connection as the core sees it: frames in, answers out. A bug on the synchronous
+ * path costs one answer, never the process; pooled answer memory is handed back once the socket
+ * no longer reads it.
+ */
+import type { Logger } from 'pino';
+
+import { encode } from '../protocol/codec.ts';
+import { ProtocolError } from '../protocol/errors.ts';
+import { frameRequestId } from '../protocol/frame-scan.ts';
+import type { AdmissionPass } from './admission.ts';
+import type { ClientState } from './client-state.ts';
+import type { ServerCore } from './core.ts';
+import type { ConnectionHandler, TransportConnection } from './transport.ts';
+
+/** One transport connection. */
+export class Connection implements ConnectionHandler {
+  client: ClientState | null = null;
+  closed = false;
+  /** Its place in the connection counts (null: not counted, as when it was refused). */
+  admission: AdmissionPass | null = null;
+
+  constructor(
+    readonly id: string,
+    readonly transport: TransportConnection,
+    readonly log: Logger,
+    private readonly core: ServerCore,
+  ) {}
+
+  onFrame(frame: Uint8Array): void {
+    this.core.poller?.arrived();
+    try {
+      this.core.handleFrame(this, frame);
+    } catch (err) {
+      // A bug on the synchronous path must cost one answer, not the process (and every session on it).
+      this.log.error({ err }, 'frame handling failed');
+      this.sendError(
+        frameRequestId(frame),
+        new ProtocolError('ENV_ERR_INTERNAL', `the server failed to handle this frame: ${err instanceof Error ? err.message : String(err)}`),
+      );
+    }
+  }
+
+  onClose(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.core.handleDisconnect(this);
+  }
+
+  send(bytes: Uint8Array): void {
+    if (this.closed) return;
+    // Poll for the next request only when no env work is still running: with some in flight (a
+    // world model's batch in its worker thread) the loop wakes for its result anyway, and spinning
+    // would take time from a worker that shares this core.
+    if (!this.core.working) this.core.poller?.touch();
+    const frames = this.core.frames;
+    if (!frames.isPooled(bytes)) {
+      this.transport.send(bytes);
+      return;
+    }
+    frames.retain(bytes);
+    this.transport.send(bytes, () => frames.release(bytes));
+  }
+
+  sendError(id: number | null, err: ProtocolError): void {
+    this.send(encode({ id, type: 'error', error: err.toWire() }));
+  }
+}
