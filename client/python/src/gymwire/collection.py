@@ -101,8 +101,16 @@ class CollectionEngine:
             self._helpers[key] = helper
         return helper
 
-    def _submit(self, coro: Any) -> concurrent.futures.Future[Any]:
-        return asyncio.run_coroutine_threadsafe(coro, self.client.loop)
+    def _submit(self, type: str, fields: dict[str, Any]) -> concurrent.futures.Future[Any]:
+        """Sends a request without waiting for its answer.
+
+        The socket transport's blocking requests run in the engine's own threads (one per group; the
+        client is safe from any thread and pipelines them); the asyncio transport's run on its loop.
+        """
+        blocking = getattr(self.aclient, "request_blocking", None)
+        if blocking is not None:
+            return self._senders.submit(blocking, type, fields)
+        return asyncio.run_coroutine_threadsafe(self.aclient.request(type, fields), self.client.loop)
 
     def _begin(self, slot: _Slot, obs: Any, info: dict[str, Any], seed: int | None) -> None:
         from .dataset import EpisodeRecord
@@ -125,9 +133,14 @@ class CollectionEngine:
     # -------------------------------------------------------------------------------------------
 
     def run(self) -> None:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(self.groups), thread_name_prefix="gymwire-collect") as senders:
+            self._senders = senders
+            self._run()
+
+    def _run(self) -> None:
         wanted = self.slots[: min(len(self.slots), self.episodes)]
         seeds = [None if self.seed is None else self.seed + s.index for s in wanted]
-        r = self.client.run(self.aclient.request("reset_batch", {"session_ids": [s.session_id for s in wanted], "seeds": seeds, "options": None}))
+        r = self._submit("reset_batch", {"session_ids": [s.session_id for s in wanted], "seeds": seeds, "options": None}).result()
         helper = self._helper(wanted)
         obs_items = list(iterate(helper.observation_space, helper._batch_obs(r["obs"], len(wanted))))
         for slot, obs, info, s in zip(wanted, obs_items, r["infos"], seeds, strict=True):
@@ -160,10 +173,8 @@ class CollectionEngine:
             out = self.act(obs_b, ctx)
             actions = list(iterate(helper.action_space, out.actions))
             fut = self._submit(
-                self.aclient.request(
-                    "step_batch",
-                    {"session_ids": ctx.session_ids, "actions": helper._actions_to_wire(out.actions), "autoreset_mode": "same_step"},
-                )
+                "step_batch",
+                {"session_ids": ctx.session_ids, "actions": helper._actions_to_wire(out.actions), "autoreset_mode": "same_step"},
             )
             self.steps += len(live)
             in_flight[g] = (live, out, actions, fut)
