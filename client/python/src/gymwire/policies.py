@@ -1,8 +1,14 @@
 """Policies: one small protocol so a model is wrapped once and used with every env and integration.
 
 A :class:`Policy` takes a batch of observations (first dimension = number of envs, as a Gymnasium
-vector env returns them) and returns a :class:`PolicyOutput`: actions for the batch and, when it
-has them, log-probabilities and value estimates. Policies are registered by name
+vector env returns them) and, optionally, an :class:`ActContext` (each env's session id, latest
+info and whether its observation starts an episode), and returns a :class:`PolicyOutput`: actions
+for the batch and, when it has them, log-probabilities, value estimates and ``extras`` (named
+arrays with one row per env, e.g. the waypoints a controller turned into the stored controls;
+datasets keep them as ``extras/<name>`` columns). A policy may also define
+``episode_start(env_index, session_id, info)``, called when an env starts an episode, to drop its
+memory of that env. A one-argument ``act(obs)`` keeps working: :func:`act_with_context` calls
+each policy the way it is written. Policies are registered by name
 (:func:`register_policy`) and built from config (:func:`make_policy`), so trainers and scripts pick
 them from YAML. :class:`WaypointPID` (from :mod:`gymwire.control`) turns predicted ego-frame waypoints into
 throttle, steer and brake with the benchmarks' reference controllers, chosen by name.
@@ -12,13 +18,14 @@ Example::
     @register_policy("always-right")
     class AlwaysRight:
         def __init__(self, num_envs=1): self.n = num_envs
-        def act(self, obs): return PolicyOutput(actions=np.ones(len(obs), np.int64))
+        def act(self, obs, ctx=None): return PolicyOutput(actions=np.ones(len(obs), np.int64))
 
     policy = make_policy("always-right")
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 from dataclasses import dataclass, field
@@ -34,20 +41,77 @@ from .control import WaypointPID as WaypointPID  # re-exported: it lived here be
 
 
 @dataclass
+class ActContext:
+    """What a policy may want besides the observations, aligned with the batch (one entry per env).
+
+    ``session_ids``: the server's session of each env; ``infos``: each env's latest info (from its
+    reset or its last step; an empty dict where there is none); ``episode_starts``: ``[N]`` bool,
+    True where the observation is the first of an episode.
+    """
+
+    session_ids: list[str]
+    infos: list[dict[str, Any]]
+    episode_starts: np.ndarray
+
+
+@dataclass
 class PolicyOutput:
-    """What a policy returns for a batch: ``actions`` (batched like the vector action space) and optional ``[N]`` arrays."""
+    """What a policy returns for a batch: ``actions`` (batched like the vector action space) and optional per-env arrays.
+
+    ``log_probs`` and ``values`` are ``[N]``; ``extras`` maps a name to an array with one row per
+    env (``[N, ...]``), stored in datasets as the ``extras/<name>`` column.
+    """
 
     actions: Any
     log_probs: np.ndarray | None = None
     values: np.ndarray | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @runtime_checkable
 class Policy(Protocol):
-    """Observations in (batched), actions/log-probs/values out."""
+    """Observations in (batched) with an optional :class:`ActContext`; a :class:`PolicyOutput` out.
 
-    def act(self, obs: Any) -> PolicyOutput: ...
+    Optional: ``episode_start(env_index: int, session_id: str, info: dict) -> None``, called when
+    env ``env_index`` starts an episode (``info`` is its reset info), before the ``act`` that sees
+    its first observation.
+    """
+
+    def act(self, obs: Any, ctx: ActContext | None = None) -> PolicyOutput: ...
+
+
+def _takes_context(act: Callable[..., Any]) -> bool:
+    try:
+        params = list(inspect.signature(act).parameters.values())
+    except (TypeError, ValueError):  # builtins and C extensions: assume the current contract
+        return True
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.name == "ctx" for p in params)
+
+
+def context_caller(policy: Any) -> Callable[[Any, ActContext], PolicyOutput]:
+    """``(obs, ctx) -> PolicyOutput`` for ``policy``: its ``act(obs, ctx)``, or ``act(obs)`` for a policy written before :class:`ActContext`.
+
+    The signature is inspected once here, so callers acting many times keep the returned function.
+    """
+    act = policy.act
+    if _takes_context(act):
+        return act  # type: ignore[no-any-return]
+    return lambda obs, ctx: act(obs)
+
+
+def act_with_context(policy: Any, obs: Any, ctx: ActContext) -> PolicyOutput:
+    """Calls ``policy.act(obs, ctx)``, or ``policy.act(obs)`` for a policy written before :class:`ActContext`."""
+    return context_caller(policy)(obs, ctx)
+
+
+def notify_episode_start(policy: Any, env_index: int, session_id: str, info: dict[str, Any]) -> None:
+    """Calls the policy's optional ``episode_start`` hook."""
+    hook = getattr(policy, "episode_start", None)
+    if hook is not None:
+        hook(env_index, session_id, info)
 
 
 _REGISTRY: dict[str, Callable[..., Policy]] = {}
@@ -85,12 +149,19 @@ class RandomPolicy:
         self.action_space = batch_space(action_space, num_envs)
         self.action_space.seed(seed)
         self.num_envs = num_envs
+        self._batch_spaces = {num_envs: self.action_space}
 
-    def act(self, obs: Any) -> PolicyOutput:
-        actions = self.action_space.sample()
+    def act(self, obs: Any, ctx: ActContext | None = None) -> PolicyOutput:
+        # The batch is as long as the context says (collection hands over the sessions that run an episode).
+        n = self.num_envs if ctx is None else len(ctx.session_ids)
+        space = self._batch_spaces.get(n)
+        if space is None:
+            space = self._batch_spaces[n] = batch_space(self.single_action_space, n)
+            space.seed(int(self.action_space.np_random.integers(2**31)))  # seeded from the first, so runs repeat
+        actions = space.sample()
         log_prob = None
         if isinstance(self.single_action_space, gs.Discrete):
-            log_prob = np.full(self.num_envs, -np.log(self.single_action_space.n))
+            log_prob = np.full(n, -np.log(self.single_action_space.n))
         return PolicyOutput(actions=actions, log_probs=log_prob)
 
 
@@ -102,8 +173,8 @@ class ConstantPolicy:
         self.action = np.asarray(action)
         self.num_envs = num_envs
 
-    def act(self, obs: Any) -> PolicyOutput:
-        return PolicyOutput(actions=np.stack([self.action] * self.num_envs))
+    def act(self, obs: Any, ctx: ActContext | None = None) -> PolicyOutput:
+        return PolicyOutput(actions=np.stack([self.action] * (self.num_envs if ctx is None else len(ctx.session_ids))))
 
 
 class PolicyMismatchError(ValueError):
