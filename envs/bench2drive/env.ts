@@ -108,7 +108,9 @@ const ROUTE_AHEAD_POINTS = 12;
 const SpanUntil = z
   .enum(['end', 'infraction', 'command_change'])
   .optional()
-  .describe("when to stop before `ticks` besides the route's end: 'end' (only then, the default), 'infraction' (at a new infraction), 'command_change' (when the navigation command changes)");
+  .describe(
+    "when to stop before `ticks` besides the route's end: 'end' (only then, the default), 'infraction' (at a new infraction), 'command_change' (when the navigation command changes)",
+  );
 type SpanStop = 'end' | 'infraction' | 'command_change';
 
 export class Bench2DriveEnv implements Env {
@@ -139,8 +141,7 @@ export class Bench2DriveEnv implements Env {
     }),
     defineTool({
       name: 'get_command',
-      description:
-        'The current navigation command (RoadOption code and name, near and far) and the target point in the ego frame (x forward, y left, metres).',
+      description: 'The current navigation command (RoadOption code and name, near and far) and the target point in the ego frame (x forward, y left, metres).',
       inputSchema: z.object({}).strict(),
       handler: (_args, ctx) => {
         const env = ctx.env as Bench2DriveEnv;
@@ -597,7 +598,6 @@ export class Bench2DriveEnv implements Env {
       route_timeout_s: w.timeout,
     };
   }
-
 
   /** The scene the last observation's camera images show (external cameras only; null before reset). */
   lastCameraInput(): RenderInput | null {
