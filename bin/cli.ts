@@ -7,6 +7,7 @@ import { GYMWIRE_VERSION } from '../protocol/version.ts';
 import { registerCheck } from './commands/check.ts';
 import { registerEnvs } from './commands/envs.ts';
 import { registerEval } from './commands/eval.ts';
+import { refuseOldNavsimVersionFlag } from './commands/eval-navsim.ts';
 import { registerMcp } from './commands/mcp.ts';
 import { registerRollout } from './commands/rollout.ts';
 import { registerServe } from './commands/serve.ts';
@@ -28,6 +29,7 @@ export async function main(argv: string[]): Promise<void> {
     if (err.code === 'EPIPE') process.exit(0);
   });
   try {
+    refuseOldNavsimVersionFlag(argv);
     await buildProgram().parseAsync(argv);
   } catch (err) {
     // Usage and connection errors are for a person: the message, not a stack trace (GYMWIRE_DEBUG=1 shows it).

@@ -224,7 +224,47 @@ const NO_END = (ctx: CaseContext): CaseResult => ({ status: 'skip', reason: `no 
 // ---------------------------------------------------------------------------------------------
 // The cases
 
+/**
+ * What a black-box check cannot know about an arbitrary env but the reference envs promise:
+ * the everything-env's float boxes have one infinite side (bounds kept exactly, not ±3.4e38) and
+ * its reward is minus the distance it reports; CartPole's reward is 1 per step (Gymnasium's).
+ * Other envs skip these cases, with the reason printed.
+ */
+const REFERENCE_ENVS: Record<string, (env: RemoteEnv) => Promise<void>> = {
+  'gymwire/Conformance-v0': async (env) => {
+    const spaces = (env.observationSpace as { spaces?: Record<string, Space> }).spaces ?? {};
+    for (const dtype of ['float16', 'float32', 'float64']) {
+      const b = spaces[`box_${dtype}`] as { low: Tensor; high: Tensor } | undefined;
+      check(b !== undefined, `box_${dtype} missing from the observation space`);
+      check(
+        b.low.at(0) === -Infinity && b.high.at(0) === Infinity,
+        `box_${dtype} bounds [${b.low.at(0)}, ${b.high.at(0)}] should be [-inf, inf]: infinite bounds must stay infinite`,
+      );
+    }
+    await env.reset({ seed: 3 });
+    const s = await env.step(Tensor.from('float32', [2], [0.5, -0.5]));
+    const distance = (s.info as { distance?: unknown }).distance;
+    check(typeof distance === 'number' && distance > 0, `info.distance should be a positive number, got ${previewValue(distance)}`);
+    check(s.reward === -distance, `reward ${s.reward} should be minus info.distance (${-distance})`);
+  },
+  'gymwire/CartPole-v1': async (env) => {
+    await env.reset({ seed: 0 });
+    const s = await env.step(0);
+    check(s.reward === 1, `CartPole's reward is 1 per step (Gymnasium's CartPole-v1), got ${s.reward}`);
+  },
+};
+
 export const CASES: ConformanceCase[] = [
+  {
+    name: 'reference envs: exact bounds and rewards where the env is known',
+    async run(ctx) {
+      const reference = REFERENCE_ENVS[ctx.envId];
+      if (!reference) return { status: 'skip', reason: `no reference values for ${ctx.envId} (known: ${Object.keys(REFERENCE_ENVS).join(', ')})` };
+      const c = await ctx.client();
+      await reference(await c.make(ctx.envId));
+      return { status: 'pass' };
+    },
+  },
   {
     name: 'handshake: welcome carries version, limits and a resume token',
     perServer: true,

@@ -220,6 +220,14 @@ const ID_SCAN_ITEMS = 4096;
  * gives up (malformed bytes, an id past the first few thousand items).
  */
 export function frameRequestId(bytes: Uint8Array): number | null {
+  const pos = topLevelValue(bytes, ID_KEY);
+  return pos === null ? null : readId(bytes, pos, bytes.byteLength);
+}
+
+const ID_KEY = [0x69, 0x64]; // 'id'
+
+/** Where the value of the top-level map's string key `key` (its bytes) starts, by a bounded scan; null when absent or the scan gives up. */
+function topLevelValue(bytes: Uint8Array, key: readonly number[]): number | null {
   const end = bytes.byteLength;
   const item: Item = { next: 0, children: 0, kind: 'scalar', length: 0 };
   if (!readItem(bytes, 0, end, item) || item.kind !== 'map') return null;
@@ -228,9 +236,9 @@ export function frameRequestId(bytes: Uint8Array): number | null {
   let budget = ID_SCAN_ITEMS;
   while (entries-- > 0) {
     if (!readItem(bytes, pos, end, item)) return null;
-    const isIdKey = (item.kind as Item['kind']) === 'string' && item.length === 2 && bytes[item.next - 2] === 0x69 && bytes[item.next - 1] === 0x64;
+    const isKey = (item.kind as Item['kind']) === 'string' && item.length === key.length && key.every((c, i) => bytes[item.next - key.length + i] === c);
     pos = item.next;
-    if (isIdKey) return readId(bytes, pos, end);
+    if (isKey) return pos;
     // Skip the key's children (a key that is a container) and the value, item by item.
     let pending = item.children + 1;
     while (pending > 0) {
@@ -240,6 +248,37 @@ export function frameRequestId(bytes: Uint8Array): number | null {
     }
   }
   return null;
+}
+
+const isFloatByte = (t: number | undefined) => t === 0xca || t === 0xcb;
+
+/**
+ * Which numbers in the top-level value under `key` were sent as msgpack floats (decoded, 1.0 and
+ * 1 are the same JavaScript number): for a scalar, whether it is one; for an array, one flag per
+ * element; null when the key is absent, holds something else, or the scan gives up. Gymnasium's
+ * Discrete refuses floats, so the server needs to know.
+ */
+export function floatsUnder(bytes: Uint8Array, key: string): boolean | boolean[] | null {
+  const pos = topLevelValue(
+    bytes,
+    [...key].map((c) => c.charCodeAt(0)),
+  );
+  if (pos === null) return null;
+  const end = bytes.byteLength;
+  const item: Item = { next: 0, children: 0, kind: 'scalar', length: 0 };
+  if (!readItem(bytes, pos, end, item)) return null;
+  if (item.kind !== 'array') return isFloatByte(bytes[pos]);
+  const flags: boolean[] = [];
+  const count = item.length;
+  let at = item.next;
+  for (let i = 0; i < count; i++) {
+    if (!readItem(bytes, at, end, item)) return null;
+    // Elements that are containers (tensors are extensions, not containers) are not numbers: skip their children.
+    if (item.children > 0) return null;
+    flags.push(isFloatByte(bytes[at]));
+    at = item.next;
+  }
+  return flags;
 }
 
 function readId(b: Uint8Array, pos: number, end: number): number | null {

@@ -183,7 +183,6 @@ export const EnvListingSchema = z.object({
 });
 export const ListEnvsResultSchema = z.object({ envs: z.array(EnvListingSchema) });
 
-
 export const MakeResultSchema = z.object({
   session_id: SessionIdSchema,
   env_id: z.string(),

@@ -1,7 +1,8 @@
 /**
  * Renders the Python SDK's protocol constants (client/python/src/gymwire/_protocol.py) from the
  * TypeScript protocol, the single source of truth: versions, dtypes, the tensor extension type,
- * close codes, wire error codes with their fault and summary, and the SDK's local error codes.
+ * close codes, wire error codes with their fault and summary, the SDK's local error codes, and the
+ * waypoint controllers' constants (protocol/waypoint-control.ts).
  * `npm run gen:python` writes the file; a test fails when the committed copy is stale.
  */
 import { CLOSE_CODES, FATAL_CLOSE_CODES } from './close-codes.ts';
@@ -9,10 +10,22 @@ import { ERROR_CODES } from './errors.ts';
 import { AUTORESET_MODES, PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from './messages.ts';
 import { SDK_ERROR_CODES } from './sdk-errors.ts';
 import { DTYPES, TENSOR_EXT_TYPE } from './tensor.ts';
+import { WAYPOINT_CONTROLLERS } from './waypoint-control.ts';
 
 const py = (value: unknown): string => JSON.stringify(value);
 /** A Python tuple literal (a one-element tuple keeps its comma). */
 const tuple = (values: readonly unknown[]): string => (values.length === 1 ? `(${py(values[0])},)` : `(${values.map(py).join(', ')})`);
+/** A Python literal of plain data (numbers, strings, booleans, null, nested objects). */
+const literal = (value: unknown): string => {
+  if (value === null) return 'None';
+  if (typeof value === 'boolean') return value ? 'True' : 'False';
+  if (typeof value === 'object')
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${py(k)}: ${literal(v)}`)
+      .join(', ')}}`;
+  return py(value);
+};
+const snake = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 export function renderPythonConstants(): string {
   const lines: string[] = [
@@ -44,6 +57,15 @@ export function renderPythonConstants(): string {
     "#: The SDKs' local error codes (never sent over the wire) and what each means.",
     'SDK_ERROR_CODES: Final[dict[str, str]] = {',
     ...Object.entries(SDK_ERROR_CODES).map(([code, summary]) => `    ${py(code)}: ${py(summary)},`),
+    '}',
+    '',
+    "#: The waypoint controllers by name (gymwire.control implements them): each reference's constants.",
+    'WAYPOINT_CONTROLLERS: Final[dict[str, dict[str, object]]] = {',
+    ...Object.entries(WAYPOINT_CONTROLLERS).flatMap(([name, config]) => [
+      `    ${py(name)}: {`,
+      ...Object.entries(config).map(([key, value]) => `        ${py(snake(key))}: ${literal(value)},`),
+      '    },',
+    ]),
     '}',
     '',
   ];

@@ -1,5 +1,5 @@
 /**
- * `gymwire eval navsim --agent NAME --split synthetic-test [--version 1|2] [--json] [--url ws://...]`:
+ * `gymwire eval navsim --agent NAME --split synthetic-test [--navsim-version 1|2] [--json] [--url ws://...]`:
  * runs a baseline agent against a gymwire server (a local one on a free port by default), with a
  * progress bar, and prints a NAVSIM-like table of the mean score and every sub-metric.
  */
@@ -18,17 +18,26 @@ export function registerEvalNavsim(evalCommand: Command): void {
     .description('score a NAVSIM agent (constant-velocity, pdm-closed, human) on a split; prints PDMS / EPDMS and sub-metrics')
     .requiredOption('--agent <name>', 'constant-velocity | pdm-closed | human')
     .option('--split <split>', 'synthetic-test | synthetic-train', 'synthetic-test')
-    .option('--version <v>', '1 (PDMS) or 2 (EPDMS)', '1')
+    .option('--navsim-version <v>', '1 (PDMS) or 2 (EPDMS)', '1')
     .option('--url <url>', 'ws://HOST:PORT of a running server (default: start one locally)')
     .option('--token <token>', 'auth token (also GYMWIRE_TOKEN)')
     .option('--limit <n>', 'only the first n scenes')
     .option('--concurrency <n>', 'parallel sessions', '2')
     .option('--json', 'print the report as JSON (per-scene rows included)')
     .action(
-      async (opts: { agent: string; split: string; version: string; url?: string; token?: string; limit?: string; concurrency: string; json?: boolean }) => {
+      async (opts: {
+        agent: string;
+        split: string;
+        navsimVersion: string;
+        url?: string;
+        token?: string;
+        limit?: string;
+        concurrency: string;
+        json?: boolean;
+      }) => {
         if (!(opts.split in SPLITS)) throw new Error(`unknown split '${opts.split}' (known: ${Object.keys(SPLITS).join(', ')})`);
-        const version = opts.version === '2' ? 2 : opts.version === '1' ? 1 : null;
-        if (version === null) throw new Error(`--version must be 1 or 2, got ${opts.version}`);
+        const version = opts.navsimVersion === '2' ? 2 : opts.navsimVersion === '1' ? 1 : null;
+        if (version === null) throw new Error(`--navsim-version must be 1 or 2, got ${opts.navsimVersion}`);
         const target = await connectToTarget(opts.url, opts.token);
         const client = target.client;
         const bar = opts.json
@@ -58,4 +67,15 @@ export function registerEvalNavsim(evalCommand: Command): void {
         }
       },
     );
+}
+
+/**
+ * `--version` after `eval navsim` was the NAVSIM version once; it is the program's own `--version`
+ * (which prints gymwire's version and exits), so that spelling is refused with the new one named.
+ */
+export function refuseOldNavsimVersionFlag(argv: readonly string[]): void {
+  const at = argv.indexOf('navsim');
+  if (at < 1 || argv[at - 1] !== 'eval') return;
+  const old = argv.slice(at + 1).find((a) => a === '--version' || a.startsWith('--version='));
+  if (old) throw new Error("eval navsim takes the NAVSIM version as --navsim-version 1|2 (--version prints gymwire's version)");
 }

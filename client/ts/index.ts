@@ -15,3 +15,5 @@ export { wsConnector } from './transport.ts';
 export type { ClientTransport, Connector } from './transport.ts';
 export { Tensor } from '../../protocol/tensor.ts';
 export * as spaces from '../../protocol/spaces.ts';
+export { WAYPOINT_CONTROLLERS, WaypointController } from '../../protocol/waypoint-control.ts';
+export type { WaypointControl, WaypointControllerName } from '../../protocol/waypoint-control.ts';

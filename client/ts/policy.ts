@@ -11,11 +11,12 @@
  * @example
  * const policy = new RandomPolicy({ seed: 0 });
  * policy.check({ observationSpace, actionSpace });
- * const { actions } = await policy.act([obs0, obs1], { sessions: ['s0', 's1'] });
+ * const { actions } = await policy.act([obs0, obs1], { sessions: ['s0', 's1'], infos: [{}, {}], episodeStarts: [true, true] });
  */
 import { Random } from '../../protocol/random.ts';
 import { sample, spaceToString } from '../../protocol/spaces.ts';
 import type { Space } from '../../protocol/spaces.ts';
+import type { Tensor } from '../../protocol/tensor.ts';
 
 export interface PolicySpaces {
   observationSpace: Space;
@@ -27,7 +28,15 @@ export interface ActContext {
   sessions: readonly string[];
   /** The latest info of each session (from its reset or last step), when the caller has it. */
   infos?: readonly Record<string, unknown>[];
+  /** True where the observation is the first of an episode (the rollout engine always sets it). */
+  episodeStarts?: readonly boolean[];
 }
+
+/**
+ * One row per observation of a named extra output: a number, a typed array (a vector) or a
+ * Tensor (any shape). Every row of one name has the same dtype and shape.
+ */
+export type ExtraRow = number | Float32Array | Float64Array | Int32Array | Uint8Array | Int8Array | Int16Array | Uint16Array | Uint32Array | Tensor;
 
 export interface PolicyOutput {
   /** One action per observation, each a wire value of the action space. */
@@ -36,6 +45,11 @@ export interface PolicyOutput {
   logProbs?: ArrayLike<number>;
   /** Value estimate per observation, when the policy has a critic. */
   values?: ArrayLike<number>;
+  /**
+   * Named outputs to keep with each step, one row per observation (e.g. the waypoints a controller
+   * turned into the stored controls); datasets store them as `extras/<name>` columns.
+   */
+  extras?: Record<string, readonly ExtraRow[]>;
 }
 
 export interface Policy {
@@ -44,7 +58,10 @@ export interface Policy {
   /** Throws {@link PolicyMismatchError} when the policy cannot act in these spaces. */
   check(spaces: PolicySpaces): void | Promise<void>;
   act(observations: readonly unknown[], ctx: ActContext): PolicyOutput | Promise<PolicyOutput>;
-  /** A session starts a new episode (stateful policies drop their memory of it); `info` is the reset info. */
+  /**
+   * A session starts a new episode (stateful policies drop their memory of it); `info` is the reset
+   * info. Called before the `act` that sees the episode's first observation.
+   */
   episodeStart?(session: string, info: Record<string, unknown>): void;
   close?(): void | Promise<void>;
 }

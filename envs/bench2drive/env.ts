@@ -1,7 +1,8 @@
 /**
  * `gymwire/Bench2Drive-v0`: one Bench2Drive-style route per episode, closed loop at 20 Hz (spec
  * §5.2). Each step takes throttle/steer/brake (or, with `action_type: 'waypoints'`, six ego-frame
- * waypoints 0.5 s apart that Bench2Drive's PID controller turns into controls) and advances the
+ * waypoints 0.5 s apart that a reference waypoint controller, Bench2DriveZoo's `control_pid` by
+ * default, turns into controls) and advances the
  * world one 0.05 s tick. Observations: speed, IMU, GNSS, position, the target point in the ego frame
  * and the RoadOption command (near and far) from the leaderboard's downsampled global plan, and,
  * when enabled at make, the six Bench2Drive cameras and a LiDAR sweep from the shared renderer
@@ -33,6 +34,8 @@ import type { Scenario } from './sim.ts';
 import { DT, MAX_TICKS, World } from './sim.ts';
 import type { Control } from './vehicle.ts';
 import { EGO, WaypointController } from './vehicle.ts';
+import { WAYPOINT_CONTROLLER_NAMES, WAYPOINT_CONTROLLERS } from '../../protocol/waypoint-control.ts';
+import type { WaypointControllerName } from '../../protocol/waypoint-control.ts';
 import { privilegedView, restoreWorld, snapshotWorld } from './worldstate.ts';
 
 const DEG = Math.PI / 180;
@@ -67,6 +70,8 @@ export const Bench2DriveKwargsSchema = z
     camera_height: z.number().int().min(9).max(1800).optional(),
     lidar: z.boolean().optional(),
     action_type: z.enum(['control', 'waypoints']).optional(),
+    /** Which reference controller turns waypoint actions into controls (default 'bench2drive'). */
+    waypoint_controller: z.enum(WAYPOINT_CONTROLLER_NAMES as [WaypointControllerName, ...WaypointControllerName[]]).optional(),
     privileged: z.boolean().optional(),
     render_mode: z.enum(['rgb_array']).nullable().optional(),
   })
@@ -103,7 +108,9 @@ const ROUTE_AHEAD_POINTS = 12;
 const SpanUntil = z
   .enum(['end', 'infraction', 'command_change'])
   .optional()
-  .describe("when to stop before `ticks` besides the route's end: 'end' (only then, the default), 'infraction' (at a new infraction), 'command_change' (when the navigation command changes)");
+  .describe(
+    "when to stop before `ticks` besides the route's end: 'end' (only then, the default), 'infraction' (at a new infraction), 'command_change' (when the navigation command changes)",
+  );
 type SpanStop = 'end' | 'infraction' | 'command_change';
 
 export class Bench2DriveEnv implements Env {
@@ -134,8 +141,7 @@ export class Bench2DriveEnv implements Env {
     }),
     defineTool({
       name: 'get_command',
-      description:
-        'The current navigation command (RoadOption code and name, near and far) and the target point in the ego frame (x forward, y left, metres).',
+      description: 'The current navigation command (RoadOption code and name, near and far) and the target point in the ego frame (x forward, y left, metres).',
       inputSchema: z.object({}).strict(),
       handler: (_args, ctx) => {
         const env = ctx.env as Bench2DriveEnv;
@@ -215,7 +221,7 @@ export class Bench2DriveEnv implements Env {
             const padded = Array.from({ length: WAYPOINTS }, (_, i) => ahead[Math.min(i, ahead.length - 1)]!);
             return Tensor.from('float32', [WAYPOINTS, 2], padded.flat());
           }
-          const u = env.pid.control(ahead, env.world!.ego.v);
+          const u = env.pid.control(ahead, env.world!.ego.v, env.egoFrame(env.planner.current().target));
           return Tensor.from('float32', [3], [u.throttle, u.steer, u.brake]);
         });
       },
@@ -306,6 +312,8 @@ export class Bench2DriveEnv implements Env {
   readonly actionSpace: Space;
   readonly metadata: EnvMetadata;
   readonly renderMode: 'rgb_array' | null;
+  /** One tick per step: the route's tick budget truncates the episode (TickRuntime). */
+  readonly maxEpisodeSteps = MAX_TICKS;
   get tools(): readonly EnvTool<never>[] {
     return Bench2DriveEnv.TOOLS;
   }
@@ -317,7 +325,7 @@ export class Bench2DriveEnv implements Env {
   private readonly rig: CameraRig | null;
   private world: World | null = null;
   private planner = new RoutePlanner(4.0, 50.0);
-  private pid = new WaypointController();
+  private pid: WaypointController;
   private prevR = 0;
   private finished = false;
   private finalStatus: string | null = null;
@@ -367,9 +375,14 @@ export class Bench2DriveEnv implements Env {
       synthetic_render: true,
       action:
         this.kwargs.action_type === 'waypoints'
-          ? 'six ego-frame waypoints (x forward, y left) 0.5 s apart -> Bench2Drive PID'
+          ? `six ego-frame waypoints (x forward, y left) 0.5 s apart -> ${WAYPOINT_CONTROLLERS[this.kwargs.waypoint_controller ?? 'bench2drive'].source}`
           : '[throttle 0..1, steer -1..1 (positive right, as CARLA), brake 0..1]',
     };
+    this.pid = this.newController();
+  }
+
+  private newController(): WaypointController {
+    return new WaypointController(this.kwargs.waypoint_controller ?? 'bench2drive');
   }
 
   private scenario(id: string): Scenario {
@@ -401,7 +414,7 @@ export class Bench2DriveEnv implements Env {
     this.world = this.newWorld(routeId);
     this.planner = new RoutePlanner(4.0, 50.0);
     this.planner.setRoute(this.world.route.plan);
-    this.pid = new WaypointController();
+    this.pid = this.newController();
     this.prevR = 0;
     this.finished = false;
     this.finalStatus = null;
@@ -426,7 +439,8 @@ export class Bench2DriveEnv implements Env {
         );
       if (values.some((v) => Math.abs(v) > 100)) throw new InvalidActionError('waypoints must lie within 100 m of the ego');
       const wps = Array.from({ length: WAYPOINTS }, (_, i) => [values[2 * i]!, values[2 * i + 1]!] as const);
-      return this.pid.control(wps, this.world.ego.v);
+      // The target point the agent saw with its last observation (the ego has not moved since).
+      return this.pid.control(wps, this.world.ego.v, this.egoFrame(this.planner.current().target));
     }
     if (values.length !== 3) throw new InvalidActionError(`expected [throttle, steer, brake], got ${values.length} numbers`);
     const [throttle, steer, brake] = values as [number, number, number];
@@ -585,7 +599,6 @@ export class Bench2DriveEnv implements Env {
     };
   }
 
-
   /** The scene the last observation's camera images show (external cameras only; null before reset). */
   lastCameraInput(): RenderInput | null {
     return this.cameraInput;
@@ -644,7 +657,7 @@ export class Bench2DriveEnv implements Env {
     this.world = w;
     this.planner = new RoutePlanner(4.0, 50.0);
     this.planner.setRoute(s.planner);
-    this.pid = new WaypointController();
+    this.pid = this.newController();
     this.pid.turn.state = s.pid[0];
     this.pid.speed.state = s.pid[1];
     this.prevR = s.prevR;

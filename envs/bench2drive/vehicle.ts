@@ -6,7 +6,8 @@
  * lag and is limited by speed (lateral acceleration ≤ 7 m/s²), and the car never reverses. Steer
  * follows CARLA's sign: positive turns right. Dimensions are CARLA's Lincoln MKZ 2020.
  *
- * Also here: the PID controllers Bench2Drive's agents use to turn predicted waypoints into controls.
+ * The waypoint controllers that turn predicted waypoints into controls live in
+ * protocol/waypoint-control.ts (shared with the SDKs) and are re-exported here.
  *
  * @example
  * const s = egoState(0, 0, 0, 5);
@@ -77,60 +78,5 @@ export function stepEgo(s: EgoState, c: Control, dt: number): void {
   s.yawRate = yawRate;
 }
 
-/** A PID controller over a sliding window of errors, as in Bench2Drive's agents (`PIDController`). */
-export class PIDController {
-  private window: number[] = [];
-  constructor(
-    readonly kp: number,
-    readonly ki: number,
-    readonly kd: number,
-    readonly n = 20,
-  ) {}
-  step(error: number): number {
-    this.window.push(error);
-    if (this.window.length > this.n) this.window.shift();
-    let integral = 0;
-    let derivative = 0;
-    if (this.window.length >= 2) {
-      integral = this.window.reduce((a, b) => a + b, 0) / this.window.length;
-      derivative = this.window[this.window.length - 1]! - this.window[this.window.length - 2]!;
-    }
-    return this.kp * error + this.ki * integral + this.kd * derivative;
-  }
-  reset(): void {
-    this.window = [];
-  }
-  get state(): number[] {
-    return this.window.slice();
-  }
-  set state(w: number[]) {
-    this.window = w.slice();
-  }
-}
-
-/**
- * Bench2Drive's `control_pid` (UniAD/VAD agents, TCP's constants): waypoints are ego-frame points
- * (x forward, y left) 0.5 s apart; desired speed = 2 × distance between the first two; brake when
- * it is below 0.4 m/s or the ego is 10 % faster; aim at the midpoint of the first two; throttle
- * from a speed PID on the error clipped to 0.25 m/s, at most 0.75.
- */
-export class WaypointController {
-  readonly turn = new PIDController(1.25, 0.75, 0.3, 20);
-  readonly speed = new PIDController(5.0, 0.5, 1.0, 20);
-  control(waypoints: readonly (readonly [number, number])[], speed: number): Control {
-    const w0 = waypoints[0] ?? [0, 0];
-    const w1 = waypoints[1] ?? w0;
-    const desired = Math.hypot(w0[0] - w1[0], w0[1] - w1[1]) * 2.0;
-    const brake = desired < 0.4 || speed / Math.max(desired, 1e-6) > 1.1;
-    const aimX = (w0[0] + w1[0]) / 2;
-    const aimY = (w0[1] + w1[1]) / 2;
-    // Angle from straight ahead to the aim point, positive to the right (CARLA's steer sign), / 90°.
-    let angle = (Math.atan2(-aimY, aimX) * 180) / Math.PI / 90;
-    if (speed < 0.01) angle = 0;
-    const steer = Math.max(-1, Math.min(1, this.turn.step(angle)));
-    const delta = Math.max(0, Math.min(0.25, desired - speed));
-    let throttle = Math.max(0, Math.min(0.75, this.speed.step(delta)));
-    if (brake) throttle = 0;
-    return { throttle, steer, brake: brake ? 1 : 0 };
-  }
-}
+// The waypoint controllers (Bench2DriveZoo's and TransFuser's) are shared with the SDK through protocol/.
+export { WaypointController, WindowPid } from '../../protocol/waypoint-control.ts';

@@ -13,8 +13,14 @@ import type { Env } from './env.ts';
 import type { EnvThreadRequest, EnvThreadResponse } from './env-threads.ts';
 import { packError, packValue, unpackValue } from './thread-values.ts';
 
-/** Serves env calls on this worker thread; `create` builds an env from its make arguments. */
-export function serveEnvThread(create: (args: unknown) => Env | Promise<Env>): void {
+/** What an env on a thread logs with: the line reaches the env's logger on the calling thread. */
+export interface ThreadLog {
+  warn(fields: Record<string, unknown>, message: string): void;
+  error(fields: Record<string, unknown>, message: string): void;
+}
+
+/** Serves env calls on this worker thread; `create` builds an env from its make arguments and a logger. */
+export function serveEnvThread(create: (args: unknown, log: ThreadLog) => Env | Promise<Env>): void {
   const port = parentPort;
   if (!port) throw new Error('serveEnvThread runs on a worker thread');
   const envs = new Map<number, Env>();
@@ -35,7 +41,21 @@ export function serveEnvThread(create: (args: unknown) => Env | Promise<Env>): v
 
   async function run(msg: EnvThreadRequest): Promise<unknown> {
     if (msg.method === 'make') {
-      envs.set(msg.envId, await create(msg.args[0]));
+      const envId = msg.envId;
+      // Errors are not cloneable with their class: they travel as name and message.
+      const line = (level: 'warn' | 'error') => (fields: Record<string, unknown>, message: string) =>
+        answer({
+          log: {
+            envId,
+            level,
+            fields: packValue(Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v instanceof Error ? packError(v) : v]))) as Record<
+              string,
+              unknown
+            >,
+            message,
+          },
+        });
+      envs.set(envId, await create(msg.args[0], { warn: line('warn'), error: line('error') }));
       return null;
     }
     const env = envs.get(msg.envId);

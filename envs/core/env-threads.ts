@@ -18,6 +18,8 @@
 import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 
+import type { Logger } from 'pino';
+
 import type { Env, EnvMetadata, EnvTool, RenderFrame, ResetOptions, ResetResult, StepResult } from './env.ts';
 import type { Space } from '../../protocol/spaces.ts';
 import { startModuleWorker } from './threads.ts';
@@ -32,8 +34,11 @@ export interface EnvThreadRequest {
   args: unknown[];
 }
 
-/** @internal An env thread's answer. */
-export type EnvThreadResponse = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: PackedError };
+/** @internal An env thread's answer, or a line an env logs on its thread (logged here, by the env's logger). */
+export type EnvThreadResponse =
+  | { id: number; ok: true; value: unknown }
+  | { id: number; ok: false; error: PackedError }
+  | { log: { envId: number; level: 'warn' | 'error'; fields: Record<string, unknown>; message: string } };
 
 export interface EnvThreadPoolOptions {
   /** Env threads (default: one per core but one, between 1 and 4). */
@@ -45,6 +50,8 @@ class EnvThread {
   private worker: Worker | null = null;
   private readonly waiting = new Map<number, { resolve(value: unknown): void; reject(err: Error): void }>();
   private nextId = 1;
+  /** The logger of each env that has one, for what it logs on the thread. */
+  readonly loggers = new Map<number, Logger>();
 
   constructor(
     private readonly entry: URL,
@@ -73,6 +80,10 @@ class EnvThread {
     const worker = startModuleWorker(this.entry, this.callerUrl);
     worker.unref();
     worker.on('message', (res: EnvThreadResponse) => {
+      if ('log' in res) {
+        this.loggers.get(res.log.envId)?.[res.log.level](res.log.fields, res.log.message);
+        return;
+      }
       const w = this.waiting.get(res.id);
       this.waiting.delete(res.id);
       if (this.waiting.size === 0) worker.unref();
@@ -112,15 +123,17 @@ export class EnvThreadPool {
    * Builds an env on the least loaded thread from `args` (structured-cloneable: the family's
    * thread entry reads them) and returns its stand-in, described by `shell`.
    */
-  async make(shell: Env, args: unknown): Promise<ThreadedEnv> {
+  async make(shell: Env, args: unknown, log?: Logger): Promise<ThreadedEnv> {
     if (this.closed) throw new Error('the env thread pool is closed');
     const thread = this.threads.reduce((a, b) => (b.envs < a.envs ? b : a));
     const envId = this.nextEnvId++;
     thread.envs++;
+    if (log) thread.loggers.set(envId, log);
     try {
       await thread.call(envId, 'make', [args]);
     } catch (err) {
       thread.envs--;
+      thread.loggers.delete(envId);
       throw err;
     }
     return new ThreadedEnv(shell, thread, envId);
@@ -139,6 +152,7 @@ export class ThreadedEnv implements Env {
   readonly metadata: EnvMetadata;
   readonly renderMode: string | null;
   readonly tools: readonly EnvTool<never>[];
+  readonly maxEpisodeSteps: number | null;
   private closed = false;
 
   /** @internal Made by EnvThreadPool.make. */
@@ -151,6 +165,7 @@ export class ThreadedEnv implements Env {
     this.actionSpace = shell.actionSpace;
     this.metadata = shell.metadata;
     this.renderMode = shell.renderMode ?? null;
+    this.maxEpisodeSteps = shell.maxEpisodeSteps ?? null;
     // Same names, descriptions and schemas (arguments are validated here); the work runs on the thread.
     this.tools = (shell.tools ?? []).map((t) => ({ ...t, handler: (args: never) => this.thread.call(this.envId, 'tool', [t.name, args]) as never }));
   }
@@ -179,6 +194,10 @@ export class ThreadedEnv implements Env {
     if (this.closed) return;
     this.closed = true;
     this.thread.envs--;
-    await this.thread.call(this.envId, 'close', []);
+    try {
+      await this.thread.call(this.envId, 'close', []);
+    } finally {
+      this.thread.loggers.delete(this.envId);
+    }
   }
 }

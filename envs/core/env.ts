@@ -83,6 +83,12 @@ export interface Env<Obs = Value, Act = Value> {
   /** The render mode chosen at make time (kwarg `render_mode`), or null. */
   readonly renderMode?: string | null;
   readonly tools?: readonly EnvTool<never>[];
+  /**
+   * The step at which the env truncates episodes by itself, when it does (a route's tick budget,
+   * a world model's episode length); the server reports it as `max_episode_steps` when no
+   * registry time limit wraps the env.
+   */
+  readonly maxEpisodeSteps?: number | null;
 
   reset(opts?: ResetOptions): MaybePromise<ResetResult<Obs>>;
   step(action: Act): MaybePromise<StepResult<Obs>>;

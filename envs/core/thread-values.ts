@@ -10,6 +10,7 @@ import type { ErrorCode } from '../../protocol/errors.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import type { DType } from '../../protocol/tensor.ts';
 import { InvalidActionError, InvalidOptionsError, InvalidStateError } from './env.ts';
+import { DataPathError } from './data-roots.ts';
 import { InvalidKwargsError } from './kwargs-error.ts';
 import { EnvContractError, ResetNeededError } from './wrappers.ts';
 
@@ -72,7 +73,8 @@ export interface PackedError {
 
 export function packError(err: unknown): PackedError {
   if (err instanceof ProtocolError) return { name: err.name, message: err.message, code: err.code, details: err.details };
-  if (err instanceof InvalidKwargsError) return { name: 'InvalidKwargsError', message: err.message, issues: err.issues };
+  if (err instanceof InvalidKwargsError)
+    return { name: err instanceof DataPathError ? 'DataPathError' : 'InvalidKwargsError', message: err.message, issues: err.issues };
   if (err instanceof Error) return { name: err.name, message: err.message };
   return { name: 'Error', message: String(err) };
 }
@@ -88,6 +90,8 @@ const REBUILT: Record<string, new (message: string) => Error> = {
 /** The error the env threw on its thread, as the class the server maps to a wire code (others keep their name). */
 export function unpackError(packed: PackedError): Error {
   if (packed.code) return new ProtocolError(packed.code, packed.message, packed.details ?? {});
+  const issue = packed.issues?.[0];
+  if (packed.name === 'DataPathError' && issue) return new DataPathError(issue.path, issue.message);
   if (packed.issues) return new InvalidKwargsError(packed.message, packed.issues);
   const Known = REBUILT[packed.name];
   if (Known) return new Known(packed.message);

@@ -83,6 +83,10 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
   readonly actionSpace;
   readonly metadata: EnvMetadata;
   readonly renderMode: 'rgb_array' | null;
+  /** Steps until truncation: each step generates one chunk of frames, and episodes last `max_episode_steps` frames. */
+  get maxEpisodeSteps(): number {
+    return Math.ceil(this.maxSteps / this.chunk);
+  }
 
   private readonly rng = new Random();
   private readonly H: number;

@@ -40,7 +40,7 @@ export function registerNavsim(registry: Registry, opts: RegisterNavsimOptions =
         // The shell (spaces, metadata, tool schemas) is cheap; the env itself is built on its thread.
         const shell = new NavsimEnv(version, kwargs, sceneDir, { shell: true });
         const args: NavsimThreadArgs = { version, kwargs, ...(dir === null ? {} : { sceneDir: { dir, roots: dataRoots.roots } }) };
-        return envThreads.make(shell, args);
+        return envThreads.make(shell, args, log);
       },
       kwargsSchema: NavsimKwargsSchema,
       tools: NavsimEnv.TOOLS,

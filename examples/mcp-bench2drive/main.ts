@@ -73,7 +73,12 @@ async function drive(h: Harness, route: string, span: number): Promise<{ score: 
   };
   const session = (await call('make_env', { env_id: ENV_ID, kwargs: JSON.stringify({ route }) })).session_id as string;
   await call('reset', { session_id: session, seed: 0 });
-  let path: Point[] = [[2, 0], [4, 0], [6, 0], [8, 0]];
+  let path: Point[] = [
+    [2, 0],
+    [4, 0],
+    [6, 0],
+    [8, 0],
+  ];
   let speed = CRUISE_MPS;
   let ticks = 0;
   let last: (Span & { info?: Record<string, unknown> }) | null = null;
@@ -91,7 +96,8 @@ async function drive(h: Harness, route: string, span: number): Promise<{ score: 
   await call('close_env', { session_id: session });
   const completion = info.route_completion as number;
   const penalty = info.infraction_penalty as number;
-  if (typeof completion !== 'number' || typeof penalty !== 'number') throw new Error(`no route completion / penalty in get_route_info: ${JSON.stringify(info).slice(0, 300)}`);
+  if (typeof completion !== 'number' || typeof penalty !== 'number')
+    throw new Error(`no route completion / penalty in get_route_info: ${JSON.stringify(info).slice(0, 300)}`);
   return { score: completion * penalty, completion, ticks, cost };
 }
 

@@ -1,4 +1,4 @@
-"""A waypoint policy driving Bench2Drive-v0 through gymwire's WaypointPID (TCP's controller constants).
+"""A waypoint policy driving Bench2Drive-v0 through gymwire's WaypointPID (Bench2DriveZoo's control_pid).
 
 The "model" here predicts waypoints straight at the route's target point at 6 m/s; any VLA that
 outputs ego-frame waypoints (x forward, y left, 0.5 s apart) plugs in the same way.
@@ -13,7 +13,7 @@ import numpy as np
 from _server import check, server_url
 
 import gymwire
-from gymwire.policies import WaypointPID
+from gymwire.control import WaypointPID
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=300)
@@ -29,11 +29,11 @@ def predict_waypoints(obs: dict) -> np.ndarray:
 
 with server_url() as url:
     env = gymwire.make(url, "gymwire/Bench2Drive-v0", action_type="control", background_vehicles=0)
-    pid = WaypointPID(num_envs=1)
+    pid = WaypointPID(num_envs=1, controller="bench2drive")
     obs, info = env.reset(seed=0)
     speeds, total = [], 0.0
     for _ in range(args.steps):
-        controls = pid.control(predict_waypoints(obs), float(obs["speed"][0]))
+        controls = pid.control(predict_waypoints(obs), float(obs["speed"][0]), obs["target_point"])
         obs, reward, terminated, truncated, info = env.step(controls)
         speeds.append(float(obs["speed"][0]))
         total += reward

@@ -19,6 +19,8 @@ export interface MlpSpec {
   depth?: number;
   /** Name of the model's single input (default `obs`). */
   inputName?: string;
+  /** The batch dimension: symbolic `N` (default) or a fixed size, as some exporters write it. */
+  batch?: number | string;
 }
 
 export interface MlpWeights {
@@ -49,12 +51,13 @@ export function mlpWeights(spec: MlpSpec): MlpWeights {
 export function buildMlp(w: MlpWeights): Uint8Array {
   const { obsDim, hidden, actions } = w.spec;
   const g = new GraphBuilder();
-  const obs = g.input(w.spec.inputName ?? 'obs', 'float32', ['N', obsDim]);
+  const batch = w.spec.batch ?? 'N';
+  const obs = g.input(w.spec.inputName ?? 'obs', 'float32', [batch, obsDim]);
   const f32 = (a: Float32Array, dims: number[]) => g.f32(Array.from(a), dims);
   let h = g.op('Tanh', [g.op('Gemm', [obs, f32(w.w1, [obsDim, hidden]), f32(w.b1, [hidden])])]);
   for (const layer of w.deep) h = g.op('Tanh', [g.op('Gemm', [h, f32(layer.w, [hidden, hidden]), f32(layer.b, [hidden])])]);
-  g.output(g.op('Gemm', [h, f32(w.wPi, [hidden, actions]), f32(w.bPi, [actions])]), 'logits', 'float32', ['N', actions]);
-  g.output(g.op('Gemm', [h, f32(w.wV, [hidden, 1]), f32(w.bV, [1])]), 'value', 'float32', ['N', 1]);
+  g.output(g.op('Gemm', [h, f32(w.wPi, [hidden, actions]), f32(w.bPi, [actions])]), 'logits', 'float32', [batch, actions]);
+  g.output(g.op('Gemm', [h, f32(w.wV, [hidden, 1]), f32(w.bV, [1])]), 'value', 'float32', [batch, 1]);
   return g.toModel({ producer: 'gymwire scripts/onnx/mlp.ts' });
 }
 

@@ -52,7 +52,14 @@ export const TOOL_INPUTS = {
   reset: z
     .object({
       session_id: SessionId,
-      seed: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).nullable().optional().describe('non-negative integer seed: the same seed gives the same episode'),
+      seed: z
+        .number()
+        .int()
+        .nonnegative()
+        .max(Number.MAX_SAFE_INTEGER)
+        .nullable()
+        .optional()
+        .describe('non-negative integer seed: the same seed gives the same episode'),
       options: Params.nullable().optional().describe('env-specific reset options (a scene index, a route...)'),
     })
     .strict(),
@@ -90,12 +97,13 @@ const DESCRIPTIONS: Record<FixedToolName, { title: string; description: string; 
   },
   step: {
     title: 'Step a session',
-    description: 'Take one action in a session. Returns reward, terminated, truncated, info and the observation; reset again once terminated or truncated is true.',
+    description:
+      'Take one action in a session. Returns reward, terminated, truncated, info and the observation; reset again once terminated or truncated is true.',
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   },
   render: {
     title: 'Render a session',
-    description: "Render a session's current frame as a PNG image (make the env with kwargs {\"render_mode\": \"rgb_array\"}).",
+    description: 'Render a session\'s current frame as a PNG image (make the env with kwargs {"render_mode": "rgb_array"}).',
     annotations: { readOnlyHint: true, openWorldHint: false },
   },
   close_env: {
@@ -143,7 +151,10 @@ const OUTPUTS: Record<FixedToolName, z.ZodType> = {
   step: z.looseObject({ session_id: z.string(), ...EpisodeOutcome, reward: z.number(), terminated: z.boolean(), truncated: z.boolean(), obs: Json }),
   render: z.looseObject({ session_id: z.string(), format: z.string().optional(), bytes: z.number().int().optional(), frame: z.string().optional() }),
   close_env: z.looseObject({ session_id: z.string(), closed: z.boolean(), reason: z.string().optional() }),
-  list_session_tools: z.looseObject({ session_id: z.string(), tools: z.array(z.looseObject({ name: z.string(), description: z.string(), input_schema: Json })) }),
+  list_session_tools: z.looseObject({
+    session_id: z.string(),
+    tools: z.array(z.looseObject({ name: z.string(), description: z.string(), input_schema: Json })),
+  }),
   call_session_tool: z.looseObject({ session_id: z.string(), tool: z.string(), ...EpisodeOutcome, result: Json }),
 };
 
@@ -201,7 +212,9 @@ export function envToolEntry(envId: string, description: ToolDescription['functi
       title: `${envId}: ${description.name}`,
       description: `${description.description} (a tool of ${envId} sessions)`,
       inputSchema: strict.schema as Tool['inputSchema'],
-      annotations: readOnly ? { readOnlyHint: true, openWorldHint: false } : { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+      annotations: readOnly
+        ? { readOnlyHint: true, openWorldHint: false }
+        : { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
   };
 }

@@ -82,9 +82,11 @@ function unbound(node: JsonSchema): JsonSchema {
 
 function nullable(node: JsonSchema): JsonSchema {
   if (Array.isArray(node.type)) return node.type.includes('null') ? node : { ...node, type: [...(node.type as string[]), 'null'] };
-  if (Array.isArray(node.enum)) return node.enum.includes(null) ? node : { ...node, ...(node.type ? { type: [node.type, 'null'] } : {}), enum: [...(node.enum as unknown[]), null] };
+  if (Array.isArray(node.enum))
+    return node.enum.includes(null) ? node : { ...node, ...(node.type ? { type: [node.type, 'null'] } : {}), enum: [...(node.enum as unknown[]), null] };
   if (typeof node.type === 'string' && !('const' in node)) return node.type === 'null' ? node : { ...node, type: [node.type, 'null'] };
-  if (Array.isArray(node.anyOf)) return (node.anyOf as JsonSchema[]).some((b) => b.type === 'null') ? node : { ...node, anyOf: [...(node.anyOf as JsonSchema[]), { type: 'null' }] };
+  if (Array.isArray(node.anyOf))
+    return (node.anyOf as JsonSchema[]).some((b) => b.type === 'null') ? node : { ...node, anyOf: [...(node.anyOf as JsonSchema[]), { type: 'null' }] };
   const { description, ...rest } = node;
   return { anyOf: [rest, { type: 'null' }], ...(description !== undefined ? { description } : {}) };
 }
@@ -161,8 +163,7 @@ function convert(input: JsonSchema): { schema: JsonSchema; decode: Decoder } {
     const item = convert(node.items as JsonSchema);
     return {
       schema: unbound({ ...node, items: item.schema }),
-      decode:
-        item.decode === KEEP ? KEEP : (value, path) => (Array.isArray(value) ? value.map((v, i) => item.decode(v, `${path}[${i}]`)) : value),
+      decode: item.decode === KEEP ? KEEP : (value, path) => (Array.isArray(value) ? value.map((v, i) => item.decode(v, `${path}[${i}]`)) : value),
     };
   }
   return { schema: unbound(node), decode: KEEP };

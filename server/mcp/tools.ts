@@ -193,7 +193,8 @@ export class GymwireMcp {
         try {
           action = fromJson(view.actionSpace, args.action);
         } catch (err) {
-          if (err instanceof ActionFormatError) throw new ToolFailure('ENV_ERR_INVALID_ACTION', `${err.message}; the action space is ${spaceToString(view.actionSpace)}`);
+          if (err instanceof ActionFormatError)
+            throw new ToolFailure('ENV_ERR_INVALID_ACTION', `${err.message}; the action space is ${spaceToString(view.actionSpace)}`);
           throw err;
         }
         const res = await this.link.request('step', { session_id: id, action });
@@ -270,7 +271,11 @@ export class GymwireMcp {
       max_episode_steps: made.max_episode_steps,
       render_mode: made.render_mode,
       metadata: toJson(made.metadata),
-      tools: made.tools.map((t) => ({ name: t.function.name, mcp_tool: catalog.envToolNameOf(made.env_id, t.function.name) ?? undefined, description: t.function.description })),
+      tools: made.tools.map((t) => ({
+        name: t.function.name,
+        mcp_tool: catalog.envToolNameOf(made.env_id, t.function.name) ?? undefined,
+        description: t.function.description,
+      })),
     });
   }
 
@@ -347,7 +352,8 @@ function decodeArgs(tool: string, decode: () => Record<string, unknown>): Record
   try {
     return decode();
   } catch (err) {
-    if (err instanceof StrictArgumentError) throw new ToolFailure('INPUT_VALIDATION', `Input validation error: Invalid arguments for tool ${tool}: ${err.message}`);
+    if (err instanceof StrictArgumentError)
+      throw new ToolFailure('INPUT_VALIDATION', `Input validation error: Invalid arguments for tool ${tool}: ${err.message}`);
     throw err;
   }
 }

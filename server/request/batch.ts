@@ -14,7 +14,9 @@ import type { ClientState } from '../client-state.ts';
 import type { ServerCore } from '../core.ts';
 import type { Session } from '../session.ts';
 import { toProtocolError } from './error-handler.ts';
+import { floatActions } from './parse-request.ts';
 import { withSessions } from './session-scope.ts';
+import { floatForDiscrete } from './session-ops.ts';
 
 export function resetBatch(core: ServerCore, client: ClientState, req: RequestOf<'reset_batch'>): Promise<ResultOf<'reset_batch'>> {
   if (req.seeds && req.seeds.length !== req.session_ids.length) {
@@ -37,11 +39,13 @@ export function resetBatch(core: ServerCore, client: ClientState, req: RequestOf
 export function stepBatch(core: ServerCore, client: ClientState, req: RequestOf<'step_batch'>): Promise<ResultOf<'step_batch'>> {
   const n = req.session_ids.length;
   const actions = splitActions(req.actions, n);
+  const sentAsFloat = floatActions(req);
+  const floats = Array.isArray(sentAsFloat) ? sentAsFloat : null;
   return withSessions(core, client, req.session_ids, async (sessions) => {
     // Validate every action first so a bad one leaves the whole batch unapplied.
     sessions.forEach((s, i) => {
       if (s.autoresetPending && req.autoreset_mode === 'next_step') return; // action ignored on the reset step
-      const reason = contains(s.env.actionSpace, actions[i]);
+      const reason = contains(s.env.actionSpace, actions[i]) ?? floatForDiscrete(s.env.actionSpace, actions[i], floats?.[i] === true);
       if (reason)
         throw new ProtocolError('ENV_ERR_INVALID_ACTION', `action ${i} (session ${s.id}) is not in the action space: ${reason}`, {
           session_id: s.id,

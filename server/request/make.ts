@@ -69,11 +69,12 @@ function reservedTotal(core: ServerCore): number {
   return n;
 }
 
+/** The registry's time limit on `env`, else the step at which the env truncates by itself, else null. */
 function findTimeLimit(env: Env): number | null {
   let e: Env = env;
   while (e instanceof Wrapper) {
     if (e instanceof TimeLimit) return e.maxEpisodeSteps;
     e = e.env;
   }
-  return null;
+  return e.maxEpisodeSteps ?? null;
 }

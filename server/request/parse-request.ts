@@ -7,7 +7,7 @@ import type { z } from 'zod';
 
 import { decodeUntrusted } from '../../protocol/codec.ts';
 import { previewValue, ProtocolError } from '../../protocol/errors.ts';
-import { frameRequestId } from '../../protocol/frame-scan.ts';
+import { floatsUnder, frameRequestId } from '../../protocol/frame-scan.ts';
 import { AUTORESET_MODES, REQUEST_SCHEMAS } from '../../protocol/messages.ts';
 import type { RequestOf, RequestType } from '../../protocol/messages.ts';
 import { isPlainObject } from '../../protocol/spaces.ts';
@@ -36,7 +36,7 @@ export function parseRequest(frame: Uint8Array): RequestOf<RequestType> | Refusa
     return new Refusal(id, new ProtocolError('ENV_ERR_UNKNOWN_TYPE', `unknown message type ${previewValue(type)}`, { known: Object.keys(REQUEST_SCHEMAS) }));
   }
   if ((type === 'step' && isWellFormedStep(msg)) || (type === 'step_batch' && isWellFormedStepBatch(msg))) {
-    return msg as RequestOf<'step' | 'step_batch'>;
+    return markFloatActions(msg as RequestOf<'step' | 'step_batch'>, frame);
   }
   const parsed = (REQUEST_SCHEMAS[type as RequestType] as z.ZodType).safeParse(msg);
   if (!parsed.success) {
@@ -46,7 +46,29 @@ export function parseRequest(frame: Uint8Array): RequestOf<RequestType> | Refusa
       new ProtocolError('ENV_ERR_INVALID_MESSAGE', `invalid ${type}: ${issues.map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ')}`, { issues }),
     );
   }
-  return parsed.data as RequestOf<RequestType>;
+  const req = parsed.data as RequestOf<RequestType>;
+  return req.type === 'step' || req.type === 'step_batch' ? markFloatActions(req, frame) : req;
+}
+
+/**
+ * Set on a step (true) or step_batch (one flag per action) whose numeric actions were sent as
+ * msgpack floats: decoded, 1.0 is the integer 1, and a Discrete space refuses floats as
+ * Gymnasium's does.
+ */
+export const FLOAT_ACTIONS = Symbol('actions sent as msgpack floats');
+
+/** A request's float-action flags, when it has any. */
+export function floatActions(req: object): boolean | boolean[] | undefined {
+  return (req as { [FLOAT_ACTIONS]?: boolean | boolean[] })[FLOAT_ACTIONS];
+}
+
+function markFloatActions<R extends RequestOf<'step' | 'step_batch'>>(req: R, frame: Uint8Array): R {
+  // Only integral numbers are in question (non-integral ones fail the space check anyway).
+  const numeric = req.type === 'step' ? Number.isInteger(req.action) : Array.isArray(req.actions) && req.actions.some((a) => Number.isInteger(a));
+  if (!numeric) return req;
+  const flags = floatsUnder(frame, req.type === 'step' ? 'action' : 'actions');
+  if (flags === true || (Array.isArray(flags) && flags.some(Boolean))) (req as { [FLOAT_ACTIONS]?: boolean | boolean[] })[FLOAT_ACTIONS] = flags;
+  return req;
 }
 
 const STEP_KEYS: ReadonlySet<string> = new Set(['id', 'type', 'session_id', 'action', 'ack']);

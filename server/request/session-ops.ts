@@ -9,8 +9,10 @@ import { unwrap } from '../../envs/core/wrappers.ts';
 import { previewValue, ProtocolError } from '../../protocol/errors.ts';
 import type { RequestOf, ResultOf } from '../../protocol/messages.ts';
 import { contains } from '../../protocol/spaces.ts';
+import type { Space } from '../../protocol/spaces.ts';
 import type { ClientState } from '../client-state.ts';
 import type { ServerCore } from '../core.ts';
+import { floatActions } from './parse-request.ts';
 import { withSession } from './session-scope.ts';
 
 export function reset(core: ServerCore, client: ClientState, req: RequestOf<'reset'>) {
@@ -25,7 +27,7 @@ export function reset(core: ServerCore, client: ClientState, req: RequestOf<'res
 
 export function step(core: ServerCore, client: ClientState, req: RequestOf<'step'>) {
   return withSession(core, client, req.session_id, (s) => {
-    const reason = contains(s.env.actionSpace, req.action);
+    const reason = contains(s.env.actionSpace, req.action) ?? floatForDiscrete(s.env.actionSpace, req.action, floatActions(req) === true);
     if (reason) throw new ProtocolError('ENV_ERR_INVALID_ACTION', `action is not in the action space: ${reason}`, { session_id: s.id });
     const start = process.hrtime.bigint();
     const done = (r: Awaited<ReturnType<Env['step']>>) => {
@@ -114,4 +116,10 @@ export async function closeRequest(core: ServerCore, client: ClientState, req: R
   s.lock.release();
   await core.closeSession(s, 'closed by the client', false);
   return { closed: true };
+}
+
+/** Gymnasium's Discrete holds integers only: an integral value sent as a msgpack float is refused too. */
+export function floatForDiscrete(space: Space, action: unknown, sentAsFloat: boolean): string | null {
+  if (!sentAsFloat || space.type !== 'discrete') return null;
+  return `expected an integer, got the float ${String(action)} (a Discrete action is a msgpack integer, as Gymnasium's Discrete.contains requires)`;
 }

@@ -5,7 +5,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 
-import { upgradeRefusal } from '../admission.ts';
+import { PRE_HELLO_MAX_FRAME_BYTES, upgradeRefusal } from '../admission.ts';
 import type { Connection, ServerCore } from '../core.ts';
 import { healthBody } from '../http.ts';
 import type { ListenOptions, ServerTransport } from '../transport.ts';
@@ -102,8 +102,13 @@ export class UwsTransport implements ServerTransport {
         });
       },
       message: (ws, message) => {
+        const conn = ws.getUserData().conn;
+        if (!conn) return;
+        // Before hello a frame past the pre-hello bound is refused by its size alone, synchronously,
+        // without a copy: the peer costs the server uWS's buffer only, never twice that.
+        if (!conn.client && message.byteLength > PRE_HELLO_MAX_FRAME_BYTES) return conn.onFrame(new Uint8Array(message));
         // uWS reuses the message buffer after this callback returns; decoded tensors are views, so copy.
-        ws.getUserData().conn?.onFrame(new Uint8Array(message.slice(0)));
+        conn.onFrame(new Uint8Array(message.slice(0)));
       },
       close: (ws) => {
         const data = ws.getUserData();

@@ -40,7 +40,14 @@ describe('MCP over Streamable HTTP', () => {
     const { tools } = await c.listTools();
     const names = tools.map((x) => x.name);
     expect(names.slice(0, FIXED.length)).toEqual(FIXED);
-    expect(names).toEqual(expect.arrayContaining(['NavsimEnv-v1__step_with_waypoints', 'NavsimEnv-v2__get_route_info', 'Bench2Drive-v0__drive', 'Bench2Drive-v0__follow_waypoints_for']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'NavsimEnv-v1__step_with_waypoints',
+        'NavsimEnv-v2__get_route_info',
+        'Bench2Drive-v0__drive',
+        'Bench2Drive-v0__follow_waypoints_for',
+      ]),
+    );
     // Each env's tool keeps its own description, even where two envs share a tool name.
     const routeInfo = (name: string) => tools.find((x) => x.name === name)!.description!;
     expect(routeInfo('Bench2Drive-v0__get_route_info')).toMatch(/scenario type/);
@@ -158,7 +165,9 @@ describe('MCP over Streamable HTTP', () => {
     );
     await callOk(c, 'close_env', { session_id: nav });
     await callOk(c, 'close_env', { session_id: b2d });
-    expect(await callErr(c, 'Bench2Drive-v0__drive', { session_id: b2d, throttle: 0, steer: 0, brake: 0 })).toMatch(/^ENV_ERR_UNKNOWN_SESSION: session .* is closed/);
+    expect(await callErr(c, 'Bench2Drive-v0__drive', { session_id: b2d, throttle: 0, steer: 0, brake: 0 })).toMatch(
+      /^ENV_ERR_UNKNOWN_SESSION: session .* is closed/,
+    );
     expect(await names()).toEqual(first);
   });
 
@@ -173,7 +182,9 @@ describe('MCP over Streamable HTTP', () => {
 
   it('answers bad tool arguments with an MCP tool error carrying the validation message', async () => {
     const c = await setup();
-    expect(await callErr(c, 'step', { session_id: 5 })).toMatch(/^Input validation error: Invalid arguments for tool step: session_id: Invalid input: expected string, received number; action: /);
+    expect(await callErr(c, 'step', { session_id: 5 })).toMatch(
+      /^Input validation error: Invalid arguments for tool step: session_id: Invalid input: expected string, received number; action: /,
+    );
     expect(await callErr(c, 'make_env', { env_id: CARTPOLE, colour: 'red' })).toMatch(/^Input validation error: .*Unrecognized key: "colour"/);
     expect(await callErr(c, 'reset', { session_id: 'x', seed: -1 })).toMatch(/^Input validation error: .*seed: Too small/);
     expect(await callErr(c, 'make_env', { env_id: 'gymwire/Nope-v0' })).toMatch(/^ENV_ERR_UNKNOWN_ENV: /);
@@ -292,7 +303,12 @@ describe('MCP over Streamable HTTP', () => {
     expect(res.headers.get('www-authenticate')).toBe(`Bearer realm="gymwire", resource_metadata="${metadataUrl}"`);
     const metadata = await fetch(metadataUrl);
     expect(metadata.status).toBe(200);
-    expect(await metadata.json()).toEqual({ resource: t.mcpUrl, resource_name: 'gymwire MCP', bearer_methods_supported: ['header'], authorization_servers: [] });
+    expect(await metadata.json()).toEqual({
+      resource: t.mcpUrl,
+      resource_name: 'gymwire MCP',
+      bearer_methods_supported: ['header'],
+      authorization_servers: [],
+    });
   });
 
   it('refuses browser origins that are not loopback or allowed (DNS-rebinding protection)', async () => {

@@ -36,7 +36,16 @@ describe('MCP over stdio (gymwire mcp --url)', () => {
     await client.connect(transport);
     try {
       const { tools } = await client.listTools();
-      expect(tools.map((t) => t.name).slice(0, 8)).toEqual(['list_envs', 'make_env', 'reset', 'step', 'render', 'close_env', 'list_session_tools', 'call_session_tool']);
+      expect(tools.map((t) => t.name).slice(0, 8)).toEqual([
+        'list_envs',
+        'make_env',
+        'reset',
+        'step',
+        'render',
+        'close_env',
+        'list_session_tools',
+        'call_session_tool',
+      ]);
       expect(tools.map((t) => t.name)).toContain('Bench2Drive-v0__drive_for');
 
       const id = (await callOk(client, 'make_env', { env_id: 'gymwire/CartPole-v1' })).session_id as string;

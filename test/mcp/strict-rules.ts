@@ -41,7 +41,19 @@ const OPENAI_KEYWORDS = new Set([
   'minItems',
   'maxItems',
 ]);
-const ANTHROPIC_FORBIDDEN = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', 'minLength', 'maxLength', 'pattern', 'maxItems', 'prefixItems', 'patternProperties'];
+const ANTHROPIC_FORBIDDEN = [
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'maxItems',
+  'prefixItems',
+  'patternProperties',
+];
 
 function children(node: Schema): [string, Schema][] {
   const out: [string, Schema][] = [];

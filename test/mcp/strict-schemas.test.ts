@@ -58,10 +58,20 @@ describe('MCP tool schemas in strict mode', () => {
   it('the rule checkers catch what each host refuses', () => {
     const loose = { type: 'object', properties: { n: { type: 'number', minimum: 0 }, o: { type: 'object' } }, required: [] };
     expect(openAiStrictViolations(loose)).toEqual(
-      expect.arrayContaining(['(root): additionalProperties must be false', '.n: must be listed in required (optional = nullable)', '.o: additionalProperties must be false']),
+      expect.arrayContaining([
+        '(root): additionalProperties must be false',
+        '.n: must be listed in required (optional = nullable)',
+        '.o: additionalProperties must be false',
+      ]),
     );
     expect(anthropicStrictViolations(loose)).toEqual(expect.arrayContaining(['.n: minimum is not supported', '(root): additionalProperties must be false']));
-    const recursive = { type: 'object', properties: { a: { $ref: '#/$defs/n' } }, $defs: { n: { type: 'object', properties: { next: { $ref: '#/$defs/n' } }, additionalProperties: false } }, additionalProperties: false, required: ['a'] };
+    const recursive = {
+      type: 'object',
+      properties: { a: { $ref: '#/$defs/n' } },
+      $defs: { n: { type: 'object', properties: { next: { $ref: '#/$defs/n' } }, additionalProperties: false } },
+      additionalProperties: false,
+      required: ['a'],
+    };
     expect(anthropicStrictViolations(recursive)).toEqual(expect.arrayContaining([expect.stringMatching(/recursive schema/)]));
   });
 });
@@ -84,7 +94,12 @@ describe('strictInputSchema', () => {
     expect(props.interval).toEqual({ type: ['number', 'null'], description: 'seconds between poses (above 0, at most 1)' });
     expect(props.options).toMatchObject({ type: ['string', 'null'] });
     expect(props.mode).toMatchObject({ type: ['string', 'null'], enum: ['fast', 'safe', null] });
-    expect(props.waypoints).toMatchObject({ type: 'array', minItems: 1, description: 'poses (at most 80 items)', items: { minItems: 1, description: 'exactly 3 items' } });
+    expect(props.waypoints).toMatchObject({
+      type: 'array',
+      minItems: 1,
+      description: 'poses (at most 80 items)',
+      items: { minItems: 1, description: 'exactly 3 items' },
+    });
     expect(openAiStrictViolations(schema)).toEqual([]);
     expect(anthropicStrictViolations(schema)).toEqual([]);
   });

@@ -98,7 +98,15 @@ describe('MCP values for reading', () => {
     expect(toJson({ r: 0.123456789, big: 123456.789, n: 42, tiny: 1.23456789e-7 })).toEqual({ r: 0.12346, big: 123460, n: 42, tiny: 1.2346e-7 });
     const states = Array.from({ length: 41 }, (_, i) => Array.from({ length: 11 }, (_, j) => i + j / 10));
     expect(toJson({ states })).toEqual({ states: { shape: [41, 11], min: 0, max: 41, mean: 20.5, note: '451 numbers, summarised' } });
-    expect(toJson([[1, 2], [3, 4]])).toEqual([[1, 2], [3, 4]]);
+    expect(
+      toJson([
+        [1, 2],
+        [3, 4],
+      ]),
+    ).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
   });
 
   it('reads composite actions from JSON text, as strict tool schemas send them', () => {

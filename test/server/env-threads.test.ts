@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { connect } from '../../client/ts/client.ts';
-import type { EnvThreadPool} from '../../envs/core/env-threads.ts';
+import type { EnvThreadPool } from '../../envs/core/env-threads.ts';
 import { ThreadedEnv } from '../../envs/core/env-threads.ts';
 import { Registry } from '../../envs/core/registry.ts';
 import { unwrap } from '../../envs/core/wrappers.ts';

@@ -14,6 +14,7 @@ EXAMPLES = {
     "quickstart.py": [],
     "gpu_inference.py": ["--episodes", "16", "--num-envs", "8"],
     "waypoint_driving.py": ["--steps", "120"],
+    "vla_driving.py": ["--steps", "80"],
 }
 
 

@@ -7,7 +7,7 @@ import pytest
 from gymnasium import spaces as gs
 
 import gymwire
-from gymwire.policies import CARTPOLE_LINEAR_WEIGHTS, Policy, write_linear_onnx, PolicyOutput, WaypointPID, make_policy, register_policy, registered_policies
+from gymwire.policies import CARTPOLE_LINEAR_WEIGHTS, Policy, write_linear_onnx, PolicyOutput, make_policy, register_policy, registered_policies
 
 
 def test_registry_builds_policies_by_name() -> None:
@@ -50,19 +50,3 @@ def test_onnx_policy_runs_on_cpu_and_balances_cartpole(url: str, tmp_path) -> No
     ds = gymwire.load_dataset(tmp_path / "ds")
     returns = ds.episodes.column("return").to_numpy()
     assert manifest["counts"]["episodes"] == 4 and returns.mean() > 60  # random play averages ~22
-
-
-def test_waypoint_pid_steers_towards_the_waypoints_and_brakes_to_stop() -> None:
-    pid = WaypointPID(num_envs=3)
-    straight = np.array([[2.5, 0.0], [5.0, 0.0]])
-    left = np.array([[2.0, 1.0], [4.0, 2.5]])
-    stop = np.array([[0.05, 0.0], [0.1, 0.0]])
-    out = pid(np.stack([straight, left, stop]), np.array([3.0, 3.0, 3.0]))
-    assert out.shape == (3, 3) and out.dtype == np.float32
-    throttle, steer, brake = out[0]
-    assert throttle > 0 and steer == pytest.approx(0.0) and brake == 0.0
-    assert out[1, 1] < 0  # left waypoints -> negative (CARLA: positive is right) steer
-    assert out[2, 0] == 0.0 and out[2, 2] == 1.0
-    # The speed loop settles: close to the target speed it stops pushing.
-    assert pid.control(straight, 5.0, env_index=0)[0] < throttle
-    pid.reset()

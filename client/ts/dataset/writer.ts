@@ -25,6 +25,9 @@ import { Binary, Bool, Field, Float64, Int32, Int64, makeData, RecordBatch, Reco
 import type { DataType } from 'apache-arrow';
 
 import type { Space } from '../../../protocol/spaces.ts';
+import { Tensor } from '../../../protocol/tensor.ts';
+import type { DType } from '../../../protocol/tensor.ts';
+import type { ExtraRow } from '../policy.ts';
 import { columnBuilder } from './builders.ts';
 import type { ColumnBuilder } from './builders.ts';
 import { encodeLeaf, encodeLeafSync, pick, planColumns } from './columns.ts';
@@ -47,6 +50,8 @@ export interface StepRecord {
   sessionStep: number;
   /** The observation after the last step of an ended episode. */
   finalObs?: unknown;
+  /** The policy's extra outputs for this step (PolicyOutput.extras), stored as `extras/<name>` columns. */
+  extras?: Record<string, ExtraRow>;
 }
 
 export type EpisodeStatus = 'terminated' | 'truncated' | 'incomplete';
@@ -168,6 +173,25 @@ function infoText(info: Record<string, unknown>): string {
   return toJsonText(rest);
 }
 
+const TYPED_DTYPES: [new (...args: never[]) => ArrayBufferView, DType][] = [
+  [Float32Array, 'float32'],
+  [Float64Array, 'float64'],
+  [Int8Array, 'int8'],
+  [Int16Array, 'int16'],
+  [Int32Array, 'int32'],
+  [Uint8Array, 'uint8'],
+  [Uint16Array, 'uint16'],
+  [Uint32Array, 'uint32'],
+];
+
+/** An extra output's row as a Tensor: a number is a float64 scalar, a typed array a vector. */
+function extraTensor(name: string, row: ExtraRow): Tensor {
+  if (row instanceof Tensor) return row;
+  if (typeof row === 'number') return Tensor.from('float64', [], [row]);
+  for (const [ctor, dtype] of TYPED_DTYPES) if (row instanceof ctor) return Tensor.from(dtype, [row.length], row as Float64Array);
+  throw new TypeError(`extras.${name}: a row must be a number, a typed array or a Tensor, got ${typeof row}`);
+}
+
 /** Builds a record batch from named columns of plain JS values, in schema order. */
 function toBatch(schema: Schema, columns: Record<string, unknown[]>, length: number): RecordBatch {
   const children = schema.fields.map((f) => vectorFromArray(columns[f.name]!, f.type).data[0]!);
@@ -177,7 +201,9 @@ function toBatch(schema: Schema, columns: Record<string, unknown[]>, length: num
 export class TrajectoryWriter {
   private readonly obsCols: ColumnPlan[];
   private readonly actCols: ColumnPlan[];
-  readonly schema: Schema;
+  /** Planned from the first episode written (one raw column per extra output), then fixed. */
+  private extraCols: ColumnPlan[] | null = null;
+  private schemaNow: Schema;
   private readonly queue: EpisodeRecord[] = [];
   private queuedSteps = 0;
   private draining: Promise<void> | null = null;
@@ -185,7 +211,7 @@ export class TrajectoryWriter {
   private part: Part | null = null;
   private readonly files: string[] = [];
   /** The step rows not yet in a record batch, one builder per schema field. */
-  private readonly builders: Record<string, ColumnBuilder>;
+  private readonly builders: Record<string, ColumnBuilder> = {};
   private bufferRows = 0;
   private readonly episodes: EpisodeRow[] = [];
   private readonly counts = { steps: 0, episodes: 0, terminated: 0, truncated: 0, incomplete: 0, discarded: 0 };
@@ -199,8 +225,19 @@ export class TrajectoryWriter {
   ) {
     this.obsCols = planColumns(opts.observationSpace, opts.images ?? 'raw');
     this.actCols = planColumns(opts.actionSpace, 'raw');
+    this.schemaNow = this.makeSchema([]);
+    this.builders = Object.fromEntries(this.schemaNow.fields.map((f) => [f.name, columnBuilder(f.type)]));
+  }
+
+  /** The steps files' schema (extras columns join it with the first episode written). */
+  get schema(): Schema {
+    return this.schemaNow;
+  }
+
+  private makeSchema(extraCols: ColumnPlan[]): Schema {
+    const { opts } = this;
     const leaf = (prefix: string, col: ColumnPlan) => new Field(`${prefix}${col.path}`, leafType(col), true, MD(col));
-    this.schema = new Schema(
+    return new Schema(
       [
         new Field('episode_id', new Int64(), false),
         new Field('step', new Int32(), false),
@@ -216,6 +253,7 @@ export class TrajectoryWriter {
         new Field('log_prob', new Float64(), true),
         new Field('value', new Float64(), true),
         new Field('info', new Utf8(), false, new Map([['gymwire.encoding', 'json']])),
+        ...extraCols.map((c) => leaf('extras', c)),
       ],
       new Map([
         ['gymwire.format', DATASET_FORMAT],
@@ -225,7 +263,28 @@ export class TrajectoryWriter {
         ['gymwire.action_space', toJsonText(opts.actionSpace)],
       ]),
     );
-    this.builders = Object.fromEntries(this.schema.fields.map((f) => [f.name, columnBuilder(f.type)]));
+  }
+
+  /** Fixes the extras columns from the first episode; later steps must have the same names. */
+  private planExtras(ep: EpisodeRecord): ColumnPlan[] {
+    if (this.extraCols === null) {
+      const first = ep.steps[0]?.extras ?? {};
+      this.extraCols = Object.entries(first).map(([name, row]) => {
+        const t = extraTensor(name, row);
+        return { path: `/${name}`, keys: [name], encoding: 'raw', dtype: t.dtype, shape: [...t.shape] };
+      });
+      if (this.extraCols.length > 0) {
+        this.schemaNow = this.makeSchema(this.extraCols);
+        for (const c of this.extraCols) this.builders[`extras${c.path}`] = columnBuilder(this.schemaNow.fields.find((f) => f.name === `extras${c.path}`)!.type);
+      }
+    }
+    const names = this.extraCols.map((c) => c.keys[0] as string);
+    for (const s of ep.steps) {
+      const got = Object.keys(s.extras ?? {});
+      if (got.length !== names.length || !names.every((n) => s.extras![n] !== undefined))
+        throw new TypeError(`a step's extras [${got.join(', ')}] differ from the dataset's [${names.join(', ')}] (fixed by the first episode written)`);
+    }
+    return this.extraCols;
   }
 
   /** Opens `dir` (made if missing) for a new dataset; refuses one that holds a dataset already unless `overwrite`. */
@@ -349,6 +408,7 @@ export class TrajectoryWriter {
     for (const [prefix, list] of [
       ['obs', this.obsCols],
       ['action', this.actCols],
+      ['extras', this.extraCols ?? []],
     ] as const) {
       for (const c of list) columns[`${prefix}${c.path}`] = { encoding: c.encoding, dtype: c.dtype, shape: [...c.shape] };
     }
@@ -410,6 +470,7 @@ export class TrajectoryWriter {
       await this.flushBuffer();
       await this.finishPart();
     }
+    const extraCols = this.planExtras(ep);
     const part = this.part ?? this.startPart();
     const b = this.builders;
     const id = BigInt(ep.id);
@@ -437,6 +498,7 @@ export class TrajectoryWriter {
       b['log_prob']!.push(s.logProb);
       b['value']!.push(s.value);
       b['info']!.push(infoText(s.info));
+      for (const c of extraCols) b[`extras${c.path}`]!.push(encodeLeafSync(c, extraTensor(c.keys[0] as string, s.extras![c.keys[0] as string]!)));
     }
     this.bufferRows += ep.steps.length;
     part.rows += ep.steps.length;

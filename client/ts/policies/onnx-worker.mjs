@@ -58,7 +58,16 @@ const meta = (list, names) =>
 
 const errorText = (err) => String(err && err.message ? err.message : err);
 
-const ARRAYS = { float32: Float32Array, float64: Float64Array, int32: Int32Array, uint8: Uint8Array, int8: Int8Array, int16: Int16Array, uint16: Uint16Array };
+const ARRAYS = {
+  int64: BigInt64Array,
+  float32: Float32Array,
+  float64: Float64Array,
+  int32: Int32Array,
+  uint8: Uint8Array,
+  int8: Int8Array,
+  int16: Int16Array,
+  uint16: Uint16Array,
+};
 
 /**
  * Median microseconds of one run on a batch of `rows` zeros, or null when an input has a symbolic

@@ -6,13 +6,23 @@
  * load) runs on the caller's thread instead: blocking it for those microseconds costs less than the
  * hop's two wake-ups and keeps the cores for the envs and the server.
  *
- * Model contract: one input per observation tensor, `[N, ...obsShape]` (a Box observation: any
- * single input; a Dict of Boxes: one input named after each key), a float dtype or the observation's
- * own dtype. Outputs: `logits [N, n]` for a Discrete action space (actions sampled, or argmax with
- * `greedy`, log-probs from the log-softmax) or `action [N, ...actShape]` for a Box one; optionally
- * `value [N]`/`[N, 1]` and `log_prob [N]`. `check` compares all of this with the env's spaces before
- * the rollout starts. `device: 'cuda'` uses the CUDA provider when its libraries are present and
- * otherwise falls back to CPU, logging why once.
+ * The model contract (docs/policies.md; the Python SDK's `OnnxPolicy` follows the same one):
+ * - Inputs by name, `[N, ...]`: a Box observation feeds the model's single input; a Dict feeds each
+ *   input from the observation key of the same name, or from the key `inputs` maps it to
+ *   (`{ route_command: 'command' }`; nested keys as `rgb/CAM_FRONT`). Box leaves take a float input
+ *   or their own dtype; Discrete leaves (a navigation command) an int64, int32 or float input of
+ *   shape `[N]` or `[N, 1]`, holding the value itself.
+ * - Outputs by name: `logits [N, n]` for a Discrete action space (sampled with the seeded
+ *   generator, or argmax with `greedy`; log-probs from the log-softmax); for a Box one, `action
+ *   [N, ...]`, or `mean [N, ...]` with `log_std` (`[N, ...]` or state-independent `[...]`), sampled
+ *   here from the seeded generator (the mean with `greedy`), clipped to the bounds, log-prob of the
+ *   sample; optionally `value [N]`/`[N, 1]` and `log_prob [N]`. Every other output is an extra,
+ *   one row per observation.
+ * - The batch dimension is symbolic, or one fixed size on every input: then batches run in chunks
+ *   of that size (the last padded). `load` refuses inputs that disagree, before any session opens.
+ * `check` compares the rest with the env's spaces before the rollout starts. `device: 'cuda'` uses
+ * the CUDA provider when its libraries load and otherwise falls back to CPU with a warning;
+ * `provider` says which one runs.
  *
  * @example
  * const policy = await OnnxPolicy.load('cartpole-mlp.onnx', { device: 'cpu' });
@@ -49,6 +59,8 @@ export interface OnnxPolicyOptions {
   greedy?: boolean;
   /** Seed of the action sampler. */
   seed?: number;
+  /** Model input name -> observation key (`a/b` for a nested Dict), for inputs not named after their key. */
+  inputs?: Record<string, string>;
   /** Where the CUDA fallback is reported (a pino logger fits). */
   logger?: { warn(obj: object, msg: string): void };
 }
@@ -114,9 +126,13 @@ const OUT_ARRAYS: Partial<Record<string, ArrayCtor & { BYTES_PER_ELEMENT: number
 };
 
 const FLOAT_INPUTS = new Set(['float32', 'float64']);
-const TYPED: Partial<
-  Record<string, (new (buffer: ArrayBufferLike, byteOffset: number, length: number) => { [i: number]: number }) & { BYTES_PER_ELEMENT: number }>
-> = {
+const DISCRETE_INPUTS = new Set(['int64', 'int32', 'float32', 'float64']);
+/** Outputs the contract reads; every other output is an extra. */
+const KNOWN_OUTPUTS = new Set(['logits', 'action', 'mean', 'log_std', 'value', 'log_prob']);
+const LOG_SQRT_2PI = 0.5 * Math.log(2 * Math.PI);
+type TypedRow = { [i: number]: number | bigint };
+const TYPED: Partial<Record<string, (new (buffer: ArrayBufferLike, byteOffset: number, length: number) => TypedRow) & { BYTES_PER_ELEMENT: number }>> = {
+  int64: BigInt64Array,
   float32: Float32Array,
   float64: Float64Array,
   uint8: Uint8Array,
@@ -129,9 +145,12 @@ const TYPED: Partial<
 /** The feed plan: which observation leaf fills which model input, with what element type. */
 interface Feed {
   input: string;
-  key: string | null;
+  /** Path of keys into a Dict observation; empty for a Box observation. */
+  key: readonly string[];
   type: string;
   shape: readonly number[];
+  /** A Discrete leaf: a number per observation rather than a tensor. */
+  scalar: boolean;
 }
 
 export class OnnxPolicy implements Policy {
@@ -153,7 +172,9 @@ export class OnnxPolicy implements Policy {
   private waiters = 0;
   private readonly dead = new Set<(err: Error) => void>();
   private feeds: Feed[] | null = null;
-  private actionKind: { kind: 'discrete'; n: number; start: number } | { kind: 'box'; space: BoxSpace } | null = null;
+  private actionKind: { kind: 'discrete'; n: number; start: number } | { kind: 'box'; space: BoxSpace } | { kind: 'gaussian'; space: BoxSpace } | null = null;
+  /** The model's fixed batch size, or null when its batch dimension is symbolic. */
+  readonly fixedBatch: number | null;
   private readonly rng: Random;
   private closed = false;
 
@@ -172,9 +193,15 @@ export class OnnxPolicy implements Policy {
   ) {
     this.name = `onnx:${path.split('/').pop()}`;
     this.rng = new Random(opts.seed ?? 0);
+    this.fixedBatch = batchDimension(path, inputs, outputs);
     worker?.on('error', (err) => this.failAll(err));
     worker?.on('exit', (code) => this.failAll(new Error(`the ONNX worker exited (${code})`)));
     worker?.unref();
+  }
+
+  /** The device inference actually runs on ('cpu' or 'cuda'): the provider ORT created the session with. */
+  get device(): string {
+    return this.provider;
   }
 
   /** Where inference runs: 'worker' or 'main' (the caller's thread). */
@@ -206,6 +233,13 @@ export class OnnxPolicy implements Policy {
       await worker.terminate();
       throw new Error(`cannot load ONNX model ${path}: ${ready.type === 'failed' ? ready.message : 'unexpected worker reply'}`);
     }
+    try {
+      batchDimension(path, ready.inputs, ready.outputs);
+    } catch (err) {
+      worker.postMessage({ type: 'close' });
+      await worker.terminate();
+      throw err;
+    }
     if (ready.fallback !== null) {
       opts.logger?.warn({ model: path, reason: ready.fallback }, 'CUDA execution provider unavailable; running the ONNX policy on CPU');
     }
@@ -236,7 +270,18 @@ export class OnnxPolicy implements Policy {
     const feeds = this.feeds;
     const action = this.actionKind;
     if (!feeds || !action) throw new PolicyMismatchError(`${this.name}: act() called before check()`);
-    return this.decode(await this.infer(observations, feeds), observations.length, action);
+    const b = this.fixedBatch;
+    if (b === null || observations.length === b) return this.decode(await this.infer(observations, feeds), observations.length, action);
+    // A fixed-batch model: chunks of b rows, the last one padded with copies of its last row.
+    const chunks: Promise<Record<string, WorkerTensor>>[] = [];
+    for (let at = 0; at < observations.length; at += b) {
+      const rows = observations.slice(at, at + b);
+      while (rows.length < b) rows.push(rows[rows.length - 1]);
+      chunks.push(this.infer(rows, feeds));
+    }
+    const decoded: PolicyOutput[] = [];
+    for (const [i, chunk] of chunks.entries()) decoded.push(this.decode(await chunk, Math.min(b, observations.length - i * b), action));
+    return concatOutputs(decoded);
   }
 
   async close(): Promise<void> {
@@ -329,15 +374,25 @@ export class OnnxPolicy implements Policy {
   }
 
   /** Copies one feed of every observation into `out`, row after row. */
-  private stack(observations: readonly unknown[], feed: Feed, per: number, out: { [i: number]: number }): void {
+  private stack(observations: readonly unknown[], feed: Feed, per: number, out: TypedRow): void {
+    const big = feed.type === 'int64';
+    const where = feed.key.length ? ` '${feed.key.join('/')}'` : '';
     for (let i = 0; i < observations.length; i++) {
-      const o = observations[i];
-      const t = (feed.key === null ? o : (o as Record<string, unknown>)[feed.key]) as Tensor;
-      if (!(t instanceof Tensor) || t.size !== per) {
-        throw new PolicyMismatchError(`${this.name}: observation ${feed.key ?? ''} of session ${i} is not a tensor of ${per} elements`);
+      let o: unknown = observations[i];
+      for (const k of feed.key) o = (o as Record<string, unknown> | null | undefined)?.[k];
+      if (feed.scalar) {
+        const v = typeof o === 'bigint' ? Number(o) : o;
+        if (typeof v !== 'number' || !Number.isInteger(v))
+          throw new PolicyMismatchError(`${this.name}: observation${where} of session ${i} is not a Discrete value`);
+        out[i] = big ? BigInt(v) : v;
+        continue;
       }
-      const src = t.data as ArrayLike<number>;
-      for (let k = 0; k < per; k++) out[i * per + k] = Number(src[k]);
+      const t = o as Tensor;
+      if (!(t instanceof Tensor) || t.size !== per) {
+        throw new PolicyMismatchError(`${this.name}: observation${where} of session ${i} is not a tensor of ${per} elements`);
+      }
+      const src = t.data as ArrayLike<number | bigint>;
+      for (let k = 0; k < per; k++) out[i * per + k] = big ? BigInt(src[k]!) : Number(src[k]);
     }
   }
 
@@ -452,11 +507,32 @@ export class OnnxPolicy implements Policy {
   }
 
   private planFeeds(space: Space): Feed[] {
-    const leaf = (input: OnnxValueMeta, key: string | null, s: Space): Feed => {
-      const where = `model input '${input.name}'${key !== null ? ` (observation key '${key}')` : ''}`;
-      if (s.type !== 'box')
-        throw new PolicyMismatchError(`${where}: ONNX policies take Box observations, the env gives ${spaceToString(s)}`, { input: input.name });
+    const mapping = this.opts.inputs ?? {};
+    const inputNames = this.inputs.map((i) => i.name).join(', ');
+    for (const name of Object.keys(mapping)) {
+      if (!this.inputs.some((i) => i.name === name))
+        throw new PolicyMismatchError(`the inputs option maps '${name}', which is not a model input (the model has: ${inputNames})`, { input: name });
+    }
+    const leaf = (input: OnnxValueMeta, key: string[], s: Space): Feed => {
+      const where = `model input '${input.name}'${key.length ? ` (observation key '${key.join('/')}')` : ''}`;
       const type = input.type ?? 'float32';
+      if (s.type === 'discrete') {
+        if (!DISCRETE_INPUTS.has(type))
+          throw new PolicyMismatchError(`${where} has element type ${type}; a Discrete observation feeds int64, int32 or float inputs`, { input: input.name });
+        const dims = input.shape?.slice(1) ?? [1];
+        if (dims.length > 1 || (dims.length === 1 && typeof dims[0] === 'number' && dims[0] !== 1)) {
+          throw new PolicyMismatchError(`${where} has shape [${input.shape!.join(', ')}] but a Discrete observation is one value: [N] or [N, 1]`, {
+            input: input.name,
+            expected: ['N', 1],
+            got: input.shape,
+          });
+        }
+        return { input: input.name, key, type, shape: dims.length === 0 ? [] : [1], scalar: true };
+      }
+      if (s.type !== 'box')
+        throw new PolicyMismatchError(`${where}: ONNX policies take Box and Discrete observations, the env gives ${spaceToString(s)}`, {
+          input: input.name,
+        });
       if (!TYPED[type]) throw new PolicyMismatchError(`${where} has element type ${type}, which the ONNX policy cannot feed`, { input: input.name });
       if (!FLOAT_INPUTS.has(type) && type !== s.dtype) {
         throw new PolicyMismatchError(`${where} expects ${type} but the observation is ${s.dtype}; only float inputs accept a conversion`, {
@@ -471,32 +547,29 @@ export class OnnxPolicy implements Policy {
         if (!fits) {
           throw new PolicyMismatchError(
             `${where} has shape [${input.shape.join(', ')}] but the observation is [${s.shape.join(', ')}] (expected [N, ${s.shape.join(', ')}])`,
-            {
-              input: input.name,
-              expected: input.shape,
-              got: s.shape,
-            },
+            { input: input.name, expected: input.shape, got: s.shape },
           );
         }
       }
-      return { input: input.name, key, type, shape: s.shape };
+      return { input: input.name, key, type, shape: s.shape, scalar: false };
     };
     if (space.type === 'dict') {
       return this.inputs.map((input) => {
-        const sub = space.spaces[input.name];
+        const key = (mapping[input.name] ?? input.name).split('/');
+        let sub: Space | undefined = space;
+        for (const k of key) sub = sub?.type === 'dict' ? sub.spaces[k] : undefined;
         if (!sub)
-          throw new PolicyMismatchError(`model input '${input.name}' names no observation key (the env has: ${Object.keys(space.spaces).join(', ')})`, {
-            input: input.name,
-          });
-        return leaf(input, input.name, sub);
+          throw new PolicyMismatchError(
+            `model input '${input.name}' names no observation key${mapping[input.name] ? ` (mapped to '${mapping[input.name]}')` : ''}; the env has: ${Object.keys(space.spaces).join(', ')}; map inputs to keys with the inputs option`,
+            { input: input.name },
+          );
+        return leaf(input, key, sub);
       });
     }
     if (this.inputs.length !== 1) {
-      throw new PolicyMismatchError(
-        `the model has ${this.inputs.length} inputs (${this.inputs.map((i) => i.name).join(', ')}) but the observation is one ${spaceToString(space)}`,
-      );
+      throw new PolicyMismatchError(`the model has ${this.inputs.length} inputs (${inputNames}) but the observation is one ${spaceToString(space)}`);
     }
-    return [leaf(this.inputs[0]!, null, space)];
+    return [leaf(this.inputs[0]!, [], space)];
   }
 
   private planActions(space: Space): NonNullable<OnnxPolicy['actionKind']> {
@@ -516,14 +589,27 @@ export class OnnxPolicy implements Policy {
       return { kind: 'discrete', n: space.n, start: space.start };
     }
     if (space.type === 'box') {
-      const action = out('action');
-      if (!action)
-        throw new PolicyMismatchError(`a Box action space needs a model output named 'action' [N, ${space.shape.join(', ')}]; the model has: ${names}`);
-      const dims = action.shape?.slice(1);
+      const head = out('action') ?? out('mean');
+      if (!head)
+        throw new PolicyMismatchError(
+          `a Box action space needs a model output named 'action' [N, ${space.shape.join(', ')}], or 'mean' with 'log_std'; the model has: ${names}`,
+        );
+      const dims = head.shape?.slice(1);
       if (dims && (dims.length !== space.shape.length || dims.some((d, i) => typeof d === 'number' && d !== space.shape[i]))) {
-        throw new PolicyMismatchError(`model output 'action' has shape [${action.shape!.join(', ')}] but the action space is [${space.shape.join(', ')}]`);
+        throw new PolicyMismatchError(`model output '${head.name}' has shape [${head.shape!.join(', ')}] but the action space is [${space.shape.join(', ')}]`);
       }
-      return { kind: 'box', space };
+      if (head.name === 'action') return { kind: 'box', space };
+      const logStd = out('log_std');
+      if (!logStd)
+        throw new PolicyMismatchError(
+          `model output 'mean' needs a 'log_std' output (state-independent [${space.shape.join(', ')}] or [N, ...]); the model has: ${names}`,
+        );
+      const per = space.shape.reduce((a, b) => a * b, 1);
+      const size = logStd.shape?.reduce<number>((a, d) => a * (typeof d === 'number' ? d : 1), 1);
+      if (size !== undefined && size !== per) {
+        throw new PolicyMismatchError(`model output 'log_std' has shape [${logStd.shape!.join(', ')}]; it must hold ${per} values per row, like 'mean'`);
+      }
+      return { kind: 'gaussian', space };
     }
     throw new PolicyMismatchError(`ONNX policies produce Discrete or Box actions; the env wants ${spaceToString(space)}`);
   }
@@ -558,6 +644,28 @@ export class OnnxPolicy implements Policy {
         result.actions[i] = action.start + a;
       }
       result.logProbs = logProbs;
+    } else if (action.kind === 'gaussian') {
+      const mean = outputs['mean']!.data;
+      const logStd = outputs['log_std']!.data;
+      const per = action.space.shape.reduce((a, b) => a * b, 1);
+      const shared = logStd.length === per;
+      const low = action.space.low.toNumbers() as number[];
+      const high = action.space.high.toNumbers() as number[];
+      const logProbs = new Float64Array(n);
+      for (let i = 0; i < n; i++) {
+        const values = new Array<number>(per);
+        let logProb = 0;
+        for (let k = 0; k < per; k++) {
+          const ls = Number(logStd[shared ? k : i * per + k]);
+          const eps = this.opts.greedy ? 0 : this.rng.normal();
+          logProb += -0.5 * eps * eps - ls - LOG_SQRT_2PI;
+          // The env gets the sample clipped to the bounds; the log-prob is the unclipped sample's.
+          values[k] = Math.min(high[k]!, Math.max(low[k]!, Number(mean[i * per + k]) + Math.exp(ls) * eps));
+        }
+        logProbs[i] = logProb;
+        result.actions[i] = Tensor.from(action.space.dtype as DType, action.space.shape, values);
+      }
+      result.logProbs = logProbs;
     } else {
       const data = outputs['action']!.data;
       const per = action.space.shape.reduce((a, b) => a * b, 1);
@@ -570,6 +678,8 @@ export class OnnxPolicy implements Policy {
       }
     }
     if (given) result.logProbs = toFloat64(given.data, n);
+    const extras = extraRows(outputs, n);
+    if (extras) (result as WithExtras).extras = extras;
     return result;
   }
 }
@@ -594,4 +704,70 @@ function assertOnnxRuntimeInstalled(): void {
         'install it next to gymwire with `ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node` (the variable skips its CUDA download; leave it out for CUDA)',
     );
   }
+}
+
+/**
+ * The model's fixed batch size, or null when every input's batch dimension is symbolic; throws when
+ * inputs disagree, or an output's fixed batch dimension differs from the inputs' (checked at load,
+ * before any session is opened).
+ */
+function batchDimension(path: string, inputs: readonly OnnxValueMeta[], outputs: readonly OnnxValueMeta[]): number | null {
+  const fixed = [...new Set(inputs.map((i) => i.shape?.[0]).filter((d): d is number => typeof d === 'number'))];
+  const symbolic = inputs.filter((i) => !i.shape || typeof i.shape[0] !== 'number').map((i) => i.name);
+  if (fixed.length > 1 || (fixed.length === 1 && symbolic.length > 0)) {
+    throw new PolicyMismatchError(
+      `ONNX model ${path}: its inputs disagree on the batch dimension (${inputs.map((i) => `${i.name} [${i.shape?.join(', ') ?? '?'}]`).join(', ')}); export it with one dynamic batch axis`,
+    );
+  }
+  const batch = fixed[0] ?? null;
+  if (batch !== null && batch < 1) throw new PolicyMismatchError(`ONNX model ${path}: batch dimension ${batch} is not a size`);
+  for (const o of outputs) {
+    const first = o.shape?.[0];
+    if (!KNOWN_OUTPUTS.has(o.name) || o.name === 'log_std' || typeof first !== 'number' || first === batch) continue;
+    throw new PolicyMismatchError(
+      batch === null
+        ? `ONNX model ${path}: output '${o.name}' has a fixed batch dimension ${first} but the inputs' is dynamic; export every output with the dynamic batch axis`
+        : `ONNX model ${path}: output '${o.name}' has batch dimension ${first} but its inputs take ${batch}`,
+    );
+  }
+  return batch;
+}
+
+/** PolicyOutput with its per-row extras (named outputs the contract does not read). */
+type WithExtras = PolicyOutput & { extras?: Record<string, readonly (number | Tensor)[]> };
+
+/** The outputs the contract does not read, one row per observation: a number for `[N]`, else a Tensor of the row's shape. */
+function extraRows(outputs: Record<string, WorkerTensor>, n: number): Record<string, (number | Tensor)[]> | null {
+  const names = Object.keys(outputs).filter((name) => !KNOWN_OUTPUTS.has(name));
+  if (!names.length) return null;
+  const extras: Record<string, (number | Tensor)[]> = {};
+  for (const name of names) {
+    const t = outputs[name]!;
+    const shape = t.dims.slice(1);
+    const per = shape.reduce((a, b) => a * b, 1);
+    const dtype = t.type === 'float32' ? 'float32' : 'float64';
+    extras[name] = Array.from({ length: n }, (_, i) =>
+      shape.length === 0
+        ? Number(t.data[i])
+        : Tensor.from(
+            dtype,
+            shape,
+            Array.from({ length: per }, (_, k) => Number(t.data[i * per + k])),
+          ),
+    );
+  }
+  return extras;
+}
+
+/** Joins the outputs of consecutive chunks of one batch. */
+function concatOutputs(parts: PolicyOutput[]): PolicyOutput {
+  const cat = (key: 'logProbs' | 'values') => (parts.every((p) => p[key]) ? Float64Array.from(parts.flatMap((p) => Array.from(p[key]!))) : undefined);
+  const out: PolicyOutput = { actions: parts.flatMap((p) => p.actions) };
+  const logProbs = cat('logProbs');
+  const values = cat('values');
+  if (logProbs) out.logProbs = logProbs;
+  if (values) out.values = values;
+  const first = (parts[0] as WithExtras | undefined)?.extras;
+  if (first) (out as WithExtras).extras = Object.fromEntries(Object.keys(first).map((k) => [k, parts.flatMap((p) => (p as WithExtras).extras?.[k] ?? [])]));
+  return out;
 }

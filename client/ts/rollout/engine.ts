@@ -7,9 +7,12 @@
  * wire and its envs are stepping, so neither the envs nor the policy wait on each other.
  * `groups: 1` is plain lock-step collection.
  *
- * Episodes: sessions autoreset in the same step (`same_step`: the final observation arrives in the
- * info), so no round trip is spent on resets. At most `episodes` episodes are started; a session
- * whose episode ends after that goes idle. Backpressure: each loop awaits `writer.ready()` before
+ * Episodes: sessions autoreset in the same step (`same_step`: the final observation and the
+ * episode's own terminal info arrive in the info), so no round trip is spent on resets. Exactly
+ * `episodes` episodes are started and each runs to its end; a session whose episode ends after that
+ * goes idle (so which episodes are kept never depends on their length). The policy gets an
+ * ActContext (session ids, latest infos, episode starts) and its episodeStart hook; its extras are
+ * stored with each step. Backpressure: each loop awaits `writer.ready()` before
  * its next step. Stop: `stop('finish')` lets running episodes end, `'keep'` writes them as
  * incomplete, `'discard'` drops them (counted in the manifest). A dropped connection is
  * resumed by the client (steps in flight are answered once, never applied twice); when the server no
@@ -24,12 +27,19 @@
  */
 import type { GymwireClient } from '../client.ts';
 import type { RemoteEnv } from '../remote-env.ts';
-import type { Policy, PolicyOutput } from '../policy.ts';
+import type { ExtraRow, Policy, PolicyOutput } from '../policy.ts';
 import type { Space } from '../../../protocol/spaces.ts';
 import type { EpisodeRecord, EpisodeStatus, StepRecord, TrajectoryWriter } from '../dataset/writer.ts';
 import { unstack } from './batch.ts';
 
 export type PartialMode = 'finish' | 'keep' | 'discard';
+
+/** Row `j` of each of the policy's extra outputs. */
+function extrasRow(extras: Record<string, readonly ExtraRow[]>, j: number): Record<string, ExtraRow> {
+  const row: Record<string, ExtraRow> = {};
+  for (const name in extras) row[name] = extras[name]![j]!;
+  return row;
+}
 
 /**
  * Errors meaning "the server no longer has this session": fresh sessions replace it once the client
@@ -129,6 +139,8 @@ interface Slot {
   info: Record<string, unknown>;
   sessionStep: number;
   episode: { id: number; seed: number | null; steps: StepRecord[]; length: number; return: number } | null;
+  /** The observation is the first of its episode (ActContext.episodeStarts). */
+  startsEpisode: boolean;
   lost: boolean;
 }
 
@@ -181,7 +193,7 @@ export class Rollout {
       for (let k = 0; k < target.sessions; k++) {
         const i = index++;
         const env = i === 0 ? Promise.resolve(first) : target.client.make(opts.envId, opts.kwargs ?? {});
-        made.push(env.then((e) => ({ index: i, target, env: e, obs: null, info: {}, sessionStep: 0, episode: null, lost: false })));
+        made.push(env.then((e) => ({ index: i, target, env: e, obs: null, info: {}, sessionStep: 0, episode: null, startsEpisode: false, lost: false })));
       }
     }
     const settled = await Promise.allSettled(made);
@@ -269,6 +281,7 @@ export class Rollout {
     s.obs = obs;
     s.info = info;
     s.episode = { id: this.started++, seed, steps: [], length: 0, return: 0 };
+    s.startsEpisode = true;
     this.opts.policy.episodeStart?.(s.env.sessionId, info);
   }
 
@@ -316,7 +329,7 @@ export class Rollout {
             acting = Promise.resolve(
               opts.policy.act(
                 live.map((s) => s.obs),
-                { sessions: live.map((s) => s.env.sessionId), infos: live.map((s) => s.info) },
+                { sessions: live.map((s) => s.env.sessionId), infos: live.map((s) => s.info), episodeStarts: live.map((s) => s.startsEpisode) },
               ),
             );
           } catch (err) {
@@ -379,6 +392,7 @@ export class Rollout {
       ep.length++;
       ep.return += reward;
       const sessionStep = s.sessionStep++;
+      s.startsEpisode = false;
       this.steps++;
       if (this.recordSteps) {
         const j = at ? at[i]! : i;
@@ -394,6 +408,7 @@ export class Rollout {
           sessionStep,
         };
         if (terminated || truncated) step.finalObs = info['final_obs'];
+        if (out.extras) step.extras = extrasRow(out.extras, j);
         ep.steps.push(step);
         this.opts.onStep?.(ep.id, s.env.sessionId, step, target.client);
       }

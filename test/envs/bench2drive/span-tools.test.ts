@@ -8,7 +8,16 @@ import { describe, expect, it } from 'vitest';
 import { Bench2DriveEnv, MAX_SPAN_TICKS } from '../../../envs/bench2drive/env.ts';
 import { Tensor } from '../../../protocol/tensor.ts';
 
-type Span = { ticks: number; reward: number; terminated: boolean; truncated: boolean; stopped: string; route_completion: number; route_ahead: number[][]; command: string };
+type Span = {
+  ticks: number;
+  reward: number;
+  terminated: boolean;
+  truncated: boolean;
+  stopped: string;
+  route_completion: number;
+  route_ahead: number[][];
+  command: string;
+};
 
 function setup(route = 'SignalizedJunctionLeftTurn_0') {
   const env = new Bench2DriveEnv({ route });
@@ -57,7 +66,11 @@ describe('Bench2Drive span tools', () => {
       ticks += last.ticks;
       if (last.terminated || last.truncated) break;
       path = last.route_ahead.filter((_, i) => i % 2 === 1 || i === 0);
-      if (path.length < 2) path = [[3, 0], [6, 0]];
+      if (path.length < 2)
+        path = [
+          [3, 0],
+          [6, 0],
+        ];
     }
     expect(last!.terminated).toBe(true);
     expect(last!.stopped).toBe('terminated');

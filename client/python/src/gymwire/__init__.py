@@ -30,7 +30,7 @@ from .errors import (
     SessionLostError,
     VersionMismatchError,
 )
-from .policies import Policy, PolicyOutput, WaypointPID, make_policy, register_policy
+from .policies import ActContext, Policy, PolicyOutput, WaypointPID, make_policy, register_policy
 from .tools import ToolEnvironment, ToolSet
 from .registration import BUNDLED_ENV_IDS, register_bundled_envs, register_env, register_server_envs
 from .vector import AsyncRemoteVectorEnv, GymwireVectorEnv, make_vec
@@ -58,6 +58,7 @@ __all__ = [
     "ToolEnvironment",
     "ToolSet",
     "VersionMismatchError",
+    "ActContext",
     "Policy",
     "PolicyOutput",
     "WaypointPID",

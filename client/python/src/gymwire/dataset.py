@@ -27,7 +27,6 @@ from typing import Any, Iterator
 
 import numpy as np
 from gymnasium import spaces as gs
-from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
 from .codec import wire_dtype_name
 from .policies import Policy
@@ -89,6 +88,24 @@ def _json_text(value: Any) -> str:
     return json.dumps(to_json_value(value), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+_plain_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False)
+
+
+def _info_json_text(info: dict[str, Any]) -> str:
+    """An info as JSON text, by the C encoder when the info is plain JSON data (as decoded infos almost always are).
+
+    Anything the documented encoding treats specially (tensors, bytes, non-finite floats, numpy
+    scalars) sends the info down :func:`_json_text`'s general path. Integers are written as JSON
+    numbers here, as the TypeScript writer writes the numbers of an info.
+    """
+    if not info:
+        return "{}"
+    try:
+        return _plain_json.encode(info)
+    except (TypeError, ValueError):
+        return _json_text(info)
+
+
 # ---------------------------------------------------------------------------------------------
 # Columns (mirrors client/ts/dataset/columns.ts planColumns)
 
@@ -138,6 +155,34 @@ def _encode_leaf(col: ColumnPlan, value: Any) -> Any:
     return np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
 
 
+def _raw_binary_column(pa: Any, c: ColumnPlan, leaves: list[Any]) -> Any:
+    """Raw leaves (None for null) as a binary array whose data buffer is one contiguous copy of all present rows.
+
+    Returns None when a present row does not have the column's shape; the caller then encodes row by row.
+    """
+    dtype = np.dtype(c.dtype).newbyteorder("<")
+    shape = tuple(c.shape)
+    rows = [np.asarray(v, dtype=dtype) for v in leaves if v is not None]
+    if any(r.shape != shape for r in rows):
+        return None
+    n = len(leaves)
+    present = np.fromiter((v is not None for v in leaves), dtype=np.bool_, count=n)
+    item = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.where(present, item, 0), out=offsets[1:])
+    data = np.stack(rows).tobytes() if rows else b""
+    nulls = n - len(rows)
+    validity = pa.array(present, type=pa.bool_()).buffers()[1] if nulls else None
+    return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls)
+
+
+def _row_info(info: dict[str, Any]) -> dict[str, Any]:
+    """The info stored with a row: without the autoreset keys (their contents have columns of their own)."""
+    if "final_obs" in info or "final_info" in info:
+        return {k: v for k, v in info.items() if k not in ("final_obs", "final_info")}
+    return info
+
+
 def _arrow_type(pa: Any, col: ColumnPlan) -> Any:
     if col.encoding == "scalar":
         return pa.float64() if (col.dtype or "").startswith("float") else pa.int64()
@@ -162,6 +207,8 @@ class StepRecord:
     log_prob: float | None = None
     value: float | None = None
     final_obs: Any = None
+    #: The policy's extra outputs for this step, one row each (``PolicyOutput.extras``).
+    extras: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -172,6 +219,8 @@ class EpisodeRecord:
     steps: list[StepRecord] = field(default_factory=list)
     status: str = "incomplete"
     reason: str | None = None
+    #: Its number in start order (collect sets it, as the TypeScript rollout does); None: the order written.
+    episode_id: int | None = None
 
 
 _DATASET_FILE = re.compile(r"^(dataset\.json|episodes\.arrow|steps-\d+\.arrow)$")
@@ -217,12 +266,25 @@ class TrajectoryWriter:
         self.rows_per_file = rows_per_file
         self.obs_cols = plan_columns(observation_space)
         self.act_cols = plan_columns(action_space)
+        # Planned from the first episode written (PolicyOutput.extras: one raw column per name).
+        self.extra_cols: list[ColumnPlan] | None = None
+        self.schema = self._schema([])
+        self.files: list[str] = []
+        self._writer: Any = None
+        self._rows_in_part = 0
+        self._episodes: list[dict[str, Any]] = []
+        self.counts = {"steps": 0, "episodes": 0, "terminated": 0, "truncated": 0, "incomplete": 0, "discarded": 0}
+        self.servers: set[str] = set()
+        self.sessions: set[str] = set()
+
+    def _schema(self, extra_cols: list[ColumnPlan]) -> Any:
+        pa = self.pa
 
         def leaf(prefix: str, c: ColumnPlan) -> Any:
             md = {"gymwire.encoding": c.encoding, "gymwire.dtype": c.dtype or "", "gymwire.shape": json.dumps(c.shape, separators=(",", ":"))}
             return pa.field(f"{prefix}{c.path}", _arrow_type(pa, c), nullable=True, metadata=md)
 
-        self.schema = pa.schema(
+        return pa.schema(
             [
                 pa.field("episode_id", pa.int64(), nullable=False),
                 pa.field("step", pa.int32(), nullable=False),
@@ -238,22 +300,32 @@ class TrajectoryWriter:
                 pa.field("log_prob", pa.float64(), nullable=True),
                 pa.field("value", pa.float64(), nullable=True),
                 pa.field("info", pa.utf8(), nullable=False, metadata={"gymwire.encoding": "json"}),
+                *[leaf("extras", c) for c in extra_cols],
             ],
             metadata={
                 "gymwire.format": DATASET_FORMAT,
                 "gymwire.version": str(DATASET_VERSION),
-                "gymwire.env_id": env_id,
-                "gymwire.observation_space": _json_text(space_to_wire(observation_space)),
-                "gymwire.action_space": _json_text(space_to_wire(action_space)),
+                "gymwire.env_id": self.env_id,
+                "gymwire.observation_space": _json_text(space_to_wire(self.observation_space)),
+                "gymwire.action_space": _json_text(space_to_wire(self.action_space)),
             },
         )
-        self.files: list[str] = []
-        self._writer: Any = None
-        self._rows_in_part = 0
-        self._episodes: list[dict[str, Any]] = []
-        self.counts = {"steps": 0, "episodes": 0, "terminated": 0, "truncated": 0, "incomplete": 0, "discarded": 0}
-        self.servers: set[str] = set()
-        self.sessions: set[str] = set()
+
+    def _plan_extras(self, ep: EpisodeRecord) -> list[ColumnPlan]:
+        """The extras columns, fixed by the first episode: every later row must have the same names, dtypes and shapes."""
+        if self.extra_cols is None:
+            first = ep.steps[0].extras if ep.steps else {}
+            self.extra_cols = []
+            for name, row in first.items():
+                arr = np.asarray(row)
+                self.extra_cols.append(ColumnPlan(f"/{name}", [name], "raw", wire_dtype_name(arr.dtype), list(arr.shape)))
+            if self.extra_cols:
+                self.schema = self._schema(self.extra_cols)
+        names = {c.keys[0] for c in self.extra_cols}
+        for s in ep.steps:
+            if set(s.extras) != names:
+                raise ValueError(f"a step's extras {sorted(s.extras)} differ from the dataset's {sorted(names)} (fixed by the first episode written)")
+        return self.extra_cols
 
     def _start_part(self) -> None:
         name = f"steps-{len(self.files):05d}.arrow"
@@ -268,29 +340,33 @@ class TrajectoryWriter:
 
     def add(self, ep: EpisodeRecord) -> None:
         """Writes one episode's rows contiguously (a new part file starts between episodes only)."""
+        extra_cols = self._plan_extras(ep)
         if self._writer is None or (self._rows_in_part > 0 and self._rows_in_part + len(ep.steps) > self.rows_per_file):
             self._finish_part()
             self._start_part()
-        episode_id = self.counts["episodes"]
-        cols: dict[str, list[Any]] = {f.name: [] for f in self.schema}
-        for t, s in enumerate(ep.steps):
-            cols["episode_id"].append(episode_id)
-            cols["step"].append(t)
-            cols["session"].append(ep.session)
-            cols["server"].append(ep.server)
-            cols["session_step"].append(s.session_step)
-            for c in self.obs_cols:
-                cols[f"obs{c.path}"].append(_encode_leaf(c, _pick(s.obs, c.keys)))
-                cols[f"final_obs{c.path}"].append(None if s.final_obs is None else _encode_leaf(c, _pick(s.final_obs, c.keys)))
-            for c in self.act_cols:
-                cols[f"action{c.path}"].append(_encode_leaf(c, _pick(s.action, c.keys)))
-            cols["reward"].append(float(s.reward))
-            cols["terminated"].append(bool(s.terminated))
-            cols["truncated"].append(bool(s.truncated))
-            cols["log_prob"].append(None if s.log_prob is None else float(s.log_prob))
-            cols["value"].append(None if s.value is None else float(s.value))
-            info = {k: v for k, v in s.info.items() if k not in ("final_obs", "final_info") and not k.startswith("_")}
-            cols["info"].append(_json_text(info))
+        episode_id = self.counts["episodes"] if ep.episode_id is None else ep.episode_id
+        steps = ep.steps
+        n = len(steps)
+        cols: dict[str, Any] = {
+            "episode_id": [episode_id] * n,
+            "step": list(range(n)),
+            "session": [ep.session] * n,
+            "server": [ep.server] * n,
+            "session_step": [s.session_step for s in steps],
+            "reward": [float(s.reward) for s in steps],
+            "terminated": [bool(s.terminated) for s in steps],
+            "truncated": [bool(s.truncated) for s in steps],
+            "log_prob": [None if s.log_prob is None else float(s.log_prob) for s in steps],
+            "value": [None if s.value is None else float(s.value) for s in steps],
+            "info": [_info_json_text(_row_info(s.info)) for s in steps],
+        }
+        for c in self.obs_cols:
+            cols[f"obs{c.path}"] = self._column(c, [_pick(s.obs, c.keys) for s in steps])
+            cols[f"final_obs{c.path}"] = self._column(c, [None if s.final_obs is None else _pick(s.final_obs, c.keys) for s in steps])
+        for c in self.act_cols:
+            cols[f"action{c.path}"] = self._column(c, [_pick(s.action, c.keys) for s in steps])
+        for c in extra_cols:
+            cols[f"extras{c.path}"] = self._column(c, [s.extras[c.keys[0]] for s in steps])
         table = self.pa.Table.from_pydict(cols, schema=self.schema)
         self._writer.write_table(table)
         self._rows_in_part += len(ep.steps)
@@ -315,6 +391,14 @@ class TrajectoryWriter:
 
     def discarded(self, count: int = 1) -> None:
         self.counts["discarded"] += count
+
+    def _column(self, c: ColumnPlan, leaves: list[Any]) -> Any:
+        """One column of an episode: raw leaves as one Arrow binary array built from a single buffer, others row by row."""
+        if c.encoding == "raw" and leaves:
+            column = _raw_binary_column(self.pa, c, leaves)
+            if column is not None:
+                return column
+        return [_encode_leaf(c, v) for v in leaves]
 
     def close(self, policy: str) -> dict[str, Any]:
         pa = self.pa
@@ -349,7 +433,7 @@ class TrajectoryWriter:
             "sessions": len(self.sessions),
             "columns": {
                 f"{prefix}{c.path}": {"encoding": c.encoding, "dtype": c.dtype, "shape": c.shape}
-                for prefix, plans in (("obs", self.obs_cols), ("action", self.act_cols))
+                for prefix, plans in (("obs", self.obs_cols), ("action", self.act_cols), ("extras", self.extra_cols or []))
                 for c in plans
             },
             "steps_files": self.files,
@@ -377,137 +461,61 @@ def collect(
     *,
     seed: int | None = None,
     max_steps: int = 1_000_000,
+    groups: int = 2,
     progress: Any = None,
     overwrite: bool = False,
 ) -> dict[str, Any] | list[EpisodeRecord]:
-    """Runs ``policy`` on ``env`` until ``episodes`` episodes have ended and records them.
+    """Runs ``policy`` on ``env``'s sessions for ``episodes`` whole episodes and records them.
 
-    ``env`` is a :class:`GymwireEnv` (one session) or a :class:`GymwireVectorEnv` in next-step or
-    same-step autoreset mode. With ``out_dir`` the episodes are written there and the manifest is
-    returned; without, the :class:`EpisodeRecord` list is. Episodes still running when enough have
-    ended are discarded (counted in the manifest). ``progress`` is called with the number of
-    finished episodes after each one (a ``tqdm.update``-like callable). ``overwrite`` replaces a
-    dataset already in ``out_dir`` (refused otherwise).
+    ``env`` is a :class:`GymwireEnv` (one session) or a :class:`GymwireVectorEnv` in any autoreset
+    mode. Exactly ``episodes`` episodes are started (session ``i``'s first one reset with
+    ``seed + i``) and each runs to its end, so returns and lengths over the dataset are unbiased;
+    sessions idle once enough episodes have started. Only ``max_steps`` (env steps in all) cuts
+    episodes short: they are kept with status ``incomplete`` and reason ``"max_steps reached"``.
+    Every row keeps its own step's info; an episode's last row has its terminal info (metrics such
+    as NAVSIM's ``pdms`` or Bench2Drive's ``driving_score``) and ``final_obs``.
+
+    The policy gets an :class:`~gymwire.policies.ActContext` when its ``act`` takes one, and its
+    ``episode_start`` hook is called as each episode starts; ``PolicyOutput.extras`` are stored as
+    ``extras/<name>`` columns. The sessions are stepped in ``groups`` that take turns, so the
+    policy computes one group's actions while the server steps another's (``groups=1``: lock-step).
+    Collection leaves the env's sessions mid-episode: reset the env before stepping it yourself.
+
+    With ``out_dir`` the episodes are written there and the manifest is returned; without, the
+    :class:`EpisodeRecord` list is. ``progress`` is called with 1 after each finished episode (a
+    ``tqdm.update``-like callable). ``overwrite`` replaces a dataset already in ``out_dir``.
     """
+    from .collection import CollectionEngine
     from .env import GymwireEnv
     from .vector import GymwireVectorEnv
 
     if isinstance(env, GymwireEnv):
-        vec = False
-        n = 1
-        single_obs_space, single_act_space = env.observation_space, env.action_space
-        sessions, server, env_id = [env.session_id], env.client.aclient.url, env.env_id
+        client, remote_envs, server = env.client, [env.remote], env.client.aclient.url
     elif isinstance(env, GymwireVectorEnv):
-        vec = True
-        n = env.num_envs
-        single_obs_space, single_act_space = env.single_observation_space, env.single_action_space
-        remote = env.remote
-        sessions, server, env_id = remote.session_ids, remote.client.url, remote.envs[0].env_id
-        if remote.autoreset_mode == "disabled":
-            raise ValueError("collect needs a vector env in next_step or same_step autoreset mode")
+        client, remote_envs, server = env.client, env.remote.envs, env.remote.client.url
     else:
         raise TypeError(f"collect takes a GymwireEnv or GymwireVectorEnv, got {type(env).__name__}")
-
-    writer = TrajectoryWriter(out_dir, env_id, single_obs_space, single_act_space, overwrite=overwrite) if out_dir is not None else None
-    done_eps: list[EpisodeRecord] = []
-    seeds = [None if seed is None else seed + i for i in range(n)]
-    session_steps = [0] * n
-
-    def batch(values: list[Any]) -> Any:
-        return concatenate(single_obs_space, values, create_empty_array(single_obs_space, n))
-
-    if vec:
-        obs_b, _ = env.reset(seed=seed)
-        current = list(iterate(env.observation_space, obs_b))
-    else:
-        o, _ = env.reset(seed=seed)
-        current = [o]
-        obs_b = batch(current)
-    running = [EpisodeRecord(sessions[i], server, seeds[i]) for i in range(n)]
-    pending_reset = [False] * n
-    finished = 0
-
-    def finish(i: int, status: str) -> None:
-        nonlocal finished
-        ep = running[i]
-        ep.status = status
-        finished += 1
-        if writer is not None:
-            writer.add(ep)
-        else:
-            done_eps.append(ep)
-        if progress is not None:
-            progress(1)
-        running[i] = EpisodeRecord(sessions[i], server, None)
-
-    for _ in range(max_steps):
-        if finished >= episodes:
-            break
-        out = policy.act(obs_b)
-        actions = list(iterate(env.action_space if vec else _batched(single_act_space, n), out.actions))
-        if vec:
-            nobs_b, rewards, terms, truncs, infos = env.step(out.actions)
-            next_obs = list(iterate(env.observation_space, nobs_b))
-            per_info = [_unbatch_info(infos, i) for i in range(n)]
-        else:
-            o, r, te, tr, info = env.step(actions[0])
-            nobs_b = None
-            next_obs, rewards, terms, truncs, per_info = [o], np.array([r]), np.array([te]), np.array([tr]), [info]
-        for i in range(n):
-            if pending_reset[i]:
-                pending_reset[i] = False  # next-step autoreset: this output is the new episode's first obs
-                continue
-            final = None
-            ended = bool(terms[i] or truncs[i])
-            if ended:
-                final = per_info[i].get("final_obs", next_obs[i]) if vec and "final_obs" in per_info[i] else next_obs[i]
-            running[i].steps.append(
-                StepRecord(
-                    obs=current[i],
-                    action=actions[i],
-                    reward=float(rewards[i]),
-                    terminated=bool(terms[i]),
-                    truncated=bool(truncs[i]),
-                    info=per_info[i],
-                    session_step=session_steps[i],
-                    log_prob=None if out.log_probs is None else float(np.asarray(out.log_probs).reshape(-1)[i]),
-                    value=None if out.values is None else float(np.asarray(out.values).reshape(-1)[i]),
-                    final_obs=final,
-                )
-            )
-            session_steps[i] += 1
-            if ended and finished < episodes:
-                finish(i, "terminated" if terms[i] else "truncated")
-                if vec and env.remote.autoreset_mode == "next_step":
-                    pending_reset[i] = True
-                elif not vec:
-                    next_obs[0], _ = env.reset()
-        current = next_obs
-        obs_b = nobs_b if vec else batch(current)
-    discarded = sum(1 for ep in running if ep.steps)
-    if writer is not None:
-        writer.discarded(discarded)
-        return writer.close(_policy_name(policy))
-    return done_eps
-
-
-def _batched(space: gs.Space[Any], n: int) -> gs.Space[Any]:
-    from gymnasium.vector.utils import batch_space
-
-    return batch_space(space, n)
-
-
-def _unbatch_info(infos: dict[str, Any], i: int) -> dict[str, Any]:
-    """One env's info out of a Gymnasium vector info dict (keys whose ``_key`` mask is set)."""
-    out: dict[str, Any] = {}
-    for key, value in infos.items():
-        if key.startswith("_"):
-            continue
-        mask = infos.get(f"_{key}")
-        if mask is not None and not mask[i]:
-            continue
-        out[key] = _unbatch_info(value, i) if isinstance(value, dict) else value[i]
-    return out
+    first = remote_envs[0]
+    writer = TrajectoryWriter(out_dir, first.env_id, first.observation_space, first.action_space, overwrite=overwrite) if out_dir is not None else None
+    done: list[EpisodeRecord] = []
+    engine = CollectionEngine(
+        client=client,
+        remote_envs=remote_envs,
+        server=server,
+        policy=policy,
+        episodes=episodes,
+        seed=seed,
+        max_steps=max_steps,
+        groups=groups,
+        record=writer.add if writer is not None else done.append,
+        progress=progress,
+    )
+    try:
+        engine.run()
+    finally:
+        # Also after an error: the episodes recorded so far (the cut ones marked incomplete) stay readable.
+        manifest = writer.close(_policy_name(policy)) if writer is not None else None
+    return manifest if manifest is not None else done
 
 
 # ---------------------------------------------------------------------------------------------
@@ -627,7 +635,7 @@ def iter_episodes(ds: Dataset) -> Iterator[tuple[int, slice]]:
 def episodes_to_arrays(ds: Dataset, max_len: int | None = None) -> dict[str, Any]:
     """Padded ``[E, T, ...]`` arrays of every episode: obs leaves, actions, rewards, flags, log-probs, values, mask.
 
-    Keys: ``obs`` (or ``obs.<path>`` per leaf), ``actions`` (or ``actions.<path>``), ``rewards``
+    Keys: ``obs`` (or ``obs.<path>`` per leaf), ``actions`` (or ``actions.<path>``), ``extras/<name>``, ``rewards``
     float32, ``terminated``/``truncated``/``dones`` bool, ``log_probs``/``values`` float32 (0 where
     null), ``mask`` bool (True on real steps), ``lengths`` int64 ``[E]``, ``returns`` float32 ``[E]``,
     ``episode_ids`` int64 ``[E]``. Only raw and scalar columns are included (json/image columns are
@@ -653,6 +661,8 @@ def episodes_to_arrays(ds: Dataset, max_len: int | None = None) -> dict[str, Any
         for prefix, key in (("obs", "obs"), ("action", "actions"), ("final_obs", None)):
             if key and (f.name == prefix or f.name.startswith(prefix + ".")):
                 result[key + f.name[len(prefix) :]] = pad(decode_column(ds.steps, f.name))
+        if f.name.startswith("extras/"):
+            result[f.name] = pad(decode_column(ds.steps, f.name))
     rewards = ds.steps.column("reward").to_numpy()
     term = ds.steps.column("terminated").to_numpy(zero_copy_only=False)
     trunc = ds.steps.column("truncated").to_numpy(zero_copy_only=False)

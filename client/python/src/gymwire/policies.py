@@ -1,25 +1,33 @@
 """Policies: one small protocol so a model is wrapped once and used with every env and integration.
 
 A :class:`Policy` takes a batch of observations (first dimension = number of envs, as a Gymnasium
-vector env returns them) and returns a :class:`PolicyOutput`: actions for the batch and, when it
-has them, log-probabilities and value estimates. Policies are registered by name
+vector env returns them) and, optionally, an :class:`ActContext` (each env's session id, latest
+info and whether its observation starts an episode), and returns a :class:`PolicyOutput`: actions
+for the batch and, when it has them, log-probabilities, value estimates and ``extras`` (named
+arrays with one row per env, e.g. the waypoints a controller turned into the stored controls;
+datasets keep them as ``extras/<name>`` columns). A policy may also define
+``episode_start(env_index, session_id, info)``, called when an env starts an episode, to drop its
+memory of that env. A one-argument ``act(obs)`` keeps working: :func:`act_with_context` calls
+each policy the way it is written. Policies are registered by name
 (:func:`register_policy`) and built from config (:func:`make_policy`), so trainers and scripts pick
-them from YAML. :class:`WaypointPID` turns predicted ego-frame waypoints into throttle, steer and
-brake the way Bench2Drive's TCP agent does.
+them from YAML. :class:`WaypointPID` (from :mod:`gymwire.control`) turns predicted ego-frame waypoints into
+throttle, steer and brake with the benchmarks' reference controllers, chosen by name.
 
 Example::
 
     @register_policy("always-right")
     class AlwaysRight:
         def __init__(self, num_envs=1): self.n = num_envs
-        def act(self, obs): return PolicyOutput(actions=np.ones(len(obs), np.int64))
+        def act(self, obs, ctx=None): return PolicyOutput(actions=np.ones(len(obs), np.int64))
 
     policy = make_policy("always-right")
 """
 
 from __future__ import annotations
 
-from collections import deque
+import inspect
+import logging
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, runtime_checkable
 
@@ -27,22 +35,83 @@ import numpy as np
 from gymnasium import spaces as gs
 from gymnasium.vector.utils import batch_space
 
+from . import _random
+from ._devices import onnx_session
+from .control import WaypointPID as WaypointPID  # re-exported: it lived here before gymwire.control
+
+
+@dataclass
+class ActContext:
+    """What a policy may want besides the observations, aligned with the batch (one entry per env).
+
+    ``session_ids``: the server's session of each env; ``infos``: each env's latest info (from its
+    reset or its last step; an empty dict where there is none); ``episode_starts``: ``[N]`` bool,
+    True where the observation is the first of an episode.
+    """
+
+    session_ids: list[str]
+    infos: list[dict[str, Any]]
+    episode_starts: np.ndarray
+
 
 @dataclass
 class PolicyOutput:
-    """What a policy returns for a batch: ``actions`` (batched like the vector action space) and optional ``[N]`` arrays."""
+    """What a policy returns for a batch: ``actions`` (batched like the vector action space) and optional per-env arrays.
+
+    ``log_probs`` and ``values`` are ``[N]``; ``extras`` maps a name to an array with one row per
+    env (``[N, ...]``), stored in datasets as the ``extras/<name>`` column.
+    """
 
     actions: Any
     log_probs: np.ndarray | None = None
     values: np.ndarray | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @runtime_checkable
 class Policy(Protocol):
-    """Observations in (batched), actions/log-probs/values out."""
+    """Observations in (batched) with an optional :class:`ActContext`; a :class:`PolicyOutput` out.
 
-    def act(self, obs: Any) -> PolicyOutput: ...
+    Optional: ``episode_start(env_index: int, session_id: str, info: dict) -> None``, called when
+    env ``env_index`` starts an episode (``info`` is its reset info), before the ``act`` that sees
+    its first observation.
+    """
+
+    def act(self, obs: Any, ctx: ActContext | None = None) -> PolicyOutput: ...
+
+
+def _takes_context(act: Callable[..., Any]) -> bool:
+    try:
+        params = list(inspect.signature(act).parameters.values())
+    except (TypeError, ValueError):  # builtins and C extensions: assume the current contract
+        return True
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.name == "ctx" for p in params)
+
+
+def context_caller(policy: Any) -> Callable[[Any, ActContext], PolicyOutput]:
+    """``(obs, ctx) -> PolicyOutput`` for ``policy``: its ``act(obs, ctx)``, or ``act(obs)`` for a policy written before :class:`ActContext`.
+
+    The signature is inspected once here, so callers acting many times keep the returned function.
+    """
+    act = policy.act
+    if _takes_context(act):
+        return act  # type: ignore[no-any-return]
+    return lambda obs, ctx: act(obs)
+
+
+def act_with_context(policy: Any, obs: Any, ctx: ActContext) -> PolicyOutput:
+    """Calls ``policy.act(obs, ctx)``, or ``policy.act(obs)`` for a policy written before :class:`ActContext`."""
+    return context_caller(policy)(obs, ctx)
+
+
+def notify_episode_start(policy: Any, env_index: int, session_id: str, info: dict[str, Any]) -> None:
+    """Calls the policy's optional ``episode_start`` hook."""
+    hook = getattr(policy, "episode_start", None)
+    if hook is not None:
+        hook(env_index, session_id, info)
 
 
 _REGISTRY: dict[str, Callable[..., Policy]] = {}
@@ -80,12 +149,19 @@ class RandomPolicy:
         self.action_space = batch_space(action_space, num_envs)
         self.action_space.seed(seed)
         self.num_envs = num_envs
+        self._batch_spaces = {num_envs: self.action_space}
 
-    def act(self, obs: Any) -> PolicyOutput:
-        actions = self.action_space.sample()
+    def act(self, obs: Any, ctx: ActContext | None = None) -> PolicyOutput:
+        # The batch is as long as the context says (collection hands over the sessions that run an episode).
+        n = self.num_envs if ctx is None else len(ctx.session_ids)
+        space = self._batch_spaces.get(n)
+        if space is None:
+            space = self._batch_spaces[n] = batch_space(self.single_action_space, n)
+            space.seed(int(self.action_space.np_random.integers(2**31)))  # seeded from the first, so runs repeat
+        actions = space.sample()
         log_prob = None
         if isinstance(self.single_action_space, gs.Discrete):
-            log_prob = np.full(self.num_envs, -np.log(self.single_action_space.n))
+            log_prob = np.full(n, -np.log(self.single_action_space.n))
         return PolicyOutput(actions=actions, log_probs=log_prob)
 
 
@@ -97,45 +173,285 @@ class ConstantPolicy:
         self.action = np.asarray(action)
         self.num_envs = num_envs
 
-    def act(self, obs: Any) -> PolicyOutput:
-        return PolicyOutput(actions=np.stack([self.action] * self.num_envs))
+    def act(self, obs: Any, ctx: ActContext | None = None) -> PolicyOutput:
+        return PolicyOutput(actions=np.stack([self.action] * (self.num_envs if ctx is None else len(ctx.session_ids))))
+
+
+class PolicyMismatchError(ValueError):
+    """A policy that does not fit the env's spaces or its own model; raised before any step is taken."""
+
+
+_ONNX_DTYPES = {
+    "tensor(float)": np.float32,
+    "tensor(double)": np.float64,
+    "tensor(int64)": np.int64,
+    "tensor(int32)": np.int32,
+    "tensor(int16)": np.int16,
+    "tensor(int8)": np.int8,
+    "tensor(uint8)": np.uint8,
+    "tensor(uint16)": np.uint16,
+}
+#: Outputs the ONNX contract reads; every other output is an extra.
+_KNOWN_OUTPUTS = ("logits", "action", "mean", "log_std", "value", "log_prob")
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def _onnx_batch_dimension(path: str, inputs: list[Any], outputs: list[Any]) -> int | None:
+    """The model's fixed batch size, or None when it is symbolic; raises when inputs or outputs disagree."""
+    fixed = sorted({i.shape[0] for i in inputs if i.shape and isinstance(i.shape[0], int)})
+    symbolic = [i.name for i in inputs if not i.shape or not isinstance(i.shape[0], int)]
+    if len(fixed) > 1 or (fixed and symbolic):
+        shapes = ", ".join(f"{i.name} [{', '.join('N' if not isinstance(d, int) else str(d) for d in (i.shape or []))}]" for i in inputs)
+        raise PolicyMismatchError(f"ONNX model {path}: its inputs disagree on the batch dimension ({shapes}); export it with one dynamic batch axis")
+    batch = fixed[0] if fixed else None
+    for o in outputs:
+        first = o.shape[0] if o.shape else None
+        if o.name not in _KNOWN_OUTPUTS or o.name == "log_std" or not isinstance(first, int) or first == batch:
+            continue
+        if batch is None:
+            raise PolicyMismatchError(
+                f"ONNX model {path}: output {o.name!r} has a fixed batch dimension {first} but the inputs' is dynamic; export every output with the dynamic batch axis"
+            )
+        raise PolicyMismatchError(f"ONNX model {path}: output {o.name!r} has batch dimension {first} but its inputs take {batch}")
+    return batch
 
 
 @register_policy("onnx")
 class OnnxPolicy:
-    """An ONNX model run with onnxruntime, on CUDA when the CUDA provider is present, else on CPU.
+    """An ONNX model as a policy, on onnxruntime: the contract the TypeScript SDK's ``OnnxPolicy`` follows too.
 
-    The model takes the batched observation (input ``input_name``, float32) and returns either
-    action logits (``discrete=True``: the action is sampled, log-probs returned) or actions.
+    Inputs by name, ``[N, ...]``: a Box observation feeds the model's single input; a Dict feeds each
+    input from the observation key of the same name, or from the key ``inputs`` maps it to
+    (``{"route_command": "command"}``; nested keys as ``"rgb/CAM_FRONT"``). Discrete leaves (a
+    navigation command) feed an int or float input of shape ``[N]`` or ``[N, 1]``. Outputs by name:
+    ``logits`` (Discrete actions, sampled or argmax with ``greedy``), ``action`` (Box), or ``mean``
+    with ``log_std`` (a Gaussian, sampled here, clipped to the Box bounds when the action space is
+    known, log-prob of the sample); optionally ``value`` and ``log_prob``; every other output is
+    returned in ``extras``. Sampling uses the TypeScript SDK's generator, so equal seeds give equal
+    actions in both SDKs. A fixed batch dimension runs in chunks of that size; inputs that disagree
+    on it are refused here, before any session opens. ``device="cuda"`` uses the CUDA provider when
+    it loads, else warns and runs on CPU; ``device`` says what actually runs, ``providers`` what
+    onnxruntime registered. Passing the env's single ``observation_space``/``action_space`` (or
+    calling :meth:`check`) matches them against the model up front.
+
+    Example::
+
+        policy = OnnxPolicy("policy.onnx", inputs={"route_command": "command"}, seed=0)
+        policy.check(envs.single_observation_space, envs.single_action_space)
+        out = policy.act(obs)  # out.actions, out.log_probs, out.values, out.extras
     """
 
-    def __init__(self, path: str, discrete: bool = True, input_name: str | None = None, seed: int | None = 0, device: str = "auto") -> None:
-        import onnxruntime as ort
-
-        available = ort.get_available_providers()
-        providers = ["CPUExecutionProvider"]
-        if device in ("auto", "cuda") and "CUDAExecutionProvider" in available:
-            providers = ["CUDAExecutionProvider", "CPUExecutionProvider"]
-        elif device == "cuda":
-            raise RuntimeError(f"CUDA was asked for but onnxruntime has only {available}")
-        self.session = ort.InferenceSession(path, providers=providers)
-        self.device = "cuda" if providers[0].startswith("CUDA") else "cpu"
-        self.input_name = input_name or self.session.get_inputs()[0].name
+    def __init__(
+        self,
+        path: str,
+        discrete: bool | None = None,
+        input_name: str | None = None,
+        seed: int | None = 0,
+        device: str = "auto",
+        *,
+        inputs: dict[str, str] | None = None,
+        greedy: bool = False,
+        observation_space: gs.Space[Any] | None = None,
+        action_space: gs.Space[Any] | None = None,
+        device_id: int = 0,
+        threads: int | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self.session, self.device, self.fallback = onnx_session(path, device, device_id, threads, logger)
+        #: The execution providers onnxruntime actually registered (a CUDA provider that failed to load is absent).
+        self.providers: list[str] = list(self.session.get_providers())
+        self.path = path
+        self.inputs_meta = self.session.get_inputs()
+        self.outputs_meta = self.session.get_outputs()
+        self.output_names = [o.name for o in self.outputs_meta]
+        self.fixed_batch = _onnx_batch_dimension(path, self.inputs_meta, self.outputs_meta)
+        self.mapping = dict(inputs or {})
+        if input_name is not None:
+            self.mapping.setdefault(input_name, "")
+        unknown = [k for k in self.mapping if k not in {i.name for i in self.inputs_meta}]
+        if unknown:
+            raise PolicyMismatchError(
+                f"the inputs option maps {unknown[0]!r}, which is not a model input (the model has: {', '.join(i.name for i in self.inputs_meta)})"
+            )
         self.discrete = discrete
-        self.rng = np.random.default_rng(seed)
+        self.greedy = greedy
+        self.rng = _random.Random(0 if seed is None else seed)
+        self.action_space: gs.Space[Any] | None = None
+        if observation_space is not None or action_space is not None:
+            self.check(observation_space, action_space)
 
-    def act(self, obs: Any) -> PolicyOutput:
-        out = self.session.run(None, {self.input_name: np.asarray(obs, dtype=np.float32)})
-        head = out[0]
-        values = out[1].reshape(-1).astype(np.float64) if len(out) > 1 else None
-        if not self.discrete:
-            return PolicyOutput(actions=head, values=values)
-        logits = head - head.max(axis=1, keepdims=True)
-        logp = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
-        probs = np.exp(logp)
-        u = self.rng.random((len(probs), 1))
-        actions = np.minimum((probs.cumsum(axis=1) < u).sum(axis=1), probs.shape[1] - 1).astype(np.int64)
-        return PolicyOutput(actions=actions, log_probs=logp[np.arange(len(actions)), actions].astype(np.float64), values=values)
+    def check(self, observation_space: gs.Space[Any] | None, action_space: gs.Space[Any] | None) -> None:
+        """Matches the model's inputs and outputs with one env's spaces; raises :class:`PolicyMismatchError` naming the first mismatch."""
+        if observation_space is not None:
+            for meta in self.inputs_meta:
+                self._check_input(meta, self._leaf_space(observation_space, meta.name))
+        if action_space is None:
+            return
+        names = ", ".join(self.output_names)
+        shape_of = {o.name: o.shape for o in self.outputs_meta}
+        if isinstance(action_space, gs.Discrete):
+            if "logits" not in shape_of:
+                raise PolicyMismatchError(
+                    f"a Discrete({action_space.n}) action space needs a model output named 'logits' [N, {action_space.n}]; the model has: {names}"
+                )
+            last = (shape_of["logits"] or [None])[-1]
+            if isinstance(last, int) and last != action_space.n:
+                raise PolicyMismatchError(f"model output 'logits' has {last} actions but the action space is Discrete({action_space.n})")
+        elif isinstance(action_space, gs.Box):
+            head = "action" if "action" in shape_of else "mean" if "mean" in shape_of else None
+            if head is None:
+                raise PolicyMismatchError(
+                    f"a Box action space needs a model output named 'action' [N, {', '.join(map(str, action_space.shape))}], or 'mean' with 'log_std'; the model has: {names}"
+                )
+            dims = list(shape_of[head] or [])[1:]
+            if shape_of[head] and (
+                len(dims) != len(action_space.shape) or any(isinstance(d, int) and d != s for d, s in zip(dims, action_space.shape, strict=True))
+            ):
+                raise PolicyMismatchError(f"model output {head!r} has shape {list(shape_of[head])} but the action space is {list(action_space.shape)}")
+            if head == "mean" and "log_std" not in shape_of:
+                raise PolicyMismatchError(
+                    f"model output 'mean' needs a 'log_std' output (state-independent {list(action_space.shape)} or [N, ...]); the model has: {names}"
+                )
+        else:
+            raise PolicyMismatchError(f"ONNX policies produce Discrete or Box actions; the env wants {action_space}")
+        self.action_space = action_space
+
+    def _key(self, input_name: str) -> list[str]:
+        mapped = self.mapping.get(input_name, input_name)
+        return [k for k in mapped.split("/") if k]
+
+    def _leaf_space(self, space: gs.Space[Any], input_name: str) -> gs.Space[Any]:
+        if not isinstance(space, gs.Dict):
+            if len(self.inputs_meta) != 1:
+                raise PolicyMismatchError(
+                    f"the model has {len(self.inputs_meta)} inputs ({', '.join(i.name for i in self.inputs_meta)}) but the observation is one {space}"
+                )
+            return space
+        sub: Any = space
+        for k in self._key(input_name):
+            sub = sub.spaces.get(k) if isinstance(sub, gs.Dict) else None
+        if sub is None:
+            mapped = f" (mapped to {self.mapping[input_name]!r})" if self.mapping.get(input_name) else ""
+            raise PolicyMismatchError(
+                f"model input {input_name!r} names no observation key{mapped}; the env has: {', '.join(space.spaces)}; map inputs to keys with the inputs option"
+            )
+        return sub
+
+    def _check_input(self, meta: Any, space: gs.Space[Any]) -> None:
+        where = f"model input {meta.name!r}"
+        dtype = _ONNX_DTYPES.get(meta.type)
+        if dtype is None:
+            raise PolicyMismatchError(f"{where} has element type {meta.type}, which the ONNX policy cannot feed")
+        dims = list(meta.shape or [])[1:]
+        if isinstance(space, gs.Discrete):
+            if len(dims) > 1 or (dims and isinstance(dims[0], int) and dims[0] != 1):
+                raise PolicyMismatchError(f"{where} has shape {list(meta.shape)} but a Discrete observation is one value: [N] or [N, 1]")
+            return
+        if not isinstance(space, gs.Box):
+            raise PolicyMismatchError(f"{where}: ONNX policies take Box and Discrete observations, the env gives {space}")
+        if not np.issubdtype(dtype, np.floating) and np.dtype(dtype) != space.dtype:
+            raise PolicyMismatchError(f"{where} expects {np.dtype(dtype)} but the observation is {space.dtype}; only float inputs accept a conversion")
+        if meta.shape and (len(dims) != len(space.shape) or any(isinstance(d, int) and d != s for d, s in zip(dims, space.shape, strict=True))):
+            raise PolicyMismatchError(
+                f"{where} has shape {list(meta.shape)} but the observation is {list(space.shape)} (expected [N, {', '.join(map(str, space.shape))}])"
+            )
+
+    def _feeds(self, obs: Any) -> dict[str, np.ndarray]:
+        feeds = {}
+        for meta in self.inputs_meta:
+            leaf: Any = obs
+            if isinstance(obs, dict):
+                for k in self._key(meta.name):
+                    if not isinstance(leaf, dict) or k not in leaf:
+                        raise PolicyMismatchError(
+                            f"model input {meta.name!r} names no observation key; the observation has: {', '.join(obs)}; map inputs to keys with the inputs option"
+                        )
+                    leaf = leaf[k]
+            elif len(self.inputs_meta) != 1:
+                raise PolicyMismatchError(f"the model has {len(self.inputs_meta)} inputs but the observation is one array")
+            arr = np.asarray(leaf)
+            dtype = _ONNX_DTYPES.get(meta.type, np.float32)
+            if arr.ndim == 1 and meta.shape is not None and len(meta.shape) == 2:
+                arr = arr.reshape(-1, 1)  # a Discrete leaf, [N] -> [N, 1]
+            feeds[meta.name] = np.ascontiguousarray(arr, dtype=dtype)
+        return feeds
+
+    def act(self, obs: Any, ctx: Any = None) -> PolicyOutput:
+        feeds = self._feeds(obs)
+        n = len(next(iter(feeds.values())))
+        b = self.fixed_batch
+        if b is None or n == b:
+            return self._decode(dict(zip(self.output_names, self.session.run(None, feeds), strict=True)), n)
+        # A fixed-batch model: chunks of b rows, the last one padded with copies of its last row.
+        parts = []
+        for at in range(0, n, b):
+            chunk = {k: v[at : at + b] for k, v in feeds.items()}
+            rows = len(next(iter(chunk.values())))
+            chunk = {k: np.concatenate([v, np.repeat(v[-1:], b - rows, axis=0)]) if rows < b else v for k, v in chunk.items()}
+            parts.append(self._decode(dict(zip(self.output_names, self.session.run(None, chunk), strict=True)), rows))
+        cat = lambda xs: None if any(x is None for x in xs) else np.concatenate(xs)  # noqa: E731
+        return PolicyOutput(
+            actions=np.concatenate([p.actions for p in parts]),
+            log_probs=cat([p.log_probs for p in parts]),
+            values=cat([p.values for p in parts]),
+            extras={k: np.concatenate([p.extras[k] for p in parts]) for k in parts[0].extras},
+        )
+
+    def _decode(self, out: dict[str, np.ndarray], n: int) -> PolicyOutput:
+        values = out["value"].reshape(-1)[:n].astype(np.float64) if "value" in out else None
+        extras = {k: v[:n] for k, v in out.items() if k not in _KNOWN_OUTPUTS}
+        log_probs = None
+        if "logits" in out and self.discrete is not False:
+            logits = out["logits"].astype(np.float64)
+            start = int(self.action_space.start) if isinstance(self.action_space, gs.Discrete) else 0
+            actions = np.empty(n, np.int64)
+            log_probs = np.empty(n, np.float64)
+            for i in range(n):
+                row = logits[i]
+                top = float(row.max())
+                log_z = top + math.log(sum(math.exp(float(v) - top) for v in row))
+                if self.greedy:
+                    a = int(np.argmax(row))
+                else:
+                    # The TypeScript SDK's inverse-CDF walk, draw for draw.
+                    u = self.rng.random()
+                    a = 0
+                    while a < len(row) - 1:
+                        u -= math.exp(float(row[a]) - log_z)
+                        if u < 0:
+                            break
+                        a += 1
+                log_probs[i] = float(row[a]) - log_z
+                actions[i] = start + a
+        elif "mean" in out:
+            mean = out["mean"][:n].astype(np.float64)
+            per = int(np.prod(mean.shape[1:]))
+            log_std = out["log_std"].astype(np.float64).reshape(-1)
+            shared = log_std.size == per
+            flat = mean.reshape(n, per)
+            sample = np.empty_like(flat)
+            log_probs = np.empty(n, np.float64)
+            for i in range(n):
+                lp = 0.0
+                for k in range(per):
+                    ls = float(log_std[k if shared else i * per + k])
+                    eps = 0.0 if self.greedy else self.rng.normal()
+                    lp += -0.5 * eps * eps - ls - _LOG_SQRT_2PI
+                    sample[i, k] = flat[i, k] + math.exp(ls) * eps
+                log_probs[i] = lp
+            actions = sample.reshape(mean.shape)
+            if isinstance(self.action_space, gs.Box):
+                # The env gets the sample clipped to the bounds; the log-prob is the unclipped sample's.
+                actions = np.clip(actions, self.action_space.low, self.action_space.high).astype(self.action_space.dtype)
+        elif "action" in out:
+            actions = out["action"][:n]
+        elif "logits" in out:
+            actions = out["logits"][:n]
+        else:
+            raise PolicyMismatchError(f"ONNX model {self.path} has none of the outputs 'logits', 'action' or 'mean'; it has: {', '.join(out)}")
+        if "log_prob" in out:
+            log_probs = out["log_prob"].reshape(-1)[:n].astype(np.float64)
+        return PolicyOutput(actions=actions, log_probs=log_probs, values=values, extras=extras)
 
 
 def write_linear_onnx(path: str, weights: np.ndarray, bias: np.ndarray | None = None, value_weights: np.ndarray | None = None) -> str:
@@ -167,83 +483,3 @@ def write_linear_onnx(path: str, weights: np.ndarray, bias: np.ndarray | None = 
 
 #: Weights of a linear CartPole controller (push towards where the pole falls): balances for hundreds of steps.
 CARTPOLE_LINEAR_WEIGHTS = np.array([[0.0, 0.0], [0.0, 0.0], [-5.0, 5.0], [-1.0, 1.0]], np.float32)
-
-
-class PIDController:
-    """PID over a sliding window, as in Bench2Drive's TCP/Transfuser agents: I = window mean, D = last difference."""
-
-    def __init__(self, k_p: float, k_i: float, k_d: float, n: int) -> None:
-        self.k_p, self.k_i, self.k_d = k_p, k_i, k_d
-        self.window: deque[float] = deque([0.0] * n, maxlen=n)
-
-    def step(self, error: float) -> float:
-        self.window.append(error)
-        integral = float(np.mean(self.window)) if len(self.window) >= 2 else 0.0
-        derivative = self.window[-1] - self.window[-2] if len(self.window) >= 2 else 0.0
-        return self.k_p * error + self.k_i * integral + self.k_d * derivative
-
-    def reset(self) -> None:
-        n = self.window.maxlen or 1
-        self.window = deque([0.0] * n, maxlen=n)
-
-
-@dataclass
-class WaypointPIDConfig:
-    """TCP's (Bench2Drive baseline) controller constants."""
-
-    turn_kp: float = 0.75
-    turn_ki: float = 0.75
-    turn_kd: float = 0.3
-    turn_n: int = 40
-    speed_kp: float = 5.0
-    speed_ki: float = 0.5
-    speed_kd: float = 1.0
-    speed_n: int = 40
-    max_throttle: float = 0.75
-    brake_speed: float = 0.4
-    brake_ratio: float = 1.1
-    clip_delta: float = 0.25
-    waypoint_dt: float = 0.5
-
-
-class WaypointPID:
-    """Predicted waypoints to ``[throttle, steer, brake]`` (float32), one controller state per env.
-
-    Waypoints are ego-frame ``(x forward, y left)`` in metres, ``waypoint_dt`` seconds apart (the
-    convention of the gymwire driving envs); steer is positive to the right, as in CARLA. The
-    desired speed is the distance between the first two waypoints over ``waypoint_dt``; the
-    heading error aims at their midpoint.
-    """
-
-    def __init__(self, num_envs: int = 1, config: WaypointPIDConfig | None = None) -> None:
-        self.config = config or WaypointPIDConfig()
-        c = self.config
-        self.turn = [PIDController(c.turn_kp, c.turn_ki, c.turn_kd, c.turn_n) for _ in range(num_envs)]
-        self.speed = [PIDController(c.speed_kp, c.speed_ki, c.speed_kd, c.speed_n) for _ in range(num_envs)]
-
-    def reset(self, env_index: int | None = None) -> None:
-        for i in range(len(self.turn)) if env_index is None else [env_index]:
-            self.turn[i].reset()
-            self.speed[i].reset()
-
-    def control(self, waypoints: np.ndarray, speed: float, env_index: int = 0) -> np.ndarray:
-        """One env: ``waypoints`` ``[K, 2]`` (K >= 2), current ``speed`` in m/s."""
-        c = self.config
-        wp = np.asarray(waypoints, dtype=np.float64)
-        desired_speed = float(np.linalg.norm(wp[1] - wp[0])) / c.waypoint_dt
-        brake = desired_speed < c.brake_speed or (desired_speed > 0 and speed / desired_speed > c.brake_ratio)
-        delta = float(np.clip(desired_speed - speed, 0.0, c.clip_delta))
-        throttle = float(np.clip(self.speed[env_index].step(delta), 0.0, c.max_throttle))
-        if brake:
-            throttle = 0.0
-        aim = (wp[0] + wp[1]) / 2.0
-        # Angle to the aim point, normalised by 90 degrees; y is left, so a left aim steers negative.
-        angle = float(np.degrees(-np.arctan2(aim[1], aim[0]))) / 90.0
-        if speed < 0.01 or brake:
-            angle = 0.0
-        steer = float(np.clip(self.turn[env_index].step(angle), -1.0, 1.0))
-        return np.array([throttle, steer, 1.0 if brake else 0.0], dtype=np.float32)
-
-    def __call__(self, waypoints: np.ndarray, speeds: np.ndarray) -> np.ndarray:
-        """A batch: ``waypoints`` ``[N, K, 2]``, ``speeds`` ``[N]`` -> controls ``[N, 3]``."""
-        return np.stack([self.control(w, float(s), i) for i, (w, s) in enumerate(zip(waypoints, np.asarray(speeds).reshape(-1)))])

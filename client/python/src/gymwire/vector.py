@@ -3,8 +3,11 @@
 :class:`AsyncRemoteVectorEnv` sends ``reset_batch``/``step_batch`` for its sessions;
 :class:`GymwireVectorEnv` is the ``gymnasium.vector.VectorEnv`` on top. Autoreset follows
 Gymnasium 1.x in all three modes (``next_step``, ``same_step``, ``disabled``, declared in
-``metadata["autoreset_mode"]``); infos are dicts of arrays with ``_key`` masks, built exactly as
-``gymnasium.vector.VectorEnv._add_info`` builds them (``final_obs``/``final_info`` in same-step mode).
+``metadata["autoreset_mode"]``); infos are dicts of arrays with ``_key`` masks, built as
+``gymnasium.vector.VectorEnv._add_info`` builds them (``final_obs``/``final_info`` in same-step mode)
+and tolerant of envs that disagree about a key: a key that is a dict in some envs and ``None`` in
+others (Bench2Drive's ``metric_info`` at reset and at a step) stays a nested dict, masked False
+where it was ``None``; numbers of mixed types share one promoted dtype (see :func:`batch_infos`).
 
 Example::
 
@@ -43,11 +46,55 @@ def _mode_name(mode: str | AutoresetMode) -> str:
     return mode
 
 
-class _InfoBuilder(gym.vector.VectorEnv[Any, Any, Any]):
-    """Borrows VectorEnv._add_info so infos match Gymnasium's byte for byte."""
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float, bool) or isinstance(value, np.number)
 
-    def __init__(self, num_envs: int) -> None:
-        self.num_envs = num_envs
+
+def _leaf_array(values: list[tuple[int, Any]], num_envs: int) -> np.ndarray:
+    """One info key's values (``(env index, value)``) as Gymnasium batches them, with mixed types promoted."""
+    items = [v for _, v in values]
+    first = items[0]
+    if all(_is_number(v) for v in items):
+        types = {type(v) for v in items}
+        array = np.zeros(num_envs, dtype=first.__class__ if len(types) == 1 else np.result_type(*types))
+    elif all(isinstance(v, np.ndarray) and v.shape == first.shape for v in items):
+        array = np.zeros((num_envs, *first.shape), dtype=np.result_type(*{v.dtype for v in items}))
+    else:
+        array = np.full(num_envs, fill_value=None, dtype=object)
+    for i, v in values:
+        array[i] = v
+    return array
+
+
+def batch_infos(infos: list[dict[str, Any] | None], num_envs: int, indices: list[int] | None = None) -> dict[str, Any]:
+    """Per-env infos as one Gymnasium vector info dict: ``key`` -> ``[num_envs]`` array plus a ``_key`` mask.
+
+    ``infos[j]`` belongs to env ``indices[j]`` (default ``j``); ``None`` is an env without an info.
+    Equal to ``VectorEnv._add_info`` applied env by env where the envs agree on each key's type. Where
+    they do not, the result does not depend on the order of the envs: a key that is a dict in any env
+    is a nested info dict, and envs where it is something else (``None``) are masked out of it;
+    numbers of different types are promoted (int and float give float64); anything else mixed is an
+    object array.
+    """
+    at = list(range(len(infos))) if indices is None else indices
+    out: dict[str, Any] = {}
+    keys = dict.fromkeys(k for info in infos if info for k in info)
+    for key in keys:
+        values = [(i, info[key]) for i, info in zip(at, infos) if info and key in info]
+        if key == "final_obs":
+            array: Any = np.full(num_envs, fill_value=None, dtype=object)
+            for i, v in values:
+                array[i] = v
+        elif any(isinstance(v, dict) for _, v in values):
+            values = [(i, v) for i, v in values if isinstance(v, dict)]
+            array = batch_infos([v for _, v in values], num_envs, [i for i, _ in values])
+        else:
+            array = _leaf_array(values, num_envs)
+        mask = np.zeros(num_envs, dtype=np.bool_)
+        mask[[i for i, _ in values]] = True
+        out[key] = array
+        out[f"_{key}"] = mask
+    return out
 
 
 class AsyncRemoteVectorEnv:
@@ -66,7 +113,6 @@ class AsyncRemoteVectorEnv:
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.metadata: dict[str, Any] = {**envs[0].metadata, "autoreset_mode": _MODES[self.autoreset_mode]}
-        self._info = _InfoBuilder(self.num_envs)
         self._last_obs: Any = None
 
     async def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -104,9 +150,7 @@ class AsyncRemoteVectorEnv:
                 items[i] = item
             obs = concatenate(self.single_observation_space, items, create_empty_array(self.single_observation_space, self.num_envs))
         self._last_obs = obs
-        infos: dict[str, Any] = {}
-        for j, i in enumerate(indices):
-            infos = self._info._add_info(infos, self._info_from_wire(r["infos"][j]), i)
+        infos = batch_infos([self._info_from_wire(info) for info in r["infos"]], self.num_envs, indices)
         return obs, infos
 
     async def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -120,10 +164,7 @@ class AsyncRemoteVectorEnv:
                 raise E.server_error({"code": err["code"], "message": f"env {i} (session {self.session_ids[i]}): {err['message']}", "details": {"index": i}})
         obs = self._batch_obs(r["obs"], self.num_envs)
         self._last_obs = obs
-        infos: dict[str, Any] = {}
-        for i, info in enumerate(r["infos"]):
-            if info:
-                infos = self._info._add_info(infos, self._info_from_wire(info), i)
+        infos = batch_infos([self._info_from_wire(info) if info else None for info in r["infos"]], self.num_envs)
         return (
             obs,
             np.asarray(r["rewards"], dtype=np.float64),
@@ -161,7 +202,7 @@ class AsyncRemoteVectorEnv:
         return concatenate(space, values, create_empty_array(space, n))
 
     def _info_from_wire(self, info: dict[str, Any]) -> dict[str, Any]:
-        if "final_obs" in info:
+        if info and "final_obs" in info:
             info = {**info, "final_obs": value_from_wire(self.single_observation_space, info["final_obs"])}
         return info
 
@@ -185,6 +226,10 @@ class GymwireVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
     @property
     def remote(self) -> AsyncRemoteVectorEnv:
         return self._remote
+
+    @property
+    def client(self) -> Client:
+        return self._client
 
     @property
     def autoreset_mode(self) -> AutoresetMode:

@@ -114,11 +114,21 @@ def _get(obs: Any, key: str) -> Any:
     return obs
 
 
+def is_native_chunk(action_space: gs.Space[Any], metadata: dict[str, Any]) -> bool:
+    """Whether one step of the env takes a whole action chunk ``[C, A]``.
+
+    Only an env that declares its chunk does (``metadata["chunk"] == C``, as the EVAC world model):
+    a 2-D Box action is otherwise one action, such as NAVSIM's ``[8, 3]`` poses or Bench2Drive's
+    ``[6, 2]`` waypoints.
+    """
+    return isinstance(action_space, gs.Box) and len(action_space.shape) == 2 and metadata.get("chunk") == action_space.shape[0]
+
+
 class ChunkedSessions:
     """N sessions of one env stepped a chunk of actions at a time, one frame per sub-step.
 
-    An env whose action space is itself ``[C, A]`` (a native chunk env such as the EVAC world
-    model) takes the whole chunk in one step and reports per-frame ``rewards``/``terminations``/
+    An env that declares its action space ``[C, A]`` a chunk (:func:`is_native_chunk`, such as the
+    EVAC world model) takes the whole chunk in one step and reports per-frame ``rewards``/``terminations``/
     ``truncations`` in its info; other envs take the chunk's actions one by one. A session that
     ends inside a chunk is not stepped again until it is reset; its later columns are 0/False.
     """
@@ -133,7 +143,7 @@ class ChunkedSessions:
         self.remote = self.vec.remote
         self.observation_space = self.vec.single_observation_space
         self.action_space = self.vec.single_action_space
-        self.native_chunk = isinstance(self.action_space, gs.Box) and len(self.action_space.shape) == 2
+        self.native_chunk = is_native_chunk(self.action_space, self.vec.metadata)
         self.last_obs: list[Any] = [None] * num_envs
         self.done = np.zeros(num_envs, dtype=np.bool_)
         self.elapsed = np.zeros(num_envs, dtype=np.int64)
@@ -161,8 +171,13 @@ class ChunkedSessions:
     def chunk_step(self, chunk_actions: Any) -> tuple[list[list[Any]], np.ndarray, np.ndarray, np.ndarray, list[list[dict[str, Any]]]]:
         """Steps a chunk ``[N, C, A]``; returns per-sub-step obs lists, rewards/terminations/truncations ``[N, C]``, per-sub-step infos."""
         actions = np.asarray(chunk_actions)
-        if actions.ndim == 2:
-            actions = actions[:, None, :]
+        single = tuple(self.action_space.shape or ())
+        if self.native_chunk or len(single) < 2:
+            if actions.ndim == 2:
+                actions = actions[:, None, :]
+        elif actions.ndim == 1 + len(single):
+            # One multi-dimensional action per env (NAVSIM's [8, 3] poses): a chunk of one sub-step.
+            actions = actions[:, None]
         n, c = actions.shape[0], actions.shape[1]
         if n != self.num_envs:
             raise ValueError(f"chunk_actions has {n} rows for {self.num_envs} envs")

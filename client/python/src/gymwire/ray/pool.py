@@ -377,6 +377,9 @@ class _SharedLoop(Client):
     """The pool's event loop in its own thread, with Client's orderly stop; it holds no connection."""
 
     def __init__(self) -> None:
+        # The asyncio transport: every server's connection shares this one loop (no socket fast path).
+        self.transport = "asyncio"
+        self._socket = None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="gymwire-pool", daemon=True)
         self._thread.start()
@@ -390,6 +393,8 @@ class _PoolClient(Client):
     """A :class:`~gymwire.Client` on the pool's shared event loop; closing it leaves the loop running."""
 
     def __init__(self, shared: _SharedLoop, url: str, **opts: Any) -> None:
+        self.transport = "asyncio"
+        self._socket = None
         self._loop = shared.loop
         self._thread = shared._thread
         self._closed = False
