@@ -185,9 +185,26 @@ export function registerServe(program: Command): void {
       };
       const hosted = hostedOptions(opts);
       const logger = stderrLogger(opts.logLevel);
+      // Signals are handled from here on, before env threads and the server start: a SIGTERM that
+      // arrives while they start still shuts down in order (once the server is up) with exit code 0.
+      let server: Awaited<ReturnType<typeof startServer>> | null = null;
+      let stopping = false;
+      const shutdown = () =>
+        void server!
+          .close(drainTimeoutMs)
+          .then(() => registry.close())
+          .then(() => process.exit(0));
+      const stop = (signal: string) => {
+        if (stopping) process.exit(1);
+        stopping = true;
+        logger.info({ signal }, 'shutting down: answering in-flight requests');
+        if (server) shutdown();
+      };
+      process.on('SIGINT', () => stop('SIGINT'));
+      process.on('SIGTERM', () => stop('SIGTERM'));
       const registry = defaultRegistry({ dataRoots: new DataRoots(opts.dataRoot), logger, evac: evacOptions(opts) });
       await hostEnvs(registry, { ...hosted, logger });
-      const server = await startServer({
+      server = await startServer({
         registry,
         host: opts.host,
         port: parseCount('--port', opts.port),
@@ -209,18 +226,7 @@ export function registerServe(program: Command): void {
       process.stdout.write(`gymwire serving ${server.core.registry.ids().length} envs on ${server.url} (transport ${opts.transport})\n`);
       if (opts.transport === 'uws')
         process.stdout.write('the viewer and /mcp are not served with --transport uws (only /healthz and /metrics are); use --transport ws for them\n');
-      let stopping = false;
-      const stop = (signal: string) => {
-        if (stopping) process.exit(1);
-        stopping = true;
-        logger.info({ signal }, 'shutting down: answering in-flight requests');
-        void server
-          .close(drainTimeoutMs)
-          .then(() => registry.close())
-          .then(() => process.exit(0));
-      };
-      process.on('SIGINT', () => stop('SIGINT'));
-      process.on('SIGTERM', () => stop('SIGTERM'));
+      if (stopping) shutdown();
     });
 }
 
