@@ -6,12 +6,10 @@
  * page is kept under test/viewer/artifacts/ (ignored by git; GYMWIRE_SCREENSHOT_DIR overrides).
  * Skipped, saying why, only when /usr/bin/chromium is absent.
  */
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { chromium } from 'playwright-core';
 import type { BrowserContext, Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,12 +26,8 @@ import { Tensor } from '../../protocol/tensor.ts';
 import { startServer } from '../../server/index.ts';
 import type { RunningServer } from '../../server/index.ts';
 import { mountViewer } from '../../server/viewer/index.ts';
+import { HAVE_CHROMIUM, launchChromium } from './chromium.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-if (!HAVE_CHROMIUM) {
-  process.stderr.write(`test/viewer: SKIPPED the browser test: ${CHROMIUM} is missing (apt-get update && apt-get install -y chromium)\n`);
-}
 const ARTIFACTS = process.env.GYMWIRE_SCREENSHOT_DIR ?? new URL('./artifacts/', import.meta.url).pathname;
 const WIDTH = 1280;
 
@@ -95,20 +89,7 @@ beforeAll(async () => {
   await mkdir(ARTIFACTS, { recursive: true });
   profile = await mkdtemp(join(tmpdir(), 'gymwire-chromium-envs-'));
   if (HAVE_CHROMIUM) {
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-      viewport: { width: WIDTH, height: 900 },
-    });
+    context = await launchChromium(profile, { viewport: { width: WIDTH, height: 900 } });
   }
 }, 120_000);
 

@@ -3,13 +3,11 @@
  * downloaded): the page lists envs and live sessions and shows a NAVSIM session's camera and BEV
  * frames. Skipped, saying why, only when /usr/bin/chromium is absent.
  */
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import sharp from 'sharp';
-import { chromium } from 'playwright-core';
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -21,12 +19,7 @@ import { registerNavsim } from '../../envs/navsim/index.ts';
 import { startServer } from '../../server/index.ts';
 import type { RunningServer } from '../../server/index.ts';
 import { mountViewer } from '../../server/viewer/index.ts';
-
-const CHROMIUM = '/usr/bin/chromium';
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-if (!HAVE_CHROMIUM) {
-  process.stderr.write(`test/viewer: SKIPPED the browser test: ${CHROMIUM} is missing (apt-get update && apt-get install -y chromium)\n`);
-}
+import { HAVE_CHROMIUM, launchChromium } from './chromium.ts';
 
 let srv: RunningServer;
 let client: GymwireClient;
@@ -115,19 +108,7 @@ describe('viewer on a server with a token', () => {
     'in Chromium: /?token= lists the sessions, without it the page says what is missing',
     async () => {
       const dir = await mkdtemp(join(tmpdir(), 'gymwire-chromium-token-'));
-      const context = await chromium.launchPersistentContext(dir, {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: [
-          '--headless',
-          '--no-sandbox',
-          '--disable-gpu',
-          '--no-first-run',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--disable-sync',
-        ],
-      });
+      const context = await launchChromium(dir);
       try {
         const page = await context.newPage();
         await page.goto(`${base}/?token=s3cret&session=${sessionId}`);
@@ -147,21 +128,7 @@ describe('viewer on a server with a token', () => {
 describe.skipIf(!HAVE_CHROMIUM)('viewer in headless Chromium', () => {
   let context: BrowserContext;
   beforeAll(async () => {
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-      viewport: { width: 1400, height: 1000 },
-    });
+    context = await launchChromium(profile, { viewport: { width: 1400, height: 1000 } });
   }, 60_000);
   afterAll(async () => {
     await context?.close();
