@@ -17,7 +17,8 @@
  * one fused multiply-add, rounding once: the source index `scale * (d + 0.5) - 0.5`, and each sum
  * of products, whose first product is fused and the rest rounded. `fma32` reproduces that rounding,
  * so the frames here equal PyTorch's float32 bits (test/envs/evac/resize.test.ts checks fixtures
- * that PyTorch itself made). sharp's resize (the env's default) filters differently.
+ * that PyTorch itself made). PyTorch's portable build (CPUs without AVX2) does not fuse:
+ * `torchKernels: 'unfused'`. sharp's resize (the env's default) filters differently.
  *
  * @example
  * const frame = resizeLikeRLinf(rgb, 480, 640, 256, 256); // uint8 [256,256,3], PyTorch's bytes
@@ -61,8 +62,12 @@ interface Axis {
   l1: Float32Array;
 }
 
+/** `a * b + c` in float32 as one kernel build computes it: fused (one rounding) or product and sum rounded apart. */
+type MultiplyAdd = (a: number, b: number, c: number) => number;
+const unfused: MultiplyAdd = (a, b, c) => f(f(a * b) + c);
+
 /** Source indices and weights along one axis: `compute_source_index_and_lambda` (UpSample.h) in float32. */
-function axis(inSize: number, outSize: number): Axis {
+function axis(inSize: number, outSize: number, madd: MultiplyAdd): Axis {
   const i0 = new Int32Array(outSize);
   const i1 = new Int32Array(outSize);
   const l0 = new Float32Array(outSize);
@@ -77,7 +82,7 @@ function axis(inSize: number, outSize: number): Axis {
       continue;
     }
     // area_pixel_compute_source_index: scale * (d + 0.5) - 0.5, fused; negative clamps to 0.
-    let src = fma32(scale, f(d + 0.5), -0.5);
+    let src = madd(scale, f(d + 0.5), -0.5);
     if (src < 0) src = 0;
     // guard_index_and_lambda
     const lo = Math.min(Math.floor(src), inSize - 1);
@@ -102,6 +107,12 @@ export interface TorchResizeOptions {
    * gives the same bytes).
    */
   torchThreads?: number;
+  /**
+   * PyTorch's CPU kernel build: `fused` (default) for the AVX2 and AVX512 builds that x86-64 CPUs
+   * with AVX2 run, `unfused` for the portable build (`ATEN_CPU_CAPABILITY=default`, CPUs without
+   * AVX2), which rounds every product and sum.
+   */
+  torchKernels?: 'fused' | 'unfused';
 }
 
 /**
@@ -119,8 +130,9 @@ export function bilinearLikeTorch(
   options: TorchResizeOptions = {},
 ): Float32Array {
   if (!Number.isInteger(channels) || channels < 1 || channels > 7) throw new RangeError(`bilinearLikeTorch: ${channels} channels; 1 to 7 are supported`);
-  const ys = axis(h, outH);
-  const xs = axis(w, outW);
+  const madd = options.torchKernels === 'unfused' ? unfused : fma32;
+  const ys = axis(h, outH, madd);
+  const xs = axis(w, outW, madd);
   const out = new Float32Array(outH * outW * channels);
   const kernel = torchBilinearKernel(channels, outH, outW, options.torchThreads ?? 2);
   for (let y = 0; y < outH; y++) {
@@ -143,15 +155,15 @@ export function bilinearLikeTorch(
         const w10 = f(h1 * w0);
         const w11 = f(h1 * w1);
         for (let k = 0; k < channels; k++) {
-          const s = fma32(src[a + k]!, w00, f(src[b + k]! * w01));
-          out[o + k] = fma32(src[d + k]!, w11, fma32(src[c + k]!, w10, s));
+          const s = madd(src[a + k]!, w00, f(src[b + k]! * w01));
+          out[o + k] = madd(src[d + k]!, w11, madd(src[c + k]!, w10, s));
         }
       } else {
         // Interpolate<2>: t0 * h0 + t1 * h1 over rows, each row t = p0 * w0 + p1 * w1.
         for (let k = 0; k < channels; k++) {
-          const top = fma32(src[a + k]!, w0, f(src[b + k]! * w1));
-          const bottom = fma32(src[c + k]!, w0, f(src[d + k]! * w1));
-          out[o + k] = fma32(top, h0, f(bottom * h1));
+          const top = madd(src[a + k]!, w0, f(src[b + k]! * w1));
+          const bottom = madd(src[c + k]!, w0, f(src[d + k]! * w1));
+          out[o + k] = madd(top, h0, f(bottom * h1));
         }
       }
     }

@@ -27,6 +27,8 @@ export interface ResizeCase {
   source: SourceSpec;
   size: [number, number];
   threads: number;
+  /** PyTorch's CPU kernel build the case ran on (scripts/evac/torch_resize_reference.py `KERNELS`); default fused. */
+  kernels?: 'fused' | 'unfused';
 }
 
 export interface ResizeResult {
@@ -64,10 +66,11 @@ export function sourceFrame({ height, width, kind, seed }: SourceSpec): Uint8Arr
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 /** Resizes one case as `reset_resize: 'rlinf'` does. */
-export function runCase({ source, size: [outH, outW], threads }: ResizeCase): ResizeResult {
+export function runCase({ source, size: [outH, outW], threads, kernels }: ResizeCase): ResizeResult {
   const rgb = sourceFrame(source);
-  const resized = resizedLikeRLinf(rgb, source.height, source.width, outH, outW, { torchThreads: threads });
-  const observed = resizeLikeRLinf(rgb, source.height, source.width, outH, outW, { torchThreads: threads });
+  const options = { torchThreads: threads, torchKernels: kernels };
+  const resized = resizedLikeRLinf(rgb, source.height, source.width, outH, outW, options);
+  const observed = resizeLikeRLinf(rgb, source.height, source.width, outH, outW, options);
   return {
     resized_sha256: sha256(new Uint8Array(resized.buffer, resized.byteOffset, resized.byteLength)), // little-endian hosts, as the fixture
     observed_sha256: sha256(observed),

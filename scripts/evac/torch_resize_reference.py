@@ -15,12 +15,13 @@ fixture holds no source pixels. For each case it records the SHA-256 of the resi
 (the bits F.interpolate returns, HWC order), the SHA-256 of the uint8 observation, and, for small
 outputs, the observation's bytes (base64).
 
-    PYTHONPATH=... python scripts/evac/torch_resize_reference.py   # needs torch and numpy
+    python scripts/evac/torch_resize_reference.py [--out FILE]   # needs torch and numpy
 
-writes test/envs/evac/fixtures/torch-resize.json. PyTorch's CPU result depends on its thread count
+writes test/envs/evac/fixtures/torch-resize.json (or FILE). PyTorch's CPU result depends on its thread count
 (with one thread a 3-channel frame always takes the channels-last kernel) and on its CPU kernel
-build (the AVX2/AVX512 builds fuse multiply-adds, the `default` build does not), so each case
-records the threads it ran with and the file records torch's CPU capability.
+build (the AVX2/AVX512 builds fuse multiply-adds, the portable `default` build does not), so each
+case records the threads and the kernels (`fused` or `unfused`) it ran with; the unfused cases run
+in a child process with ATEN_CPU_CAPABILITY=default.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,7 +41,10 @@ REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "test/envs/evac/fixtures/torch-resize.json"
 
 # Outputs up to this many bytes are stored whole (so a failing test can say how many bytes differ).
-STORE_BYTES_UP_TO = 64 * 64 * 3
+STORE_BYTES_UP_TO = 32 * 32 * 3
+
+# PyTorch's CPU kernel builds: the AVX2 and AVX512 ones are compiled with fused multiply-adds, the portable one is not.
+KERNELS = {"AVX2": "fused", "AVX512": "fused", "DEFAULT": "unfused"}
 
 SOURCES: list[dict[str, Any]] = [
     {"height": 480, "width": 640, "kind": "noise", "seed": 1},
@@ -81,6 +87,16 @@ CASES: list[tuple[int, int, int, int]] = [
     (2, 128, 128, 1),
     (5, 255, 257, 1),
     (3, 64, 64, 1),
+]
+
+# Cases also run with ATEN_CPU_CAPABILITY=default (PyTorch's build for CPUs without AVX2).
+DEFAULT_KERNEL_CASES: list[tuple[int, int, int, int]] = [
+    (0, 256, 256, 2),
+    (0, 64, 64, 2),
+    (3, 32, 32, 2),
+    (5, 255, 257, 2),
+    (7, 96, 32, 2),
+    (2, 128, 128, 1),
 ]
 
 
@@ -128,6 +144,7 @@ def rlinf_chain(frame: np.ndarray, size: tuple[int, int], device: str = "cpu") -
 
 
 def run_case(source: dict[str, Any], height: int, width: int, threads: int) -> dict[str, Any]:
+    """One case in this process (whose CPU kernels are what ATEN_CPU_CAPABILITY chose at import)."""
     import torch
 
     previous = torch.get_num_threads()
@@ -140,6 +157,7 @@ def run_case(source: dict[str, Any], height: int, width: int, threads: int) -> d
         "source": source,
         "size": [height, width],
         "threads": threads,
+        "kernels": KERNELS[torch.backends.cpu.get_cpu_capability()],
         "resized_sha256": hashlib.sha256(resized.astype("<f4").tobytes()).hexdigest(),
         "observed_sha256": hashlib.sha256(observed.tobytes()).hexdigest(),
     }
@@ -148,20 +166,36 @@ def run_case(source: dict[str, Any], height: int, width: int, threads: int) -> d
     return case
 
 
-def main() -> int:
+def cases_with_default_kernels(cases: list[tuple[int, int, int, int]]) -> list[dict[str, Any]]:
+    """The cases run by PyTorch's portable `default` CPU build (no fused multiply-adds), in a child process:
+    ATEN_CPU_CAPABILITY is read once, when torch loads."""
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}
+    child = subprocess.run([sys.executable, __file__, "--cases", json.dumps(cases)], env=env, check=True, capture_output=True, text=True)
+    return json.loads(child.stdout)
+
+
+def main(argv: list[str]) -> int:
     import torch
 
+    if "--cases" in argv:  # the child of cases_with_default_kernels
+        print(json.dumps([run_case(SOURCES[s], h, w, t) for s, h, w, t in json.loads(argv[argv.index("--cases") + 1])]))
+        return 0
+    capability = torch.backends.cpu.get_cpu_capability()
+    if KERNELS.get(capability) != "fused":
+        print(f"torch's CPU capability here is {capability}: the reference needs an AVX2 or AVX512 build (x86-64 with AVX2)", file=sys.stderr)
+        return 1
+    out = Path(argv[argv.index("--out") + 1]) if "--out" in argv else FIXTURE
     fixture = {
         "about": "PyTorch's result for RLinf's reset chain (scripts/evac/torch_resize_reference.py); test/envs/evac/resize.test.ts checks envs/evac/resize.ts against it",
         "torch": torch.__version__,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "cases": [run_case(SOURCES[s], h, w, t) for s, h, w, t in CASES],
+        "cpu_capability": capability,
+        "cases": [run_case(SOURCES[s], h, w, t) for s, h, w, t in CASES] + cases_with_default_kernels(DEFAULT_KERNEL_CASES),
     }
-    FIXTURE.parent.mkdir(parents=True, exist_ok=True)
-    FIXTURE.write_text(json.dumps(fixture, indent=1) + "\n")
-    print(f"wrote {FIXTURE.relative_to(REPO)}: {len(fixture['cases'])} cases, torch {fixture['torch']} ({fixture['cpu_capability']})")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(fixture, indent=1) + "\n")
+    print(f"wrote {out}: {len(fixture['cases'])} cases, torch {fixture['torch']} ({capability}, and DEFAULT in a child process)")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
