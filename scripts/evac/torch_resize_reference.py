@@ -186,7 +186,7 @@ def main(argv: list[str]) -> int:
         return 1
     out = Path(argv[argv.index("--out") + 1]) if "--out" in argv else FIXTURE
     fixture = {
-        "about": "PyTorch's result for RLinf's reset chain (scripts/evac/torch_resize_reference.py); test/envs/evac/resize.test.ts checks envs/evac/resize.ts against it",
+        "about": "PyTorch's result for RLinf's reset chain (scripts/evac/torch_resize_reference.py), checked by test/envs/evac/resize.test.ts",
         "torch": torch.__version__,
         "cpu_capability": capability,
         "cases": [run_case(SOURCES[s], h, w, t) for s, h, w, t in CASES] + cases_with_default_kernels(DEFAULT_KERNEL_CASES),
