@@ -4,11 +4,21 @@
  * AVX2 build and the portable build), and envs/evac/resize.ts must give the same float32 bits and
  * the same bytes. client/python/tests/test_evac_resize_torch.py compares against torch live.
  */
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
-import { describe, expect, it } from 'vitest';
+import sharp from 'sharp';
+import { afterAll, describe, expect, it } from 'vitest';
 
+import { DataRoots } from '../../../envs/core/data-roots.ts';
+import { Registry } from '../../../envs/core/registry.ts';
+import { DATASET_FORMAT } from '../../../envs/evac/dataset.ts';
+import type { EvacObs } from '../../../envs/evac/env.ts';
+import { EVAC_ENV_ID, registerEvac } from '../../../envs/evac/index.ts';
 import { bilinearLikeTorch, fma32, torchBilinearKernel } from '../../../envs/evac/resize.ts';
+import type { WorldModelRuntime } from '../../../envs/evac/runtime.ts';
 import type { ResizeCase } from '../../../scripts/evac/resize-cases.ts';
 import { runCase, sourceFrame } from '../../../scripts/evac/resize-cases.ts';
 
@@ -83,5 +93,40 @@ describe('bilinearLikeTorch', () => {
     const rgb = sourceFrame({ height: 9, width: 7, kind: 'noise', seed: 1 });
     const x = Float32Array.from(rgb, (v) => Math.fround(v / 255));
     expect(bilinearLikeTorch(x, 9, 7, 3, 9, 7)).toEqual(x);
+  });
+});
+
+describe("the env's reset_resize", () => {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), 'gymwire-evac-resize-')));
+  const runtimes: WorldModelRuntime[] = [];
+  afterAll(async () => {
+    for (const r of runtimes) await r.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it("'rlinf' and 'rlinf-1-thread' serve PyTorch's first observation of a PNG reset frame (224x224 to the 128x128 model)", async () => {
+    const cases = fixture.cases.filter((c) => c.source.height === 224 && c.size[0] === 128 && (c.kernels ?? 'fused') === 'fused');
+    expect(cases.map((c) => c.threads).sort()).toEqual([1, 2]);
+    const source = cases[0]!.source;
+    mkdirSync(join(root, 'frames'));
+    await sharp(sourceFrame(source), { raw: { width: source.width, height: source.height, channels: 3 } })
+      .png()
+      .toFile(join(root, 'frames/ep_000.png'));
+    const episodes = [{ image: 'ep_000.png', task: 'fixture frame', init_ee_pose: [0, 0, 0.2, 0, 0, 0, 1, -1] }];
+    writeFileSync(join(root, 'frames/episodes.json'), JSON.stringify({ format: DATASET_FORMAT, episodes }));
+    const reg = new Registry({ dataRoots: new DataRoots([root]) });
+    runtimes.push(registerEvac(reg));
+    const observed: Record<string, string> = {};
+    for (const resize of ['rlinf', 'rlinf-1-thread']) {
+      const env = await reg.make(EVAC_ENV_ID, { resolution: 128, dataset_dir: 'frames', reset_resize: resize });
+      const { obs } = await env.reset({ options: { episode_index: 0 } });
+      observed[resize] = createHash('sha256')
+        .update((obs as EvacObs).full_image.data)
+        .digest('hex');
+      await env.close?.();
+    }
+    expect(observed.rlinf).toBe(cases.find((c) => c.threads === 2)!.observed_sha256);
+    expect(observed['rlinf-1-thread']).toBe(cases.find((c) => c.threads === 1)!.observed_sha256);
+    expect(observed.rlinf).not.toBe(observed['rlinf-1-thread']); // PyTorch's two kernels round differently here
   });
 });
