@@ -9,6 +9,7 @@ same facts, and a real server must serve and score it.
 
 from __future__ import annotations
 
+import io
 import json
 import lzma
 import os
@@ -21,7 +22,7 @@ import numpy as np
 import pytest
 from conftest import REPO, ServerProcess
 
-from gymwire.navsim_convert import ConversionError, convert_logs, convert_metric_cache, main, read_metric_cache
+from gymwire.navsim_convert import ConversionError, _MetricCacheUnpickler, convert_logs, convert_metric_cache, main, read_metric_cache
 
 SCRIPTS = REPO / "scripts" / "navsim"
 
@@ -106,6 +107,22 @@ def test_bad_caches_are_refused_naming_the_file_and_nothing_in_them_runs(tmp_pat
     with pytest.raises(ConversionError, match="not NAVSIM's MetricCache"):
         read_metric_cache(_cache_file(tmp_path / "b", _Runs(marker)))
     assert not marker.exists()
+
+
+def test_numpy_1_pickles_load_without_numpys_deprecation_warning(tmp_path: Path) -> None:
+    """NAVSIM pins numpy 1.x, whose array pickles name numpy.core.multiarray."""
+    import warnings
+
+    legacy = pickle.dumps(np.arange(3.0), protocol=3).replace(b"cnumpy._core.multiarray\n", b"cnumpy.core.multiarray\n")
+    assert b"cnumpy.core.multiarray\n_reconstruct" in legacy
+    path = tmp_path / "legacy.pkl"
+    path.write_bytes(lzma.compress(legacy))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ConversionError, match="holds ndarray, not NAVSIM's MetricCache"):
+            read_metric_cache(path)
+        # Protocol-5 array pickles name numpy.core.numeric._frombuffer, which numpy 2 warns about.
+        assert _MetricCacheUnpickler(io.BytesIO()).find_class("numpy.core.numeric", "_frombuffer") is np._core.numeric._frombuffer
 
 
 def test_a_v1_cache_is_refused_saying_why(tmp_path: Path) -> None:

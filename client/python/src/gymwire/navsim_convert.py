@@ -534,6 +534,12 @@ class _MetricCacheUnpickler(pickle.Unpickler):
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _REAL_GLOBALS:
+            # NAVSIM pins numpy 1.x, whose pickles name numpy.core; numpy 2 keeps it as a deprecated alias of numpy._core.
+            if module.startswith("numpy.core.") and (f"numpy._core.{module[11:]}", name) in _REAL_GLOBALS:
+                try:
+                    return super().find_class(f"numpy._core.{module[11:]}", name)
+                except ImportError:
+                    pass
             return super().find_class(module, name)
         key = (module, name)
         if key not in self._stand_ins:
