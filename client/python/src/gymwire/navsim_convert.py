@@ -34,7 +34,7 @@ import lzma
 import math
 import pickle
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -451,6 +451,33 @@ def split_scenes(
     return out
 
 
+class _Maps:
+    """The map GeoPackages of one conversion, each opened once, by location."""
+
+    def __init__(self, maps_root: Path) -> None:
+        self._root = maps_root
+        self._open: dict[str, GpkgMap] = {}
+
+    def __call__(self, location: str) -> GpkgMap:
+        if location not in self._open:
+            self._open[location] = GpkgMap(find_map(self._root, location))
+        return self._open[location]
+
+    def close(self) -> None:
+        for m in self._open.values():
+            m.close()
+
+
+def _write_scenes(out_dir: Path, scenes: Iterator[dict[str, Any]]) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for scene in scenes:
+        path = out_dir / f"{scene['name']}.json"
+        path.write_text(json.dumps(scene))
+        written.append(path)
+    return written
+
+
 def convert_logs(
     logs: Path, maps_root: Path, out_dir: Path, num_history_frames: int = 4, num_future_frames: int = 10, frame_interval: int | None = None
 ) -> list[Path]:
@@ -458,23 +485,18 @@ def convert_logs(
     files = sorted(logs.glob("*.pkl")) if logs.is_dir() else [logs]
     if not files:
         raise ConversionError(f"{logs}: no log pickles")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    maps: dict[str, GpkgMap] = {}
-    written = []
+    maps = _Maps(maps_root)
     try:
-        for log in files:
-            for window in split_scenes(read_log(log), num_history_frames, num_future_frames, frame_interval):
-                location = str(window[num_history_frames - 1]["map_location"])
-                if location not in maps:
-                    maps[location] = GpkgMap(find_map(maps_root, location))
-                scene = scene_from_frames(window, num_history_frames, maps[location])
-                path = out_dir / f"{scene['name']}.json"
-                path.write_text(json.dumps(scene))
-                written.append(path)
+        return _write_scenes(
+            out_dir,
+            (
+                scene_from_frames(window, num_history_frames, maps(str(window[num_history_frames - 1]["map_location"])))
+                for log in files
+                for window in split_scenes(read_log(log), num_history_frames, num_future_frames, frame_interval)
+            ),
+        )
     finally:
-        for m in maps.values():
-            m.close()
-    return written
+        maps.close()
 
 
 # ---- NAVSIM's metric cache ----
@@ -643,13 +665,10 @@ def _cached_red_lights(observation: CachedObject, step_s: float) -> list[dict[st
     return lights or [{"t": 0.0, "red": [], "green": []}]
 
 
-def scene_from_metric_cache(cache: CachedObject, token: str, maps_root: Path, maps: dict[str, GpkgMap] | None = None) -> dict[str, Any]:
-    """One scene document from a v2 metric cache and the map it names (``map_parameters.map_name``)."""
-    maps = {} if maps is None else maps
+def scene_from_metric_cache(cache: CachedObject, token: str, map_for: Callable[[str], GpkgMap]) -> dict[str, Any]:
+    """One scene document from a v2 metric cache; ``map_for`` opens the map it names (``map_parameters.map_name``)."""
     location = str(cache["map_parameters"]["map_name"])
-    if location not in maps:
-        maps[location] = GpkgMap(find_map(maps_root, location))
-    gpkg = maps[location]
+    gpkg = map_for(location)
     ego_state = cache["ego_state"]
     t0 = _time_us(ego_state)
     ego = _cached_ego(ego_state)
@@ -688,19 +707,11 @@ def convert_metric_cache(cache_root: Path, maps_root: Path, out_dir: Path) -> li
     files = sorted(cache_root.rglob("metric_cache.pkl")) if cache_root.is_dir() else [cache_root]
     if not files:
         raise ConversionError(f"{cache_root}: no metric_cache.pkl files")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    maps: dict[str, GpkgMap] = {}
-    written = []
+    maps = _Maps(maps_root)
     try:
-        for file in files:
-            scene = scene_from_metric_cache(read_metric_cache(file), file.parent.name, maps_root, maps)
-            path = out_dir / f"{scene['name']}.json"
-            path.write_text(json.dumps(scene))
-            written.append(path)
+        return _write_scenes(out_dir, (scene_from_metric_cache(read_metric_cache(file), file.parent.name, maps) for file in files))
     finally:
-        for m in maps.values():
-            m.close()
-    return written
+        maps.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
