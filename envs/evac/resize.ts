@@ -25,34 +25,24 @@
  */
 const f = Math.fround;
 
-const bits = new Float64Array(1);
-const words = new Uint32Array(bits.buffer);
-const LOW = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1 ? 0 : 1;
-const HIGH = 1 - LOW;
-
 /**
  * `fmaf(a, b, c)` for float32 operands: `a * b + c` rounded once to float32. The product of two
- * float32 values is exact in a double; the sum is rounded to odd (truncated, with the lowest bit
- * set when inexact), which keeps the one rounding to float32 correct (53 >= 24 + 2 bits).
+ * float32 values is exact in a double, so rounding the double sum to float32 is already right unless
+ * that sum lies exactly halfway between two float32 values; then the sum's own rounding error (the
+ * exact tail a double could not hold) decides the side.
  */
 export function fma32(a: number, b: number, c: number): number {
   const p = a * b;
   const s = p + c;
+  const r = f(s);
+  if (r === s) return r;
+  const d = s - r;
+  const other = r + 2 * d; // the float32 value on s's other side, when s is halfway
+  if (f(other) !== other) return r;
   const t = s - p;
-  const err = p - (s - t) + (c - t);
-  if (err === 0 || s === 0) return f(s);
-  bits[0] = s;
-  // The exact sum lies beyond s (same sign as s) or short of it; truncation toward zero is s or one below in magnitude.
-  if (err > 0 !== s > 0) {
-    if (words[LOW] === 0) {
-      words[LOW] = 0xffffffff;
-      words[HIGH] = words[HIGH]! - 1;
-    } else {
-      words[LOW] = words[LOW]! - 1;
-    }
-  }
-  words[LOW] = words[LOW]! | 1;
-  return f(bits[0]);
+  const tail = p - (s - t) + (c - t); // exact: (a * b + c) - s
+  if (tail === 0) return r; // a true tie: fround's ties-to-even
+  return tail > 0 === d > 0 ? other : r;
 }
 
 interface Axis {
