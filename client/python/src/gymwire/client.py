@@ -50,6 +50,19 @@ class _Pending:
     future: asyncio.Future[Any]
 
 
+class _HeardConnection(ClientConnection):
+    """websockets' client connection, noting when bytes last arrived (keepalive pings only a quiet link)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: ``time.monotonic()`` when bytes last arrived from the server.
+        self.last_received = time.monotonic()
+
+    def data_received(self, data: bytes) -> None:
+        self.last_received = time.monotonic()
+        super().data_received(data)
+
+
 def _time_out(future: asyncio.Future[Any], type: str, rid: int, timeout: float) -> None:
     if not future.done():
         future.set_exception(E.RequestTimeoutError(f"{type} got no answer within {timeout} s", {"id": rid, "type": type}))
@@ -60,10 +73,11 @@ class AsyncClient:
 
     Options: ``token`` (auth), ``request_timeout`` (seconds per request, default 120; ``None``
     disables), ``reconnect`` (default True), ``reconnect_timeout`` (give up after, default 60 s),
-    ``connect_timeout`` (default 10 s), ``keepalive_interval`` (send a WebSocket ping this often, in
-    seconds, default 15; ``None`` turns keepalive off) and ``keepalive_timeout`` (a ping unanswered
-    this long, default 30 s, drops the connection, which is then reconnected and resumed: a link
-    that went silent without a FIN or RST is noticed), ``on_event`` (called with server events and
+    ``connect_timeout`` (default 10 s), ``keepalive_interval`` (send a WebSocket ping after this
+    long without a byte from the server, in seconds, default 15; ``None`` turns keepalive off) and
+    ``keepalive_timeout`` (nothing received this long after a ping, default 30 s, drops the
+    connection, which is then reconnected and resumed: a link that went silent without a FIN or RST
+    is noticed, while a large answer still arriving keeps it), ``on_event`` (called with server events and
     ``{"type": "reconnected"|"disconnected", ...}``), ``protocol_version`` (for tests).
     """
 
@@ -254,10 +268,9 @@ class AsyncClient:
                     compression=None,
                     max_size=None,
                     open_timeout=self.connect_timeout,
-                    # websockets' keepalive: a ping unanswered within ping_timeout fails the connection,
-                    # and the reader then reconnects and resumes as after any other drop.
-                    ping_interval=self.keepalive_interval,
-                    ping_timeout=self.keepalive_timeout,
+                    # Keepalive is ours (_keepalive): websockets' pings on a timer whatever the traffic.
+                    ping_interval=None,
+                    create_connection=_HeardConnection,
                     # The closing handshake of a dead link cannot complete: do not wait long for it.
                     close_timeout=min(self.keepalive_timeout, 5.0),
                 ),
@@ -266,10 +279,41 @@ class AsyncClient:
         except (OSError, asyncio.TimeoutError, websockets.exceptions.WebSocketException) as err:
             raise E.ConnectFailedError(f"could not connect to {self.url}: {err}", {"url": self.url}) from err
         self._ws = ws
-        task = asyncio.get_running_loop().create_task(self._read(ws))
-        self._readers.add(task)
-        task.add_done_callback(self._readers.discard)
+        # The reader, and keepalive for this socket; both end with it, and close() cancels them.
+        loop = asyncio.get_running_loop()
+        for job in (self._read(ws), self._keepalive(ws)):
+            task = loop.create_task(job)
+            self._readers.add(task)
+            task.add_done_callback(self._readers.discard)
         return ws
+
+    async def _keepalive(self, ws: ClientConnection) -> None:
+        """Pings after ``keepalive_interval`` without a byte from the server; when nothing arrives within
+        ``keepalive_timeout`` of the ping, drops the socket (the reader then reconnects and resumes).
+
+        Any bytes count, as in the TypeScript client: a busy link sends no pings, and a large answer
+        still arriving slowly keeps the link alive though a pong would wait behind it.
+        """
+        interval, timeout = self.keepalive_interval, self.keepalive_timeout
+        if interval is None or not isinstance(ws, _HeardConnection):
+            return
+        tick = max(0.01, min(interval, timeout) / 4)
+        pinged_at: float | None = None
+        while ws is self._ws:
+            await asyncio.sleep(tick)
+            now = time.monotonic()
+            if pinged_at is not None and ws.last_received > pinged_at:
+                pinged_at = None  # heard from the server since the ping
+            if pinged_at is not None:
+                if now - pinged_at >= timeout:
+                    ws.transport.abort()
+                    return
+            elif now - ws.last_received >= interval:
+                pinged_at = now
+                try:
+                    await ws.ping()
+                except websockets.exceptions.ConnectionClosed:
+                    return
 
     async def _handshake(self, ws: ClientConnection) -> dict[str, Any]:
         rid, hello = self._hello()
