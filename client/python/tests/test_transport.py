@@ -196,6 +196,35 @@ def test_a_large_answer_arriving_slowly_keeps_the_link(url: str, transport: str)
             assert proxy.connections == 1
 
 
+def test_abandon_fails_what_waits_and_every_later_call_with_the_given_error(url: str, transport: str) -> None:
+    gone = E.SessionLostError("server 3 died; its sessions are gone")
+    with proxied(url) as (proxy, loop):
+        client = gymwire.Client(f"ws://127.0.0.1:{proxy.port}", transport=transport, keepalive_interval=None, request_timeout=60)
+        env = client.make("gymwire/CartPole-v1")
+        env.reset(seed=0)
+        loop.call_soon_threadsafe(proxy.freeze)
+        outcome: list[BaseException] = []
+
+        def step() -> None:
+            try:
+                env.step(0)
+            except BaseException as err:  # noqa: BLE001 - the test inspects it
+                outcome.append(err)
+
+        stepper = threading.Thread(target=step)
+        stepper.start()
+        deadline = time.monotonic() + 10  # the step is on its way into the frozen link
+        while not client.aclient._pending and time.monotonic() < deadline:
+            time.sleep(0.01)
+        client.abandon(gone)
+        stepper.join(30)
+        assert outcome == [gone]
+        with pytest.raises(E.SessionLostError, match="server 3 died"):
+            client.make("gymwire/CartPole-v1")
+        assert env.remote.closed_reason == str(gone)
+        client.close()  # idempotent after abandon
+
+
 def test_large_frames_arrive_whole_and_as_read_only_views(url: str, transport: str) -> None:
     payload = bytes(range(256)) * 2400  # 614,400 bytes: over the socket transport's buffered-read size
     with gymwire.Client(url, transport=transport) as client:
