@@ -224,8 +224,11 @@ class SocketClient(AsyncClient):
                 finally:
                     self._waiters -= 1
 
-    def _read_one(self, deadline: float | None) -> bool:
-        """Reads and dispatches one message (holding the reader's role); False when ``deadline`` passed first."""
+    def _read_one(self, deadline: float | None, control_ends: bool = False) -> bool:
+        """Reads and dispatches one message (holding the reader's role); False when ``deadline`` passed first.
+
+        ``control_ends``: a ping or pong ends the read too (see ``SocketWebSocket.recv``).
+        """
         sock = self._sock
         if sock is None:
             if self._state == "closed":
@@ -235,11 +238,12 @@ class SocketClient(AsyncClient):
         if deadline is not None and not sock.wait_readable(deadline - time.monotonic()):
             return False
         try:
-            frame = sock.recv()
+            frame = sock.recv(control_ends)
         except SocketClosedError as closed:
             self._lost(sock, closed.code, closed.reason)
             return True
-        self._on_frame(frame)
+        if frame is not None:
+            self._on_frame(frame)
         if self._waiters:
             self._notify_waiters()
         return True
@@ -382,7 +386,8 @@ class SocketClient(AsyncClient):
                 pass
             return
         if sock is not None and ready and self._busy == 0:
-            self._read_one(time.monotonic())
+            # A pong ends the read: the helper goes back to its keepalive instead of waiting for a message.
+            self._read_one(time.monotonic(), control_ends=True)
 
     def _keepalive(self) -> None:
         sock = self._sock
