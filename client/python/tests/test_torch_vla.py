@@ -114,6 +114,24 @@ def test_export_names_what_it_cannot_export(tmp_path: Path) -> None:
         export_onnx(ValueOnly(), NAVSIM, tmp_path / "m.onnx")
 
 
+def test_navsim_export_acts_on_the_actions_and_keeps_the_waypoints_as_an_extra(tmp_path: Path) -> None:
+    class PosesAndSketch(torch.nn.Module):
+        def forward(self, batch: dict[str, Any]) -> dict[str, Any]:
+            poses = batch["state"][:, :24].reshape(-1, 8, 3)
+            return {"waypoints": 2 * poses, "actions": poses, "log_probs": batch["command"].float()}
+
+    module = PosesAndSketch()
+    path = export_onnx(module, NAVSIM, tmp_path / "m.onnx")
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert [(o.name, o.shape) for o in session.get_outputs()] == [("action", ["batch", 8, 3]), ("log_prob", ["batch"]), ("waypoints", ["batch", 8, 3])]
+    ego = np.arange(3 * 28, dtype=np.float32).reshape(3, 4, 7)
+    command = np.eye(4, dtype=np.float32)[[2, 0, 3]]
+    action, log_prob, waypoints = session.run(None, {"ego_status": ego, "driving_command": command})
+    np.testing.assert_array_equal(action, ego.reshape(3, 28)[:, :24].reshape(3, 8, 3))
+    np.testing.assert_array_equal(waypoints, 2 * action)
+    assert log_prob.tolist() == [2.0, 0.0, 3.0]
+
+
 def _ts_rollout(url: str, env_id: str, kwargs: dict[str, Any], model: Path, out: Path, episodes: int, sessions: int) -> None:
     """TypeScript's OnnxPolicy through the CLI, lock-step (groups 1) like the Python collections here."""
     cmd = ["node", str(REPO / "bin" / "gymwire.js"), "rollout", "--url", url, "--env", env_id, "--kwargs", json.dumps(kwargs), "--policy", str(model)]

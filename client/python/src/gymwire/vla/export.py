@@ -21,6 +21,7 @@ Example::
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,7 +83,8 @@ def export_onnx(module: Any, env: str | EnvAdapter, path: str | Path, *, opset: 
     if spec is None:
         raise ValueError(f"no ONNX export for {type(adapter).__name__}; exports exist for: {', '.join(k.__name__ for k in GRAPH_INPUTS)}")
     inputs, to_batch = spec
-    module = module.to("cpu").eval()
+    # A CPU copy in eval mode: the caller's module keeps its device and mode.
+    module = copy.deepcopy(module).to("cpu").eval()
     examples = tuple(torch.zeros((2, *i.shape), dtype=getattr(torch, i.dtype)) for i in inputs)
     with torch.no_grad():
         out = module(to_batch(torch, {i.key: x for i, x in zip(inputs, examples, strict=True)}))
