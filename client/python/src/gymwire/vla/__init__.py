@@ -8,7 +8,8 @@ env's shape (NAVSIM ``[8, 3]``, Bench2Drive ``[6, 2]``) and running a reference 
 where the env takes controls. A framework adapter runs the model: a torch ``nn.Module``
 (:class:`TorchModel`, on its device, no export), an ONNX file (:class:`OnnxModel`) or a function
 (:class:`CallableModel`). :class:`VLAPolicy` joins them into a gymwire policy for ``collect`` and
-the integrations; :func:`policy_from_config` builds one from YAML.
+the integrations; :func:`policy_from_config` builds one from YAML. :func:`export_onnx` writes a
+torch module as an ONNX policy that reads the env's observations, for both SDKs' ``OnnxPolicy``.
 
 Example::
 
@@ -19,6 +20,7 @@ Example::
 """
 
 from .adapters import Bench2DriveAdapter, EnvAdapter, EvacAdapter, NavsimAdapter, adapter_for, register_adapter
+from .export import export_onnx
 from .frameworks import CallableModel, OnnxModel, TorchModel, wrap_model
 from .policy import VLAPolicy
 from .registry import load_config, make_model, policy_from_config, register_model, registered_models
@@ -38,6 +40,7 @@ __all__ = [
     "VLAPrediction",
     "adapt_waypoints",
     "adapter_for",
+    "export_onnx",
     "load_config",
     "make_model",
     "policy_from_config",
