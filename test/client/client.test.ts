@@ -15,9 +15,10 @@ describe('client', () => {
   it('fails a request that gets no answer in time with a local REQUEST_TIMEOUT', async () => {
     const srv = await startTestServer('ws', { registry: testRegistry() });
     cleanups.push(() => srv.close());
-    const c = await connect(srv.connector, { requestTimeoutMs: 50 });
+    // The deadline must cover make and reset on a loaded CI machine; only the step (5 s) outlasts it.
+    const c = await connect(srv.connector, { requestTimeoutMs: 1500 });
     cleanups.push(() => c.close());
-    const env = await c.make('test/Counter-v0', { delay_ms: 400 });
+    const env = await c.make('test/Counter-v0', { delay_ms: 5000 });
     await env.reset();
     const err = await env.step(0).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SdkError);
