@@ -63,8 +63,18 @@ if (!ONLY || 'answer'.includes(ONLY)) {
     }
     return ms;
   };
-  emit('answer', 'whole_encode_199mb_ms', best(() => encode(answer)), 'ms');
-  emit('answer', 'split_encode_199mb_ms', best(() => encodeSplit(answer)), 'ms');
+  emit(
+    'answer',
+    'whole_encode_199mb_ms',
+    best(() => encode(answer)),
+    'ms',
+  );
+  emit(
+    'answer',
+    'split_encode_199mb_ms',
+    best(() => encodeSplit(answer)),
+    'ms',
+  );
 }
 
 /** p50, p99 and max of round trips (ms). */
