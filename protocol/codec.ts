@@ -11,18 +11,58 @@
 import { addExtension, Packr } from 'msgpackr';
 
 import { checkFrame, decodedBudget, MAX_FRAME_DEPTH } from './frame-scan.ts';
-import { decodeTensorPayload, Tensor, TENSOR_EXT_TYPE, tensorPayloadSize, writeTensorPayload } from './tensor.ts';
+import { decodeTensorPayload, Tensor, TENSOR_EXT_TYPE, tensorPayloadSize, writeTensorHeader, writeTensorPayload } from './tensor.ts';
 
 type AllocateForWrite = (size: number) => { target: Uint8Array; position: number };
 
 /**
+ * A frame whose largest tensors' bytes were not copied into it: `parts`, concatenated, are exactly
+ * the bytes {@link encode} returns for the same value. The frame's own bytes (the envelope, small
+ * values, tensor headers) lie between the tensors' data, which the parts reference where the env
+ * left them. A transport writes the parts one after another as fragments of one WebSocket message,
+ * so a 200 MB camera answer is never copied on the event loop.
+ */
+export class SplitFrame {
+  /** Bytes on the wire, every part together. */
+  readonly byteLength: number;
+  /** Bytes of the frame's own (copied) parts: what encoding it cost. */
+  readonly inlineBytes: number;
+
+  constructor(
+    readonly parts: readonly Uint8Array[],
+    inlineBytes: number,
+  ) {
+    this.byteLength = parts.reduce((n, p) => n + p.byteLength, 0);
+    this.inlineBytes = inlineBytes;
+  }
+
+  /** The frame as one buffer (one copy): for transports that cannot write parts. */
+  join(): Uint8Array {
+    return Buffer.concat(this.parts as Uint8Array[], this.byteLength);
+  }
+}
+
+/** A frame as the server sends it: one buffer, or parts that reference large tensors in place. */
+export type EncodedFrame = Uint8Array | SplitFrame;
+
+/** Tensors at least this large are left out of a frame by {@link encodeSplit} (referenced, not copied). */
+export const SPLIT_TENSOR_MIN_BYTES = 1024 * 1024;
+
+/** While encodeSplit packs: where each tensor left out goes (offsets from the frame's start), else null. */
+let holes: Hole[] | null = null;
+/** The size from which encodeSplit leaves a tensor out. */
+let holesMinBytes = SPLIT_TENSOR_MIN_BYTES;
+
+/**
  * Writes a tensor as ext type 1 straight into msgpackr's output buffer: one copy of the data
  * (large observations are most of a frame's bytes, so an intermediate payload buffer doubles the cost).
+ * While a frame is being split, a large tensor's data is not written: only where it goes is noted.
  */
 function packTensor(t: Tensor, allocateForWrite: AllocateForWrite): undefined {
   const length = tensorPayloadSize(t);
   const extHeader = length < 0x100 ? 3 : length < 0x10000 ? 4 : 6;
-  const { target, position } = allocateForWrite(extHeader + length);
+  const leftOut = holes !== null && t.byteLength >= holesMinBytes;
+  const { target, position } = allocateForWrite(extHeader + (leftOut ? length - t.byteLength : length));
   let p = position;
   if (length < 0x100) {
     target[p++] = 0xc7;
@@ -39,7 +79,8 @@ function packTensor(t: Tensor, allocateForWrite: AllocateForWrite): undefined {
     target[p++] = length & 0xff;
   }
   target[p++] = TENSOR_EXT_TYPE;
-  writeTensorPayload(t, target, p);
+  if (leftOut) holes!.push({ at: writeTensorHeader(t, target, p), target, bytes: t.bytes() });
+  else writeTensorPayload(t, target, p);
   return undefined;
 }
 
@@ -105,4 +146,61 @@ export function encodeInto(value: unknown, buffer: Buffer): Uint8Array {
       packr.useBuffer(Buffer.allocUnsafeSlow(SCRATCH_BYTES));
     }
   }
+}
+
+interface Hole {
+  /** Where the tensor's data goes, in `target`. */
+  at: number;
+  target: Uint8Array;
+  bytes: Uint8Array;
+}
+
+/**
+ * Runs `pack` (which encodes into msgpackr's buffer or one of the caller's) leaving out large
+ * tensors' data, and makes the frame's parts: the frame alone when nothing was left out.
+ */
+function split(pack: () => Uint8Array, minTensorBytes: number, retry: () => Uint8Array = pack): EncodedFrame {
+  let frame: Uint8Array;
+  let left: Hole[];
+  holes = [];
+  holesMinBytes = minTensorBytes;
+  try {
+    frame = pack();
+  } finally {
+    left = holes;
+    holes = null;
+  }
+  if (left.length === 0) return frame;
+  // msgpackr outgrew its buffer after a tensor was noted and moved the bytes: pack again into
+  // msgpackr's own buffer, which has grown to hold the frame.
+  if (left.some((h) => h.target.buffer !== frame.buffer)) return split(retry, minTensorBytes);
+  // The frame's own bytes leave the packing buffer (reused by the next message): a small copy.
+  const own = Buffer.from(frame);
+  const parts: Uint8Array[] = [];
+  let from = 0;
+  for (const { at, target, bytes } of left) {
+    const offset = at - (frame.byteOffset - target.byteOffset);
+    parts.push(own.subarray(from, offset), bytes);
+    from = offset;
+  }
+  parts.push(own.subarray(from));
+  return new SplitFrame(parts, own.byteLength);
+}
+
+/**
+ * Encodes `value` as {@link encode} does, leaving out the data of every tensor of at least
+ * `minTensorBytes`: a {@link SplitFrame} when some were left out, else the frame. The tensors'
+ * memory is referenced, so it must not be written while the frame is in use (see envs/core/env.ts).
+ */
+export function encodeSplit(value: unknown, minTensorBytes = SPLIT_TENSOR_MIN_BYTES): EncodedFrame {
+  return split(() => encode(value), minTensorBytes);
+}
+
+/** {@link encodeInto} leaving out large tensors' data as {@link encodeSplit} does. */
+export function encodeIntoSplit(value: unknown, buffer: Buffer, minTensorBytes = SPLIT_TENSOR_MIN_BYTES): EncodedFrame {
+  return split(
+    () => encodeInto(value, buffer),
+    minTensorBytes,
+    () => encode(value),
+  );
 }

@@ -209,6 +209,13 @@ export function tensorPayloadSize(t: Tensor): number {
 
 /** Writes the extension payload at `offset` (the codec writes straight into its output buffer); returns the end. */
 export function writeTensorPayload(t: Tensor, target: Uint8Array, offset: number): number {
+  const p = writeTensorHeader(t, target, offset);
+  target.set(t.bytes(), p);
+  return p + t.byteLength;
+}
+
+/** Writes the payload's header (dtype code, ndim, dims) at `offset`; returns where the raw data starts. */
+export function writeTensorHeader(t: Tensor, target: Uint8Array, offset: number): number {
   const ndim = t.shape.length;
   if (ndim > 255) throw new TensorFormatError(`tensors have at most 255 dimensions, got ${ndim}`);
   let p = offset;
@@ -220,8 +227,7 @@ export function writeTensorPayload(t: Tensor, target: Uint8Array, offset: number
     target[p++] = (d >>> 16) & 0xff;
     target[p++] = (d >>> 24) & 0xff;
   }
-  target.set(t.bytes(), p);
-  return p + t.byteLength;
+  return p;
 }
 
 /** The extension payload as its own buffer. */

@@ -3,6 +3,7 @@
  * reply cache that answers a request retried after a reconnect from what the first attempt
  * produced, so no request ever runs twice.
  */
+import type { EncodedFrame } from '../protocol/codec.ts';
 import type { RequestType } from '../protocol/messages.ts';
 import type { Connection } from './connection.ts';
 import type { FramePool } from './frame-pool.ts';
@@ -21,7 +22,8 @@ export const CACHED_OPS: ReadonlySet<RequestType> = new Set(['make', 'reset', 's
 interface CachedReply {
   /** The request's type: a later request that reuses the id for another type is refused, not answered from here. */
   type: RequestType;
-  bytes: Uint8Array | Promise<Uint8Array>;
+  /** The answer itself, never a copy (a split frame references the env's tensors). */
+  bytes: EncodedFrame | Promise<EncodedFrame>;
   size: number;
 }
 
@@ -48,10 +50,10 @@ export class ClientState {
     private readonly frames: FramePool,
   ) {}
 
-  remember(id: number, type: RequestType, bytes: Uint8Array | Promise<Uint8Array>): void {
+  remember(id: number, type: RequestType, bytes: EncodedFrame | Promise<EncodedFrame>): void {
     const entry: CachedReply = { type, bytes, size: 0 };
     this.replies.set(id, entry);
-    const account = (b: Uint8Array) => {
+    const account = (b: EncodedFrame) => {
       if (this.replies.get(id) !== entry) return;
       this.frames.retain(b);
       entry.bytes = b;
@@ -59,8 +61,8 @@ export class ClientState {
       this.replyBytes += b.byteLength;
       this.evict();
     };
-    if (bytes instanceof Uint8Array) account(bytes);
-    else void bytes.then(account, () => {});
+    if (bytes instanceof Promise) void bytes.then(account, () => {});
+    else account(bytes);
     this.evict();
   }
 
@@ -82,7 +84,7 @@ export class ClientState {
     this.replyBytes -= entry.size;
     this.replies.delete(id);
     // size is set once the answer exists: only then does the cache hold a reference to it.
-    if (entry.size > 0 && entry.bytes instanceof Uint8Array) this.frames.release(entry.bytes);
+    if (entry.size > 0 && !(entry.bytes instanceof Promise)) this.frames.release(entry.bytes);
   }
 
   private evict(): void {

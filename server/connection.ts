@@ -5,7 +5,8 @@
  */
 import type { Logger } from 'pino';
 
-import { encode } from '../protocol/codec.ts';
+import { encode, SplitFrame } from '../protocol/codec.ts';
+import type { EncodedFrame } from '../protocol/codec.ts';
 import { ProtocolError } from '../protocol/errors.ts';
 import { frameRequestId } from '../protocol/frame-scan.ts';
 import type { AdmissionPass } from './admission.ts';
@@ -47,12 +48,19 @@ export class Connection implements ConnectionHandler {
     this.core.handleDisconnect(this);
   }
 
-  send(bytes: Uint8Array): void {
+  send(bytes: EncodedFrame): void {
     if (this.closed) return;
     // Poll for the next request only when no env work is still running: with some in flight (a
     // world model's batch in its worker thread) the loop wakes for its result anyway, and spinning
     // would take time from a worker that shares this core.
     if (!this.core.working) this.core.poller?.touch();
+    if (bytes instanceof SplitFrame) {
+      // Parts reference the env's tensors: nothing to hand back once written. A transport that
+      // cannot write parts (an in-process link) gets one buffer.
+      if (this.transport.sendParts) this.transport.sendParts(bytes.parts);
+      else this.transport.send(bytes.join());
+      return;
+    }
     const frames = this.core.frames;
     if (!frames.isPooled(bytes)) {
       this.transport.send(bytes);

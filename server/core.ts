@@ -123,6 +123,8 @@ export class ServerCore {
   private shuttingDown = false;
   /** @internal Requests whose handler is still running asynchronously (env work in flight); counted by the request path. */
   inFlight = 0;
+  /** @internal Viewers listening (server/viewer/events.ts): only then do steps record actions and observations for them. */
+  viewers = 0;
 
   constructor(opts: ServerCoreOptions = {}) {
     this.registry = opts.registry ?? defaultRegistry();

@@ -7,10 +7,15 @@
  * while (`trim`, which the server's reaper calls), so one burst of large answers does not pin its
  * memory for the life of the process.
  */
-import { encode, encodeInto } from '../protocol/codec.ts';
+import { encodeIntoSplit, encodeSplit, SplitFrame } from '../protocol/codec.ts';
+import type { EncodedFrame } from '../protocol/codec.ts';
 
 /** Answers expected to be smaller than this are encoded the ordinary way. */
 export const POOLED_FRAME_MIN_BYTES = 64 * 1024;
+/** The bytes a frame cost to encode (a split frame's own bytes): what the next answer of its stream is sized by. */
+export function encodedBytes(frame: EncodedFrame): number {
+  return frame instanceof SplitFrame ? frame.inlineBytes : frame.byteLength;
+}
 /** Free buffers kept per size class; more are left to the GC. */
 const FREE_PER_CLASS = 64;
 /** An answer under this share of its buffer is copied out instead of pinning the buffer. */
@@ -69,14 +74,21 @@ export class FramePool {
   }
 
   /**
-   * Encodes `value`, into pooled memory when `expectedBytes` (the size of this stream's previous
-   * answer) says it will be large. The caller holds one reference to a pooled frame and must
-   * `release` it; every other holder `retain`s and `release`s its own.
+   * Encodes `value`, into pooled memory when `expectedBytes` (the frame's own bytes in this
+   * stream's previous answer, {@link encodedBytes}) says it will be large. Tensors of a megabyte or
+   * more are not copied at all: the answer is a SplitFrame that references them. The caller holds
+   * one reference to a pooled frame and must `release` it; every other holder `retain`s and
+   * `release`s its own.
    */
-  encode(value: unknown, expectedBytes: number): Uint8Array {
-    if (expectedBytes < POOLED_FRAME_MIN_BYTES) return encode(value);
+  encode(value: unknown, expectedBytes: number): EncodedFrame {
+    if (expectedBytes < POOLED_FRAME_MIN_BYTES) return encodeSplit(value);
     const buffer = this.take(expectedBytes);
-    const frame = encodeInto(value, buffer);
+    const frame = encodeIntoSplit(value, buffer);
+    if (frame instanceof SplitFrame) {
+      // Its own bytes were copied out; the buffer is free again.
+      this.putBack(buffer);
+      return frame;
+    }
     if (frame.buffer !== buffer.buffer) {
       // It did not fit (msgpackr moved to memory of its own): the answer grew; nothing to track.
       this.putBack(buffer);
@@ -93,26 +105,27 @@ export class FramePool {
     return frame;
   }
 
-  isPooled(frame: Uint8Array): boolean {
+  isPooled(frame: EncodedFrame): boolean {
     return this.holdersOf(frame) !== undefined;
   }
 
-  retain(frame: Uint8Array): void {
+  retain(frame: EncodedFrame): void {
     const h = this.holdersOf(frame);
     if (h) h.refs++;
   }
 
-  release(frame: Uint8Array): void {
+  release(frame: EncodedFrame): void {
     const h = this.holdersOf(frame);
     if (!h) return;
     if (--h.refs > 0) return;
-    this.holders.delete(frame.buffer);
+    this.holders.delete(h.buffer.buffer);
     this.outstanding--;
     this.putBack(h.buffer);
   }
 
-  private holdersOf(frame: Uint8Array): Holders | undefined {
-    return frame.byteLength < SMALLEST_POOLED_FRAME ? undefined : this.holders.get(frame.buffer);
+  /** A split frame is never pooled: its own bytes are a small copy, its tensors the env's. */
+  private holdersOf(frame: EncodedFrame): Holders | undefined {
+    return frame.byteLength < SMALLEST_POOLED_FRAME || frame instanceof SplitFrame ? undefined : this.holders.get(frame.buffer);
   }
 
   /** A buffer of at least `bytes` rounded up to a power of two, with headroom for the envelope. */

@@ -56,8 +56,10 @@ export class Session {
   readonly stats = {
     steps: 0,
     episodes: 0,
+    /** The current episode's return and length; after an episode's end they hold its totals until the next step or reset. */
     episodeReturn: 0,
     episodeSteps: 0,
+    episodeOver: false,
     lastReward: 0,
     lastObs: null as unknown,
     lastInfo: null as Record<string, unknown> | null,
@@ -65,29 +67,40 @@ export class Session {
   /** Recent steps and episodes as numbers, for the viewer's charts and tables (bounded rings). */
   readonly history = new SessionHistory();
 
-  /** Records a step's outcome; an episode's end goes into the env's /metrics histograms. */
-  recordStep(obs: unknown, reward: number, terminated: boolean, truncated: boolean, info: Record<string, unknown>, action?: unknown): void {
-    this.history.recordStep(obs, reward, terminated, truncated, info, action);
+  /**
+   * Records a step's outcome; an episode's end goes into the env's /metrics histograms. `detailed`
+   * (a viewer listens): the history also keeps the action and observation as numbers.
+   */
+  recordStep(obs: unknown, reward: number, terminated: boolean, truncated: boolean, info: Record<string, unknown>, action: unknown, detailed: boolean): void {
     const st = this.stats;
+    // A step past an episode's end without a reset starts the next episode.
+    if (st.episodeOver) {
+      st.episodeOver = false;
+      st.episodeReturn = 0;
+      st.episodeSteps = 0;
+    }
     st.steps++;
     st.episodeSteps++;
     st.lastReward = reward;
     st.episodeReturn += reward;
     st.lastObs = obs;
     st.lastInfo = info;
-    if (terminated || truncated) {
+    // Gymnasium: terminated wins when both are set (the MDP ended; the time limit is moot).
+    const ended = terminated ? 'terminated' : truncated ? 'truncated' : null;
+    if (ended) {
       st.episodes++;
+      st.episodeOver = true;
       const cells = this.metrics.episodes;
       cells.returns.observe(st.episodeReturn);
       cells.lengths.observe(st.episodeSteps);
-      // Gymnasium: terminated wins when both are set (the MDP ended; the time limit is moot).
-      cells.ended[terminated ? 'terminated' : 'truncated'].n++;
+      cells.ended[ended].n++;
     }
+    this.history.recordStep(reward, st.episodeReturn, st.episodeSteps, ended, info, detailed ? { action, obs } : null);
   }
 
   /** Records a reset's outcome. */
   recordReset(obs: unknown, info: Record<string, unknown>): void {
-    this.history.recordReset();
+    this.stats.episodeOver = false;
     this.stats.episodeReturn = 0;
     this.stats.episodeSteps = 0;
     this.stats.lastObs = obs;

@@ -14,6 +14,13 @@ export interface TransportConnection {
    * may reuse the memory.
    */
   send(frame: Uint8Array, onDone?: () => void): boolean;
+  /**
+   * Sends one binary message made of `parts` (their concatenation), written one after another
+   * as fragments of one WebSocket message, with no copy of the whole and without holding the
+   * event loop for a large one; messages sent later leave after it. Transports without it get
+   * the parts joined into one frame.
+   */
+  sendParts?(parts: readonly Uint8Array[]): boolean;
   /** Closes with a WebSocket close code. */
   close(code?: number, reason?: string): void;
   /** Drops the connection without a closing handshake (dead peers). */

@@ -90,6 +90,11 @@ export interface Env<Obs = Value, Act = Value> {
    */
   readonly maxEpisodeSteps?: number | null;
 
+  /**
+   * reset and step hand their observation to the server: a tensor of a megabyte or more is sent
+   * (and held for a retried request) from the env's own memory, after the call returns, so an env
+   * never writes into a large tensor it returned; smaller ones are copied into the answer at once.
+   */
   reset(opts?: ResetOptions): MaybePromise<ResetResult<Obs>>;
   step(action: Act): MaybePromise<StepResult<Obs>>;
   render?(): MaybePromise<RenderFrame | null>;

@@ -77,7 +77,7 @@ export function stepBatch(core: ServerCore, client: ClientState, req: RequestOf<
     const afterStep = (s: Session, i: number, r: StepOutcome): void | Promise<void> => {
       if (oneEnv) stepped++;
       else s.metrics.steps.n++;
-      s.recordStep(r.obs, r.reward, r.terminated, r.truncated, r.info, actions[i]);
+      s.recordStep(r.obs, r.reward, r.terminated, r.truncated, r.info, actions[i], core.viewers > 0);
       rewards[i] = r.reward;
       terminated[i] = r.terminated ? 1 : 0;
       truncated[i] = r.truncated ? 1 : 0;

@@ -3,6 +3,7 @@
  * at the boundary, the handshake gate, the reply cache, then dispatch by type to the request's
  * handler, synchronously when the handler is.
  */
+import type { EncodedFrame } from '../../protocol/codec.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
 import { frameRequestId } from '../../protocol/frame-scan.ts';
 import type { RequestOf, RequestType, ResultOf } from '../../protocol/messages.ts';
@@ -81,7 +82,7 @@ export function handleFrame(core: ServerCore, conn: Connection, frame: Uint8Arra
   if (cacheable) client.remember(req.id, req.type, bytes);
   // The client may have reconnected while this ran: answer on its current connection. Then let
   // go of this request's hold on the answer (the socket write and the reply cache hold their own).
-  if (bytes instanceof Uint8Array) {
+  if (!(bytes instanceof Promise)) {
     (client.connection ?? conn).send(bytes);
     core.frames.release(bytes);
   } else {
@@ -93,7 +94,7 @@ export function handleFrame(core: ServerCore, conn: Connection, frame: Uint8Arra
 }
 
 /** Runs a request; synchronously when its handler is (a sync env's step costs no promise at all). */
-function run(core: ServerCore, conn: Connection, client: ClientState, req: RequestOf<RequestType>): Uint8Array | Promise<Uint8Array> {
+function run(core: ServerCore, conn: Connection, client: ClientState, req: RequestOf<RequestType>): EncodedFrame | Promise<EncodedFrame> {
   let out: unknown;
   try {
     const handler = HANDLERS[req.type] as Handler<RequestType>;

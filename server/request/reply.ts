@@ -7,12 +7,14 @@ import type { Logger } from 'pino';
 
 import { EnvContractError } from '../../envs/core/wrappers.ts';
 import { encode } from '../../protocol/codec.ts';
+import type { EncodedFrame } from '../../protocol/codec.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
 import type { RequestOf, RequestType } from '../../protocol/messages.ts';
 import { REPLY_CACHE_BYTES, REPLY_CACHE_ENTRIES } from '../client-state.ts';
 import type { ClientState } from '../client-state.ts';
 import type { Connection } from '../connection.ts';
 import type { ServerCore } from '../core.ts';
+import { encodedBytes } from '../frame-pool.ts';
 import { toProtocolError } from './error-handler.ts';
 
 /** Sends an error answer for a request that never reached a handler, and counts it. */
@@ -44,12 +46,12 @@ export function answeredFromCache(core: ServerCore, conn: Connection, client: Cl
   }
   if (cached) {
     // A retry after a reconnect: answer with what the first attempt produced, never act twice.
-    if (cached.bytes instanceof Uint8Array) client.connection?.send(cached.bytes);
+    if (!(cached.bytes instanceof Promise)) client.connection?.send(cached.bytes);
     // Still running: answer once it is done, from the cache, which holds the answer's memory.
     else
       void cached.bytes.then(() => {
         const done = client.replies.get(req.id)?.bytes;
-        if (done instanceof Uint8Array) client.connection?.send(done);
+        if (done !== undefined && !(done instanceof Promise)) client.connection?.send(done);
       });
     return true;
   }
@@ -87,7 +89,7 @@ export function answeredFromCache(core: ServerCore, conn: Connection, client: Cl
  * returned something msgpack cannot carry (a symbol, a cycle, an integer past 64 bits). A bad
  * value must not reject the answer's promise, which nothing awaits, and take the process down.
  */
-export function encodeAnswer(core: ServerCore, log: Logger, client: ClientState, req: RequestOf<RequestType>, result: unknown): Uint8Array {
+export function encodeAnswer(core: ServerCore, log: Logger, client: ClientState, req: RequestOf<RequestType>, result: unknown): EncodedFrame {
   try {
     return encodeResult(core, client, req, result);
   } catch (err) {
@@ -108,18 +110,18 @@ export function encodeAnswer(core: ServerCore, log: Logger, client: ClientState,
  * Encodes a result, into pooled memory when the same stream's previous answer was large (a
  * session's steps and resets, a client's batches), and remembers its size for the next one.
  */
-function encodeResult(core: ServerCore, client: ClientState, req: RequestOf<RequestType>, result: unknown): Uint8Array {
+function encodeResult(core: ServerCore, client: ClientState, req: RequestOf<RequestType>, result: unknown): EncodedFrame {
   const message = { id: req.id, type: 'result', result };
   if (req.type === 'step' || req.type === 'reset') {
     const s = core.sessions.get(req.session_id);
     if (!s) return encode(message);
     const frame = core.frames.encode(message, s.replyBytes);
-    s.replyBytes = frame.byteLength;
+    s.replyBytes = encodedBytes(frame);
     return frame;
   }
   if (req.type === 'step_batch' || req.type === 'reset_batch') {
     const frame = core.frames.encode(message, client.batchReplyBytes[req.type]);
-    client.batchReplyBytes[req.type] = frame.byteLength;
+    client.batchReplyBytes[req.type] = encodedBytes(frame);
     return frame;
   }
   return encode(message);

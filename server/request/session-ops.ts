@@ -33,7 +33,7 @@ export function step(core: ServerCore, client: ClientState, req: RequestOf<'step
     const done = (r: Awaited<ReturnType<Env['step']>>) => {
       s.metrics.steps.n++;
       s.metrics.latency.observe(Number(process.hrtime.bigint() - start) / 1e9);
-      s.recordStep(r.obs, r.reward, r.terminated, r.truncated, r.info, req.action);
+      s.recordStep(r.obs, r.reward, r.terminated, r.truncated, r.info, req.action, core.viewers > 0);
       return { obs: r.obs, reward: r.reward, terminated: r.terminated, truncated: r.truncated, info: r.info };
     };
     const r = s.env.step(req.action);

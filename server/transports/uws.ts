@@ -9,11 +9,13 @@ import { PRE_HELLO_MAX_FRAME_BYTES, upgradeRefusal } from '../admission.ts';
 import type { Connection, ServerCore } from '../core.ts';
 import { healthBody } from '../http.ts';
 import type { ListenOptions, ServerTransport } from '../transport.ts';
+import { UwsOutbox } from './uws-outbox.ts';
 
 import type * as UwsModule from 'uws';
 
 type Uws = typeof UwsModule;
-type UwsSocket = UwsModule.WebSocket<{ conn?: Connection; closed?: boolean }>;
+type UwsData = { conn?: Connection; closed?: boolean; outbox?: UwsOutbox };
+type UwsSocket = UwsModule.WebSocket<UwsData>;
 
 /** @internal Loads uWebSockets.js, or explains how to get it (internal: its type is the optional peer `uws`). */
 export async function loadUws(): Promise<Uws> {
@@ -52,7 +54,7 @@ export class UwsTransport implements ServerTransport {
       );
       return false;
     };
-    app.ws<{ conn?: Connection; closed?: boolean }>('/*', {
+    app.ws<UwsData>('/*', {
       compression: uws.DISABLED,
       // uWS caps payloads per app, not per socket: before hello the core refuses (and closes on)
       // any frame over PRE_HELLO_MAX_FRAME_BYTES without decoding it.
@@ -80,19 +82,26 @@ export class UwsTransport implements ServerTransport {
         this.sockets.add(ws);
         const data = ws.getUserData();
         const remote = Buffer.from(ws.getRemoteAddressAsText()).toString();
+        // Every message and the close go through the outbox, so they keep their order behind a split answer.
+        const outbox = new UwsOutbox(ws as never);
+        data.outbox = outbox;
         data.conn = core.accept({
           send: (frame, onDone) => {
             if (data.closed) {
               onDone?.();
               return false;
             }
-            // uWS copies the frame into its socket buffer before returning.
-            ws.send(frame, true, false);
-            onDone?.();
+            // uWS copies the frame into its socket buffer (once the outbox hands it over: onDone then).
+            outbox.send(frame, onDone);
+            return true;
+          },
+          sendParts: (parts) => {
+            if (data.closed) return false;
+            outbox.sendParts(parts);
             return true;
           },
           close: (code, reason) => {
-            if (!data.closed) ws.end(code ?? 1000, reason ?? '');
+            if (!data.closed) outbox.close(code ?? 1000, reason ?? '');
           },
           terminate: () => {
             if (!data.closed) ws.close();
@@ -110,9 +119,11 @@ export class UwsTransport implements ServerTransport {
         // uWS reuses the message buffer after this callback returns; decoded tensors are views, so copy.
         conn.onFrame(new Uint8Array(message.slice(0)));
       },
+      drain: (ws) => ws.getUserData().outbox?.pump(),
       close: (ws) => {
         const data = ws.getUserData();
         data.closed = true;
+        data.outbox?.dispose();
         this.sockets.delete(ws);
         data.conn?.onClose();
       },

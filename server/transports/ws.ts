@@ -114,6 +114,14 @@ export class WsTransport implements ServerTransport {
           ws.send(frame, { binary: true }, onDone && (() => onDone()));
           return true;
         },
+        sendParts: (parts) => {
+          if (closed || ws.readyState !== ws.OPEN) return false;
+          if (corked) uncork();
+          // Fragments of one message, handed to the socket without a copy (ws writes server frames
+          // unmasked): Node's stream holds them until the kernel takes them, so none blocks the loop.
+          for (let i = 0; i < parts.length; i++) ws.send(parts[i]!, { binary: true, fin: i === parts.length - 1 });
+          return true;
+        },
         close: (code, reason) => ws.close(code, reason),
         terminate: () => ws.terminate(),
         remoteAddress: remote,

@@ -177,8 +177,15 @@ export function serveEvents(core: ServerCore, req: IncomingMessage, res: ServerR
   };
   const timer = setInterval(() => void push(), interval);
   timer.unref();
+  core.viewers++;
   void push();
-  const stop = (): void => clearInterval(timer);
+  let stopped = false;
+  const stop = (): void => {
+    if (stopped) return;
+    stopped = true;
+    core.viewers--;
+    clearInterval(timer);
+  };
   req.on('close', stop);
   res.on('close', stop);
 }

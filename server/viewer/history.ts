@@ -1,11 +1,14 @@
 /**
- * A session's recent history for the viewer: bounded rings of steps (reward, return, action and
- * vector observation as numbers) and of finished episodes (return, length, end reason, the env's
- * own score). Recorded on the step path, so it copies only small numeric leaves and never images.
+ * A session's recent history for the viewer: bounded rings of steps (reward, return, and while a
+ * viewer listens the action and vector observation as numbers) and of finished episodes (return,
+ * length, end reason, the env's own score). Recorded on every step, so a step costs a few stores
+ * into preallocated columns; walking the action and observation into numbers (never images) is
+ * left to steps taken while someone watches. Episode returns and lengths are the session's own
+ * counters (Session.stats), passed in.
  *
  * @example
  * const h = new SessionHistory();
- * h.recordStep(obs, 1, false, false, info, action);
+ * h.recordStep(1, 1, 1, null, info, { action, obs }); // reward, episode return, episode length
  * h.stepsSince(0); // the steps still in the ring, oldest first
  */
 import { Tensor } from '../../protocol/tensor.ts';
@@ -23,9 +26,9 @@ export interface StepRecord {
   episode: number;
   reward: number;
   return: number;
-  /** The action as flat numbers, or null when it has none (e.g. text). */
+  /** The action as flat numbers, or null when it has none (e.g. text) or no viewer listened at this step. */
   action: number[] | null;
-  /** Vector observation leaves by dotted path, as flat numbers; images are left to the frame endpoint. */
+  /** Vector observation leaves by dotted path, as flat numbers (empty when no viewer listened); images are left to the frame endpoint. */
   obs: Record<string, number[]>;
 }
 
@@ -58,10 +61,6 @@ class Ring<T> {
   /** Oldest first. */
   toArray(): T[] {
     return this.items.length < this.capacity ? [...this.items] : [...this.items.slice(this.next), ...this.items.slice(0, this.next)];
-  }
-
-  get last(): T | undefined {
-    return this.items.length === 0 ? undefined : this.items[(this.next - 1 + this.capacity) % this.capacity];
   }
 }
 
@@ -115,46 +114,64 @@ export function episodeScore(info: Record<string, unknown>): { name: string; val
   return null;
 }
 
+/** What a step's action and observation were, recorded only while a viewer listens. */
+export interface StepDetail {
+  action: unknown;
+  obs: unknown;
+}
+
+const NO_LEAVES: Record<string, number[]> = Object.freeze({}) as Record<string, number[]>;
+
+/** Fixed-capacity step columns: a step is a few stores, no allocation; records are built when read. */
+class StepColumns {
+  readonly tMs = new Float64Array(STEP_HISTORY);
+  readonly episode = new Float64Array(STEP_HISTORY);
+  readonly reward = new Float64Array(STEP_HISTORY);
+  readonly ret = new Float64Array(STEP_HISTORY);
+  readonly action: (number[] | null)[] = new Array<number[] | null>(STEP_HISTORY).fill(null);
+  readonly obs: Record<string, number[]>[] = new Array<Record<string, number[]>>(STEP_HISTORY).fill(NO_LEAVES);
+}
+
 export class SessionHistory {
-  private readonly steps = new Ring<StepRecord>(STEP_HISTORY);
+  private readonly steps = new StepColumns();
   private readonly episodes = new Ring<EpisodeRecord>(EPISODE_HISTORY);
   private seq = 0;
   private finished = 0;
-  private episodeReturn = 0;
-  private episodeLength = 0;
 
-  recordStep(obs: unknown, reward: number, terminated: boolean, truncated: boolean, info: Record<string, unknown>, action: unknown): void {
+  /**
+   * Records a step: its reward, the episode's return and length so far (the session's counters),
+   * how the episode ended if it did, the final info (for the env's score), and with `detail` (a
+   * viewer listens) the action and observation as numbers.
+   */
+  recordStep(
+    reward: number,
+    episodeReturn: number,
+    episodeLength: number,
+    ended: EpisodeEndReason | null,
+    info: Record<string, unknown>,
+    detail: StepDetail | null,
+  ): void {
     const now = Date.now();
-    this.episodeReturn += reward;
-    this.episodeLength++;
-    this.steps.push({
-      seq: ++this.seq,
-      t_ms: now,
-      episode: this.finished + 1,
-      reward,
-      return: this.episodeReturn,
-      action: numbersOf(action),
-      obs: vectorLeaves(obs),
-    });
-    if (terminated || truncated) {
+    const slot = this.seq++ % STEP_HISTORY;
+    const c = this.steps;
+    c.tMs[slot] = now;
+    c.episode[slot] = this.finished + 1;
+    c.reward[slot] = reward;
+    c.ret[slot] = episodeReturn;
+    c.action[slot] = detail ? numbersOf(detail.action) : null;
+    c.obs[slot] = detail ? vectorLeaves(detail.obs) : NO_LEAVES;
+    if (ended) {
       const score = episodeScore(info);
       this.episodes.push({
         episode: ++this.finished,
         ended_ms: now,
-        return: this.episodeReturn,
-        length: this.episodeLength,
-        reason: terminated ? 'terminated' : 'truncated',
+        return: episodeReturn,
+        length: episodeLength,
+        reason: ended,
         score: score?.value ?? null,
         score_name: score?.name ?? null,
       });
-      this.episodeReturn = 0;
-      this.episodeLength = 0;
     }
-  }
-
-  recordReset(): void {
-    this.episodeReturn = 0;
-    this.episodeLength = 0;
   }
 
   /** The newest step's sequence number (0 before the first step). */
@@ -168,7 +185,14 @@ export class SessionHistory {
 
   /** Steps with `seq` above `after` still in the ring, oldest first. */
   stepsSince(after: number): StepRecord[] {
-    return after >= this.seq ? [] : this.steps.toArray().filter((s) => s.seq > after);
+    const first = Math.max(after + 1, this.seq - STEP_HISTORY + 1, 1);
+    const out: StepRecord[] = [];
+    const c = this.steps;
+    for (let seq = first; seq <= this.seq; seq++) {
+      const i = (seq - 1) % STEP_HISTORY;
+      out.push({ seq, t_ms: c.tMs[i]!, episode: c.episode[i]!, reward: c.reward[i]!, return: c.ret[i]!, action: c.action[i]!, obs: c.obs[i]! });
+    }
+    return out;
   }
 
   /** Episodes numbered above `after` still in the ring, oldest first. */
@@ -178,11 +202,14 @@ export class SessionHistory {
 
   /** Steps per second over the last `windowMs` (0 when idle). */
   stepRate(now = Date.now(), windowMs = 5000): number {
-    const last = this.steps.last;
-    if (!last || now - last.t_ms > windowMs) return 0;
-    const recent = this.steps.toArray().filter((s) => now - s.t_ms <= windowMs);
-    if (recent.length < 2) return 0;
-    const span = (recent[recent.length - 1]!.t_ms - recent[0]!.t_ms) / 1000;
-    return span > 0 ? (recent.length - 1) / span : 0;
+    const c = this.steps;
+    const newest = this.seq;
+    if (newest === 0 || now - c.tMs[(newest - 1) % STEP_HISTORY]! > windowMs) return 0;
+    let oldest = newest;
+    const floor = Math.max(1, newest - STEP_HISTORY + 1);
+    while (oldest > floor && now - c.tMs[(oldest - 2) % STEP_HISTORY]! <= windowMs) oldest--;
+    if (newest - oldest < 1) return 0;
+    const span = (c.tMs[(newest - 1) % STEP_HISTORY]! - c.tMs[(oldest - 1) % STEP_HISTORY]!) / 1000;
+    return span > 0 ? (newest - oldest) / span : 0;
   }
 }

@@ -3,22 +3,25 @@
  * event loop. Prints JSON lines:
  *   - bounds: building the bounds of one 3200x1800 camera's box element by element (how boxes
  *     were described before broadcast bounds; a session has six) and as built now;
+ *   - answer: what one NAVSIM answer at the largest camera size (8 x [4, 1080, 1920, 3], 199 MB)
+ *     costs the event loop to encode: whole (one copy, how answers were encoded before) and split
+ *     (the frame's own bytes only; the tensors are written from their own memory);
  *   - ping: client B's ping round trips (p50, p99, max; and the max per phase) while client A (its
  *     own process) makes, resets and steps a driving session: first on an idle server (the floor:
  *     the machine's load alone, nothing else running), then Bench2Drive with no cameras, six
- *     default 1600x900 cameras rendered on the event loop (before the render pool), the same on
- *     the render pool, six 3200x1800 cameras on the render pool, and NAVSIM with eight cameras of
- *     four frames each at the largest size its kwargs allow (1920x1080) and at the default size.
+ *     default 1600x900 cameras with everything on the event loop, the same on env threads (the
+ *     default), six 3200x1800 cameras on env threads over ws and uws, and NAVSIM with eight cameras
+ *     of four frames each at the largest size its kwargs allow (1920x1080) and at the default size.
  *   npx tsx test/bench/event-loop.bench.ts [--quick] [--only <name substring>]
  */
 import { availableParallelism, cpus } from 'node:os';
 
 import { connect } from '../../client/ts/client.ts';
-import { registerBench2Drive } from '../../envs/bench2drive/index.ts';
+import { bench2DriveEnvThreads, registerBench2Drive } from '../../envs/bench2drive/index.ts';
 import { Registry } from '../../envs/core/registry.ts';
 import type { EnvThreadPool } from '../../envs/core/env-threads.ts';
 import { navsimEnvThreads, registerNavsim } from '../../envs/navsim/index.ts';
-import { RenderPool } from '../../envs/driving/render/pool.ts';
+import { encode, encodeSplit } from '../../protocol/codec.ts';
 import { box } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { startServer } from '../../server/index.ts';
@@ -46,6 +49,34 @@ if (!ONLY) {
   emit('bounds', 'broadcast_one_3200x1800_ms', performance.now() - t, 'ms');
 }
 
+// Answer: one largest-size NAVSIM camera answer, encoded whole and split (best of three each).
+if (!ONLY || 'answer'.includes(ONLY)) {
+  const cameras: Record<string, Tensor> = {};
+  for (let i = 0; i < 8; i++) cameras[`CAM_${i}`] = new Tensor('uint8', [4, 1080, 1920, 3], new Uint8Array(4 * 1080 * 1920 * 3).fill(i));
+  const answer = { id: 1, type: 'result', result: { obs: { cameras, ego_status: Tensor.from('float32', [4, 7], new Float32Array(28)) }, reward: 0.9 } };
+  const best = (f: () => void) => {
+    let ms = Infinity;
+    for (let i = 0; i < 3; i++) {
+      const t = performance.now();
+      f();
+      ms = Math.min(ms, performance.now() - t);
+    }
+    return ms;
+  };
+  emit(
+    'answer',
+    'whole_encode_199mb_ms',
+    best(() => encode(answer)),
+    'ms',
+  );
+  emit(
+    'answer',
+    'split_encode_199mb_ms',
+    best(() => encodeSplit(answer)),
+    'ms',
+  );
+}
+
 /** p50, p99 and max of round trips (ms). */
 function quantiles(samples: number[]): { p50: number; p99: number; max: number } {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -58,18 +89,25 @@ function emitPings(name: string, samples: number[], extra: Record<string, unknow
   for (const [k, v] of Object.entries(q)) emit('ping', `${name}_${k}_ms`, v, 'ms', { pings: samples.length, ...extra });
 }
 
-/** Where heavy work runs: Bench2Drive's render pool and NAVSIM's env threads (null: the event loop). */
+/** Where heavy work runs: Bench2Drive's and NAVSIM's env threads (null: the event loop). */
 interface Placement {
-  renderPool: RenderPool | null;
-  envThreads: EnvThreadPool | null;
+  bench2drive: EnvThreadPool | null;
+  navsim: EnvThreadPool | null;
 }
 
-async function pingRun(name: string, where: Placement, kwargs: Record<string, unknown>, steps: number, envId = 'gymwire/Bench2Drive-v0'): Promise<void> {
+async function pingRun(
+  name: string,
+  where: Placement,
+  kwargs: Record<string, unknown>,
+  steps: number,
+  envId = 'gymwire/Bench2Drive-v0',
+  transport: 'ws' | 'uws' = 'ws',
+): Promise<void> {
   if (ONLY && !name.includes(ONLY)) return;
   const registry = new Registry();
-  registerBench2Drive(registry, { renderPool: where.renderPool });
-  registerNavsim(registry, { envThreads: where.envThreads });
-  const server = await startServer({ port: 0, transport: 'ws', registry, limits: { max_memory_bytes: 0, max_memory_bytes_per_client: 0 } });
+  registerBench2Drive(registry, { envThreads: where.bench2drive, renderPool: null });
+  registerNavsim(registry, { envThreads: where.navsim });
+  const server = await startServer({ port: 0, transport, registry, limits: { max_memory_bytes: 0, max_memory_bytes_per_client: 0 } });
   const b = await connect(server.url);
   try {
     // Warm: the first session's one-off costs (a render thread starting, code compiling) are not measured.
@@ -89,7 +127,7 @@ async function pingRun(name: string, where: Placement, kwargs: Record<string, un
       return;
     }
     const gaps = await pingGapsDuringHeavyClient(b, server.url, kwargs, steps, envId);
-    emitPings(name, gaps.samples, { env: envId });
+    emitPings(name, gaps.samples, { env: envId, transport });
     for (const [phase, ms] of Object.entries(gaps.maxByPhase)) emit('ping', `${name}_${phase}_max_ms`, ms, 'ms', { pings: gaps.pings });
   } finally {
     await b.close();
@@ -100,21 +138,22 @@ async function pingRun(name: string, where: Placement, kwargs: Record<string, un
 
 const route = 'HighwayCutIn_0';
 const steps = QUICK ? 2 : 5;
-const pool = new RenderPool();
-const envThreads = navsimEnvThreads();
-const offLoop: Placement = { renderPool: pool, envThreads };
-const onLoop: Placement = { renderPool: null, envThreads: null };
+const offLoop: Placement = { bench2drive: bench2DriveEnvThreads(), navsim: navsimEnvThreads() };
+const onLoop: Placement = { bench2drive: null, navsim: null };
 const navsim = 'gymwire/NavsimEnv-v2';
 const navsimLargest = { cameras: true, camera_width: 1920, camera_height: 1080 };
+const b2dLargest = { route, cameras: true, camera_width: 3200, camera_height: 1800 };
 await pingRun('floor_idle_server', offLoop, {}, 0);
 await pingRun('floor_no_cameras', offLoop, { route }, steps);
 await pingRun('default_cameras_on_event_loop', onLoop, { route, cameras: true }, steps);
-await pingRun('default_cameras_render_pool', offLoop, { route, cameras: true }, steps);
-await pingRun('largest_cameras_render_pool', offLoop, { route, cameras: true, camera_width: 3200, camera_height: 1800 }, steps);
+await pingRun('default_cameras_env_threads', offLoop, { route, cameras: true }, steps);
+await pingRun('largest_cameras_env_threads', offLoop, b2dLargest, steps);
+await pingRun('largest_cameras_env_threads_uws', offLoop, b2dLargest, steps, 'gymwire/Bench2Drive-v0', 'uws');
 await pingRun('navsim_no_cameras_on_event_loop', onLoop, {}, steps, navsim);
 await pingRun('navsim_no_cameras_env_threads', offLoop, {}, steps, navsim);
 await pingRun('navsim_default_cameras_env_threads', offLoop, { cameras: true }, steps, navsim);
 await pingRun('navsim_largest_cameras_on_event_loop', onLoop, navsimLargest, steps, navsim);
 await pingRun('navsim_largest_cameras_env_threads', offLoop, navsimLargest, steps, navsim);
-await pool.close();
-await envThreads.close();
+await pingRun('navsim_largest_cameras_env_threads_uws', offLoop, navsimLargest, steps, navsim, 'uws');
+await offLoop.bench2drive!.close();
+await offLoop.navsim!.close();

@@ -5,7 +5,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 
 import { connect } from '../../client/ts/client.ts';
-import { decode, encode } from '../../protocol/codec.ts';
+import { decode, encode, SplitFrame } from '../../protocol/codec.ts';
+import type { EncodedFrame } from '../../protocol/codec.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { FramePool, POOLED_FRAME_MIN_BYTES } from '../../server/frame-pool.ts';
 import { RawConnection } from '../../conformance/suite.ts';
@@ -17,28 +18,33 @@ import type { TestServer } from '../helpers/servers.ts';
 
 const big = (fill: number) => ({ obs: new Tensor('uint8', [POOLED_FRAME_MIN_BYTES * 2], new Uint8Array(POOLED_FRAME_MIN_BYTES * 2).fill(fill)) });
 const obsOf = (frame: Uint8Array) => (decode(frame) as { obs: Tensor }).obs;
+/** A frame encoded whole (tensors under a megabyte are copied into it, never split out). */
+function whole(frame: EncodedFrame): Uint8Array {
+  if (frame instanceof SplitFrame) throw new Error('expected a whole frame');
+  return frame;
+}
 
 describe('FramePool', () => {
   it('encodes small expected answers the ordinary way', () => {
     const pool = new FramePool();
-    const frame = pool.encode(big(1), 100);
+    const frame = whole(pool.encode(big(1), 100));
     expect(pool.isPooled(frame)).toBe(false);
     expect(obsOf(frame).data[5]).toBe(1);
   });
 
   it('reuses a buffer only once every holder released it', () => {
     const pool = new FramePool();
-    const first = pool.encode(big(1), POOLED_FRAME_MIN_BYTES * 2);
+    const first = whole(pool.encode(big(1), POOLED_FRAME_MIN_BYTES * 2));
     expect(pool.isPooled(first)).toBe(true);
     pool.retain(first); // a socket write in flight
     pool.release(first); // the request's own hold
     expect(pool.outstanding).toBe(1);
-    const second = pool.encode(big(2), POOLED_FRAME_MIN_BYTES * 2);
+    const second = whole(pool.encode(big(2), POOLED_FRAME_MIN_BYTES * 2));
     expect(second.buffer).not.toBe(first.buffer);
     expect(obsOf(first).data.every((b) => b === 1)).toBe(true);
     pool.release(first); // the write is done
     expect(pool.outstanding).toBe(1);
-    const third = pool.encode(big(3), POOLED_FRAME_MIN_BYTES * 2);
+    const third = whole(pool.encode(big(3), POOLED_FRAME_MIN_BYTES * 2));
     expect(third.buffer).toBe(first.buffer);
     expect(obsOf(third).data.every((b) => b === 3)).toBe(true);
     expect(obsOf(second).data.every((b) => b === 2)).toBe(true);
@@ -46,10 +52,10 @@ describe('FramePool', () => {
 
   it('falls back to fresh memory when the answer outgrew the expectation, and copies answers far smaller than it', () => {
     const pool = new FramePool();
-    const grown = pool.encode({ obs: new Tensor('uint8', [1 << 20], new Uint8Array(1 << 20)) }, POOLED_FRAME_MIN_BYTES);
+    const grown = whole(pool.encode({ obs: new Tensor('uint8', [(1 << 20) - 64], new Uint8Array((1 << 20) - 64)) }, POOLED_FRAME_MIN_BYTES));
     expect(pool.isPooled(grown)).toBe(false);
-    expect(obsOf(grown).size).toBe(1 << 20);
-    const shrunk = pool.encode({ obs: 1 }, 1 << 20);
+    expect(obsOf(grown).size).toBe((1 << 20) - 64);
+    const shrunk = whole(pool.encode({ obs: 1 }, 1 << 20));
     expect(pool.isPooled(shrunk)).toBe(false);
     expect(shrunk.byteLength).toBeLessThan(64);
     expect(pool.outstanding).toBe(0);
@@ -58,8 +64,8 @@ describe('FramePool', () => {
   it('leaves unrelated messages encoded after a pooled one out of the pooled buffer, and earlier ones intact', () => {
     const pool = new FramePool();
     const before = encode({ before: 1 });
-    const pooled = pool.encode(big(1), POOLED_FRAME_MIN_BYTES * 2);
-    const after = pool.encode({ hello: 'world' }, 0);
+    const pooled = whole(pool.encode(big(1), POOLED_FRAME_MIN_BYTES * 2));
+    const after = whole(pool.encode({ hello: 'world' }, 0));
     expect(after.buffer).not.toBe(pooled.buffer);
     // msgpackr resumes in its own buffer after the last frame it wrote there.
     expect(after.buffer).toBe(before.buffer);
@@ -71,7 +77,7 @@ describe('FramePool', () => {
   it('shrinks: free buffers unused for idleMs are released by trim, and no more than maxFreeBytes wait', () => {
     const size = POOLED_FRAME_MIN_BYTES * 2;
     const pool = new FramePool({ idleMs: 1000, maxFreeBytes: 3 * 2 ** Math.ceil(Math.log2(size + 1024)) });
-    const frames = Array.from({ length: 5 }, (_, i) => pool.encode(big(i), size));
+    const frames = Array.from({ length: 5 }, (_, i) => whole(pool.encode(big(i), size)));
     const perBuffer = frames[0]!.buffer.byteLength;
     for (const f of frames) pool.release(f);
     expect(pool.outstanding).toBe(0);
@@ -82,7 +88,7 @@ describe('FramePool', () => {
     pool.trim(Date.now() + 1500);
     expect(pool.freeBytes).toBe(0);
     // It grows back on demand.
-    const again = pool.encode(big(9), size);
+    const again = whole(pool.encode(big(9), size));
     expect(pool.isPooled(again)).toBe(true);
     pool.release(again);
     expect(pool.freeBytes).toBe(perBuffer);

@@ -158,6 +158,15 @@ function splitReturns(p: Produced): number[] {
 const cartpoleVector = (obs: unknown) => ({ obs: (obs as Tensor).toNumbers() });
 
 describe.skipIf(!HAVE_CHROMIUM)('viewer page per env in headless Chromium at 1280 px', () => {
+  // A viewer listens while the sessions step (as when a user watches): only then are actions and
+  // observations recorded for it.
+  const listening = new AbortController();
+  beforeAll(async () => {
+    const events = await fetch(`${base}/api/events`, { signal: listening.signal });
+    await events.body!.getReader().read();
+  });
+  afterAll(() => listening.abort());
+
   it('CartPole: reward/return chart, episode table, action and observation; pushed updates; pause and step back', async () => {
     const env = await client.make('gymwire/CartPole-v1', { render_mode: 'rgb_array' });
     await env.reset({ seed: 5 });

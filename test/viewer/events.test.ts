@@ -52,6 +52,18 @@ async function readEvents(url: string, done: (events: Update[]) => boolean, head
   return events;
 }
 
+/**
+ * Opens a viewer stream and keeps it open until the returned function is called: steps record
+ * their actions and observations for the viewer only while one listens.
+ */
+async function watching(): Promise<() => void> {
+  const abort = new AbortController();
+  const res = await fetch(`${base}/api/events?token=tok`, { signal: abort.signal });
+  // The first bytes (the retry line) come once the server counts this viewer.
+  await res.body!.getReader().read();
+  return () => abort.abort();
+}
+
 let srv: RunningServer;
 let base: string;
 let client: GymwireClient;
@@ -72,6 +84,7 @@ afterAll(async () => {
 
 describe('/api/events', () => {
   it('pushes a CartPole session’s rewards, returns, actions, observations and finished episodes', async () => {
+    const stopWatching = await watching();
     const env = await client.make('gymwire/CartPole-v1');
     await env.reset({ seed: 7 });
     const produced: { action: number; obs: number[]; reward: number }[] = [];
@@ -104,6 +117,7 @@ describe('/api/events', () => {
     expect(cartpole.episodes).toBe(2);
     expect(cartpole.mean_return).toBeCloseTo((lengths[0]! + lengths[1]!) / 2);
     expect(cartpole.std_return).toBeCloseTo(Math.abs(lengths[0]! - lengths[1]!) / 2);
+    stopWatching();
     await env.close();
   });
 
@@ -133,6 +147,7 @@ describe('/api/events', () => {
   });
 
   it('records NAVSIM’s score per episode and its plan as the action', async () => {
+    const stopWatching = await watching();
     const env = await client.make('gymwire/NavsimEnv-v1');
     await env.reset({ seed: 3 });
     const plan = Tensor.from('float32', [8, 3], Array.from({ length: 8 }, (_, i) => [(i + 1) * 1.5, 0, 0]).flat());
@@ -142,6 +157,7 @@ describe('/api/events', () => {
     expect(episode).toMatchObject({ length: 1, reason: 'terminated', score_name: 'score', score: r.info['score'] });
     expect(episode!.return).toBe(r.reward);
     expect(first!.session!.steps[0]!.action).toEqual(plan.toNumbers());
+    stopWatching();
     await env.close();
   });
 

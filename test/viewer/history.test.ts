@@ -3,17 +3,23 @@
  * and episodes, numbers copied from actions and vector observations (never images), and the env's
  * own score read from final infos as NAVSIM and Bench2Drive write them.
  */
+import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 
 import { routeRecord } from '../../envs/bench2drive/scoring.ts';
 import { Tensor } from '../../protocol/tensor.ts';
+import { ServerMetrics } from '../../server/metrics.ts';
+import { Session } from '../../server/session.ts';
 import { EPISODE_HISTORY, episodeScore, SessionHistory, STEP_HISTORY, vectorLeaves } from '../../server/viewer/history.ts';
+
+const session = () => new Session('s_1', 'test/Env-v0', {} as never, 'c_1', pino({ level: 'silent' }), null, new ServerMetrics().forEnv('test/Env-v0'));
 
 describe('SessionHistory', () => {
   it('keeps the newest steps and episodes once the rings wrap, with returns restarting per episode', () => {
-    const h = new SessionHistory();
+    const s = session();
+    const h = s.history;
     const total = STEP_HISTORY + 37;
-    for (let i = 1; i <= total; i++) h.recordStep(null, 1, i % 2 === 0, false, {}, i);
+    for (let i = 1; i <= total; i++) s.recordStep(null, 1, i % 2 === 0, false, {}, i, true);
     const steps = h.stepsSince(0);
     expect(steps).toHaveLength(STEP_HISTORY);
     expect(steps[0]!.seq).toBe(total - STEP_HISTORY + 1);
@@ -27,11 +33,24 @@ describe('SessionHistory', () => {
   });
 
   it('restarts the return on reset and counts a truncation as such', () => {
+    const s = session();
+    s.recordStep(null, 3, false, false, {}, 0, true);
+    s.recordReset(null, {});
+    s.recordStep(null, 2, false, true, {}, 0, true);
+    expect(s.history.episodesSince(0)).toMatchObject([{ return: 2, length: 1, reason: 'truncated' }]);
+    // The session's own counters are the history's: one copy of the episode's return.
+    expect(s.stats).toMatchObject({ episodeReturn: 2, episodeSteps: 1, episodes: 1 });
+  });
+
+  it('walks actions and observations into numbers only while a viewer listens', () => {
     const h = new SessionHistory();
-    h.recordStep(null, 3, false, false, {}, 0);
-    h.recordReset();
-    h.recordStep(null, 2, false, true, {}, 0);
-    expect(h.episodesSince(0)).toMatchObject([{ return: 2, length: 1, reason: 'truncated' }]);
+    const obs = { state: Tensor.from('float32', [2], [1, 2]) };
+    h.recordStep(1, 1, 1, null, {}, null);
+    h.recordStep(1, 2, 2, null, {}, { action: 3, obs });
+    expect(h.stepsSince(0)).toMatchObject([
+      { seq: 1, return: 1, action: null, obs: {} },
+      { seq: 2, return: 2, action: [3], obs: { state: [1, 2] } },
+    ]);
   });
 
   it('copies small numeric leaves and skips images and large tensors', () => {
