@@ -19,7 +19,7 @@ EXAMPLES = {
 
 
 # Examples that need a framework run in that framework's venv (tests/frameworks/, scripts/test-frameworks.sh).
-FRAMEWORK_EXAMPLES = {"rlinf_env.py": "RLinf", "areal_workflow.py": "AReaL", "siirl_libero.py": "siiRL", "verl_vla.py": "verl"}
+FRAMEWORK_EXAMPLES = {"rlinf_env.py": "RLinf", "areal_workflow.py": "AReaL", "siirl_libero.py": "siiRL", "verl_vla.py": "verl", "verl_tools.py": "verl"}
 
 
 def test_every_example_is_listed() -> None:

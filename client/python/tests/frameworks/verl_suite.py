@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -30,6 +32,7 @@ from verl.tools.tool_registry import initialize_tools_from_config
 from verl.workers.rollout.replica import TokenOutput
 
 CARTPOLE = "gymwire/CartPole-v1"
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "python"
 TOOL_CALL = '<tool_call>{"name": "step", "arguments": {"action": 1}}</tool_call>'
 # What a policy with the wrong action shape says: CartPole's action is one integer, not a vector.
 BAD_TOOL_CALL = '<tool_call>{"name": "step", "arguments": {"action": [0.5, 0.5, 0.5]}}</tool_call>'
@@ -239,3 +242,22 @@ def test_agent_loop_needs_a_server_and_env(model_dir: Path) -> None:
 
 def test_json_of_tool_calls_is_what_the_stand_in_sends() -> None:
     assert json.loads(TOOL_CALL[len("<tool_call>") : -len("</tool_call>")])["name"] == "step"
+
+
+def run_example(url: str, name: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, timeout=300, env={**os.environ, "GYMWIRE_URL": url})
+
+
+@pytest.mark.timeout(400)
+def test_tools_example_runs_verls_loader_and_tool_api(url: str) -> None:
+    out = run_example(url, "verl_tools.py")
+    assert out.returncode == 0, f"{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
+    assert f"verl {verl.__version__} loaded tools" in out.stdout
+
+
+@pytest.mark.timeout(400)
+def test_vla_example_says_plainly_that_this_verl_has_no_vla_env_manager(url: str) -> None:
+    out = run_example(url, "verl_vla.py")
+    assert out.returncode == 1
+    assert f"FAILED: verl {verl.__version__} has no VLA env manager" in out.stderr
+    assert "VLA rollouts through verl cannot run on it" in out.stderr and "examples/python/verl_tools.py" in out.stderr
