@@ -21,6 +21,7 @@ import pytest
 import ray
 import yaml
 from hydra import compose, initialize_config_dir
+from ray_start import init_ray
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast, Qwen2Config
 
@@ -51,7 +52,12 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    corpus = [TOOL_CALL, BAD_TOOL_CALL, '{"observation": [0.1, -0.2], "reward": 1.0, "terminated": false}', f"Balance the pole. {BAD_PROMPT} system user assistant tool"] * 20
+    corpus = [
+        TOOL_CALL,
+        BAD_TOOL_CALL,
+        '{"observation": [0.1, -0.2], "reward": 1.0, "terminated": false}',
+        f"Balance the pole. {BAD_PROMPT} system user assistant tool",
+    ] * 20
     tok.train_from_iterator(
         corpus,
         trainers.BpeTrainer(
@@ -116,7 +122,7 @@ def verl_config(model_dir: Path, tmp: Path, url: str):
 
 @pytest.fixture(scope="module")
 def ray_session():
-    ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"TOKENIZERS_PARALLELISM": "false"}})
+    init_ray(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"TOKENIZERS_PARALLELISM": "false"}})
     # The LLM stand-in is defined here, a module Ray's workers cannot import by name.
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     yield
