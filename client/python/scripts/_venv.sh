@@ -113,3 +113,15 @@ gymwire_check_torch_pin() {
     return 2
   fi
 }
+
+# gymwire_run_tests COMMAND...: runs a pytest command and returns its exit code, except that
+# pytest's "no tests collected" (5) is a failure (1): a suite that ran nothing must not pass.
+gymwire_run_tests() {
+  local rc=0
+  "$@" || rc=$?
+  if [ "$rc" -eq 5 ]; then
+    echo "gymwire: pytest collected no tests; treating that as a failure" >&2
+    return 1
+  fi
+  return "$rc"
+}

@@ -74,10 +74,8 @@ for fw in "${frameworks[@]}"; do
   [ "$build_only" -eq 1 ] && continue
   echo "gymwire: testing $pin" >&2
   start=$SECONDS
-  set +e
-  "$venv/bin/python" -m pytest -q -p no:cacheprovider "tests/frameworks/${fw}_suite.py"
-  rc=$?
-  set -e
+  rc=0
+  gymwire_run_tests "$venv/bin/python" -m pytest -q -p no:cacheprovider "tests/frameworks/${fw}_suite.py" || rc=$?
   echo "gymwire: $fw suite took $((SECONDS - start)) s (pytest exit $rc)" >&2
   if [ "$rc" -ne 0 ]; then
     failed+=("$fw")

@@ -13,12 +13,4 @@ install_torch_test_requirements() {
 }
 gymwire_torch_base
 gymwire_venv .venv-torch "$(gymwire_stamp requirements-test.txt requirements-torch.txt pyproject.toml -- "$GYMWIRE_TORCH_SITE")" install_torch_test_requirements
-set +e
-.venv-torch/bin/python -m pytest -q -p no:cacheprovider -m torch "$@"
-rc=$?
-set -e
-if [ "$rc" -eq 5 ]; then
-  echo "gymwire: pytest collected no torch tests; treating that as a failure" >&2
-  exit 1
-fi
-exit "$rc"
+gymwire_run_tests .venv-torch/bin/python -m pytest -q -p no:cacheprovider -m torch "$@"

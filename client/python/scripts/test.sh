@@ -13,15 +13,7 @@ gymwire_venv .venv "$(gymwire_stamp requirements-test.txt pyproject.toml)" insta
 # --venv-only: make the venv (scripts/format.mjs takes ruff from it) and run nothing.
 [ "${1:-}" = "--venv-only" ] && exit 0
 
-set +e
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
-rc=$?
-set -e
-if [ "$rc" -eq 5 ]; then
-  echo "gymwire: pytest collected no tests; treating that as a failure" >&2
-  exit 1
-fi
-[ "$rc" -ne 0 ] && exit "$rc"
+gymwire_run_tests .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
 # The sync Client has two transports; the pass above used the default (the socket fast path, or
 # what GYMWIRE_TRANSPORT says). Unless GYMWIRE_TRANSPORT was set, run the tests again on the asyncio
 # fallback, less those whose clients run in subprocesses (their own transport) or that choose a
