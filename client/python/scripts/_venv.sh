@@ -13,7 +13,9 @@
 # that a venv pins at another version than the base has is installed into the venv and wins there.
 
 PYTHON="${PYTHON:-python3}"
-PIP_QUIET=(--disable-pip-version-check -q)
+# --no-compile: pip would byte-compile every file it installs (most of the build time for the large
+# framework venvs on a 2-core machine); Python compiles only what is imported, on first import.
+PIP_INSTALL_FLAGS=(--disable-pip-version-check -q --no-compile)
 
 # gymwire_stamp FILE... [-- TEXT...]: the sha256 of the files' contents, then of any extra text.
 gymwire_stamp() {
@@ -92,7 +94,7 @@ gymwire_torch_base() {
 }
 
 _gymwire_install_torch() {
-  "$1/bin/python" -m pip install "${PIP_QUIET[@]}" -r requirements-torch.txt
+  "$1/bin/python" -m pip install "${PIP_INSTALL_FLAGS[@]}" -r requirements-torch.txt
   # The base is a library folder for other venvs: nothing of the SDK goes in it.
   rm -f "$(gymwire_site "$1")/gymwire-src.pth"
 }

@@ -40,8 +40,8 @@ fi
 install_framework() {
   local venv="$1"
   gymwire_over_torch "$venv"
-  "$venv/bin/python" -m pip install "${PIP_QUIET[@]}" -r "$reqs"
-  "$venv/bin/python" -m pip install "${PIP_QUIET[@]}" --no-deps "$pin"
+  "$venv/bin/python" -m pip install "${PIP_INSTALL_FLAGS[@]}" -r "$reqs"
+  "$venv/bin/python" -m pip install "${PIP_INSTALL_FLAGS[@]}" --no-deps "$pin"
 }
 
 for fw in "${frameworks[@]}"; do

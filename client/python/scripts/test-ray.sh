@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 . scripts/_venv.sh
 install_ray_requirements() {
-  "$1/bin/python" -m pip install "${PIP_QUIET[@]}" -r requirements-ray.txt
+  "$1/bin/python" -m pip install "${PIP_INSTALL_FLAGS[@]}" -r requirements-ray.txt
 }
 VENV=.venv-ray
 gymwire_venv "$VENV" "$(gymwire_stamp requirements-ray.txt pyproject.toml)" install_ray_requirements

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 . scripts/_venv.sh
 install_torch_test_requirements() {
   gymwire_over_torch "$1"
-  "$1/bin/python" -m pip install "${PIP_QUIET[@]}" -r requirements-test.txt -r requirements-torch.txt
+  "$1/bin/python" -m pip install "${PIP_INSTALL_FLAGS[@]}" -r requirements-test.txt -r requirements-torch.txt
 }
 gymwire_torch_base
 gymwire_venv .venv-torch "$(gymwire_stamp requirements-test.txt requirements-torch.txt pyproject.toml -- "$GYMWIRE_TORCH_SITE")" install_torch_test_requirements

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 . scripts/_venv.sh
 install_test_requirements() {
-  "$1/bin/python" -m pip install "${PIP_QUIET[@]}" -r requirements-test.txt
+  "$1/bin/python" -m pip install "${PIP_INSTALL_FLAGS[@]}" -r requirements-test.txt
 }
 gymwire_venv .venv "$(gymwire_stamp requirements-test.txt pyproject.toml)" install_test_requirements
 # --venv-only: make the venv (scripts/format.mjs takes ruff from it) and run nothing.
