@@ -6,15 +6,15 @@
 # source goes on its path through a .pth file, like an editable install without building anything.
 #
 # The torch base: PyPI has no CPU-only torch wheel for linux x86_64, so torch brings its CUDA
-# libraries (about 4 GB installed). It is installed once, into a base venv (.venvs-frameworks/_torch,
+# libraries (about 4 GB to download, 7 GB installed). It is installed once, into a base venv (.venvs-frameworks/_torch,
 # or the venv that GYMWIRE_TORCH_BASE names), and every venv that needs torch gets a .pth file that
 # appends the base's site-packages to its sys.path. pip then sees torch (and its dependencies) as
 # installed and leaves them alone. The venv's own site-packages come first on sys.path, so a package
 # that a venv pins at another version than the base has is installed into the venv and wins there.
 
 PYTHON="${PYTHON:-python3}"
-# --no-compile: pip would byte-compile every file it installs (most of the build time for the large
-# framework venvs on a 2-core machine); Python compiles only what is imported, on first import.
+# --no-compile: pip would byte-compile every file it installs (about a third of the install time of
+# the large framework wheels on a 2-core machine); Python compiles only what is imported, on first import.
 PIP_INSTALL_FLAGS=(--disable-pip-version-check -q --no-compile)
 
 # gymwire_stamp FILE... [-- TEXT...]: the sha256 of the files' contents, then of any extra text.
