@@ -1,9 +1,11 @@
-"""verl (before 0.9): the VLA env class verl's EnvManager runs, reset to dataset state ids and stepped in chunks.
+"""verl (before 0.9 only): the VLA env class verl's EnvManager runs, reset to dataset state ids and stepped in chunks.
 
 In verl: `from gymwire.integrations.verl import register; register()` in the env worker process,
 `env.train.simulator_type: gymwire` and `env.train.gymwire: {url, env_id}` in rob_ppo_trainer.yaml.
 Needs verl with its VLA env manager (`verl.experimental.vla`, verl before 0.9); exits 1 without it.
-verl 0.9.1 no longer has it (docs/integrations.md, verl section): use the agent loop recipe there.
+On verl 0.9.1, the current release, it always exits 1: that release has no VLA env manager, so VLA
+rollouts through verl are not possible there (docs/integrations.md, verl section). What does work on
+0.9.1 is the agent loop and the tools: examples/python/verl_tools.py.
 Run: python examples/python/verl_vla.py
 """
 
@@ -24,7 +26,8 @@ except ImportError as e:
 if importlib.util.find_spec("verl.experimental.vla") is None:
     print(
         f"FAILED: verl {getattr(verl, '__version__', '')} has no VLA env manager (verl.experimental.vla was removed in 0.9; "
-        "the VLA recipe moved to verl-recipe, which is not on PyPI); see docs/integrations.md",
+        "the VLA recipe moved to verl-recipe, which is not on PyPI), so VLA rollouts through verl cannot run on it. "
+        "The agent loop and tools work on this verl: run examples/python/verl_tools.py; see docs/integrations.md",
         file=sys.stderr,
     )
     sys.exit(1)

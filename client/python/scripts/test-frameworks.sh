@@ -7,30 +7,43 @@
 # The framework itself is pinned in requirements-frameworks.txt and installed without its declared
 # dependencies (their full lists pull GPU-only packages such as vLLM, and pip's resolver does not
 # settle on them); requirements-frameworks-<name>.txt pins what the framework's tested code paths
-# import, torch included. PyPI has no CPU-only torch wheel for linux x86_64, so torch comes with its
-# CUDA libraries (about 4 GB; unused, no GPU is needed).
+# import. Every framework venv is layered over one shared torch base (scripts/_venv.sh): torch and
+# its CUDA libraries (about 4 GB; unused, no GPU is needed) are installed once, not once per
+# framework. GYMWIRE_TORCH_BASE=/path/to/venv reuses an existing base instead of building one.
 #
-# Usage: test-frameworks.sh [name ...]   (default: every framework with a requirements file)
+# Usage: test-frameworks.sh [--build-only] [name ...]
+#   default names, in this order: rlinf areal siirl verl (every framework with a requirements file)
+#   --build-only: build (or check) the venvs and run no tests
 # Exits non-zero on any failure, including a framework that fails to install or import.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PYTHON="${PYTHON:-python3}"
-ROOT=.venvs-frameworks
-mkdir -p "$ROOT"
-[ -f "$ROOT/.gitignore" ] || echo '*' > "$ROOT/.gitignore"
+. scripts/_venv.sh
+DEFAULT_ORDER=(rlinf areal siirl verl)
 
+build_only=0
+if [ "${1:-}" = "--build-only" ]; then
+  build_only=1
+  shift
+fi
 if [ "$#" -gt 0 ]; then
   frameworks=("$@")
 else
-  frameworks=()
+  frameworks=("${DEFAULT_ORDER[@]}")
   for f in requirements-frameworks-*.txt; do
     name="${f#requirements-frameworks-}"
-    frameworks+=("${name%.txt}")
+    name="${name%.txt}"
+    [[ " ${frameworks[*]} " == *" $name "* ]] || frameworks+=("$name")
   done
 fi
 
-failed=()
+install_framework() {
+  local venv="$1"
+  gymwire_over_torch "$venv"
+  "$venv/bin/python" -m pip install "${PIP_INSTALL_FLAGS[@]}" -r "$reqs"
+  "$venv/bin/python" -m pip install "${PIP_INSTALL_FLAGS[@]}" --no-deps "$pin"
+}
+
 for fw in "${frameworks[@]}"; do
   reqs="requirements-frameworks-$fw.txt"
   pin="$(grep -E "^${fw}==" requirements-frameworks.txt || true)"
@@ -38,32 +51,38 @@ for fw in "${frameworks[@]}"; do
     echo "gymwire: no $reqs or no '$fw==' pin in requirements-frameworks.txt" >&2
     exit 2
   fi
-  venv="$ROOT/$fw"
-  stamp="$venv/.requirements.sha256"
-  want="$( (cat "$reqs"; echo "$pin"; cat pyproject.toml) | sha256sum | cut -d' ' -f1)"
-  if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
-    echo "gymwire: building $venv ($pin)" >&2
-    start=$SECONDS
-    rm -rf "$venv"
-    "$PYTHON" -m venv "$venv"
-    "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$reqs"
-    "$venv/bin/python" -m pip install --disable-pip-version-check -q --no-deps "$pin"
-    "$venv/bin/python" -c 'import site, sys; open(site.getsitepackages()[0] + "/gymwire-src.pth", "w").write(sys.argv[1] + "\n")' "$PWD/src"
-    echo "$want" > "$stamp"
-    echo "gymwire: $venv built in $((SECONDS - start)) s ($(du -sh "$venv" | cut -f1))" >&2
-  fi
-  echo "gymwire: testing $pin" >&2
+  gymwire_check_torch_pin "$reqs"
+done
+
+gymwire_torch_base
+failed=()
+for fw in "${frameworks[@]}"; do
+  reqs="requirements-frameworks-$fw.txt"
+  pin="$(grep -E "^${fw}==" requirements-frameworks.txt)"
+  venv=".venvs-frameworks/$fw"
+  want="$(gymwire_stamp "$reqs" requirements-torch.txt pyproject.toml -- "$pin" "$GYMWIRE_TORCH_SITE")"
   set +e
-  "$venv/bin/python" -m pytest -q -p no:cacheprovider "tests/frameworks/${fw}_suite.py"
+  # A subshell, not an `if`: errexit must stay on inside the build so a failed pip stops it.
+  (set -e; gymwire_venv "$venv" "$want" install_framework)
   rc=$?
   set -e
   if [ "$rc" -ne 0 ]; then
-    echo "gymwire: $fw framework tests failed (pytest exit $rc)" >&2
+    echo "gymwire: the $fw venv failed to build (exit $rc)" >&2
+    failed+=("$fw")
+    continue
+  fi
+  [ "$build_only" -eq 1 ] && continue
+  echo "gymwire: testing $pin" >&2
+  start=$SECONDS
+  rc=0
+  gymwire_run_tests "$venv/bin/python" -m pytest -q -p no:cacheprovider "tests/frameworks/${fw}_suite.py" || rc=$?
+  echo "gymwire: $fw suite took $((SECONDS - start)) s (pytest exit $rc)" >&2
+  if [ "$rc" -ne 0 ]; then
     failed+=("$fw")
   fi
 done
 
 if [ "${#failed[@]}" -gt 0 ]; then
-  echo "gymwire: framework tests failed for: ${failed[*]}" >&2
+  echo "gymwire: framework venvs or tests failed for: ${failed[*]}" >&2
   exit 1
 fi

@@ -5,30 +5,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PYTHON="${PYTHON:-python3}"
-STAMP=.venv/.requirements.sha256
-want="$(cat requirements-test.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
-if [ ! -x .venv/bin/python ] || [ "$(cat "$STAMP" 2>/dev/null || true)" != "$want" ]; then
-  echo "gymwire: creating client/python/.venv with pinned test dependencies" >&2
-  "$PYTHON" -m venv .venv
-  .venv/bin/python -m pip install --disable-pip-version-check -q -r requirements-test.txt
-  # The SDK's source on the venv's path (like an editable install, without building anything),
-  # so examples and benchmarks run with this venv's python.
-  .venv/bin/python -c 'import site, sys; open(site.getsitepackages()[0] + "/gymwire-src.pth", "w").write(sys.argv[1] + "\n")' "$PWD/src"
-  echo "$want" > "$STAMP"
-fi
+. scripts/_venv.sh
+install_test_requirements() {
+  "$1/bin/python" -m pip install "${PIP_INSTALL_FLAGS[@]}" -r requirements-test.txt
+}
+gymwire_venv .venv "$(gymwire_stamp requirements-test.txt pyproject.toml)" install_test_requirements
 # --venv-only: make the venv (scripts/format.mjs takes ruff from it) and run nothing.
 [ "${1:-}" = "--venv-only" ] && exit 0
 
-set +e
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
-rc=$?
-set -e
-if [ "$rc" -eq 5 ]; then
-  echo "gymwire: pytest collected no tests; treating that as a failure" >&2
-  exit 1
-fi
-[ "$rc" -ne 0 ] && exit "$rc"
+gymwire_run_tests .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
 # The sync Client has two transports; the pass above used the default (the socket fast path, or
 # what GYMWIRE_TRANSPORT says). Unless GYMWIRE_TRANSPORT was set, run the tests again on the asyncio
 # fallback, less those whose clients run in subprocesses (their own transport) or that choose a

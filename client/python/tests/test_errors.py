@@ -223,3 +223,16 @@ def test_a_server_that_forgot_us_fails_waiting_session_requests_with_session_los
             await client.close()
 
     asyncio.run(main())
+
+
+def test_every_error_pickles_whole() -> None:
+    """Errors cross process boundaries (Ray actors, worker pools): class, message, code and details survive."""
+    import inspect
+    import pickle
+
+    classes = [c for _, c in inspect.getmembers(E, inspect.isclass) if issubclass(c, E.GymwireError) and c is not E.GymwireError]
+    assert E.UnknownEnvError in classes and E.ConnectFailedError in classes
+    for cls in classes:
+        err = cls("ENV_ERR_X", "what happened", {"url": "ws://h:1"}) if issubclass(cls, E.ServerError) else cls("what happened", {"url": "ws://h:1"})
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is cls and str(back) == str(err) and back.details == {"url": "ws://h:1"} and back.code == err.code, cls

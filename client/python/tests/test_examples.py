@@ -20,7 +20,7 @@ EXAMPLES = {
 
 
 # Examples that need a framework run in that framework's venv (tests/frameworks/, scripts/test-frameworks.sh).
-FRAMEWORK_EXAMPLES = {"rlinf_env.py": "RLinf", "areal_workflow.py": "AReaL", "siirl_libero.py": "siiRL", "verl_vla.py": "verl"}
+FRAMEWORK_EXAMPLES = {"rlinf_env.py": "RLinf", "areal_workflow.py": "AReaL", "siirl_libero.py": "siiRL", "verl_vla.py": "verl", "verl_tools.py": "verl"}
 # Examples that need torch run in the torch venv (scripts/test-torch.sh) and fail loudly without it.
 TORCH_EXAMPLES = {"vla_torch_onnx.py": []}
 

@@ -29,6 +29,10 @@ class SdkError(GymwireError):
         self.message = message
         self.details = details or {}
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled whole (details too): errors cross process boundaries in Ray actors and worker pools.
+        return (type(self), (self.message, self.details))
+
 
 class NotConnectedError(SdkError):
     """The client is not connected (yet, or any more) and cannot send."""
@@ -94,6 +98,11 @@ class ServerError(GymwireError):
         self.code = code
         self.message = message
         self.details = details or {}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Exception's default pickling would call __init__ with the one formatted string and fail,
+        # so a Ray actor's error would reach the driver as "Failed to deserialize exception".
+        return (type(self), (self.code, self.message, self.details))
 
 
 class BadFrameError(ServerError):

@@ -34,8 +34,13 @@ from _tiny_lm import ScriptedChatServer, ScriptedGenerateServer, build_tokenizer
 CARTPOLE = "gymwire/CartPole-v1"
 EVAC = "gymwire/EvacWorldModel-v0"
 WORKFLOW = "gymwire.integrations.areal.GymWSWorkflow"
-CORPUS = ['Observation: [0.01, -0.02, 0.03, 0.04]\nReply with the action as JSON matching {"type": "integer"} inside <action></action>.', "<action>1</action>"]
+CORPUS = [
+    'Observation: [0.01, -0.02, 0.03, 0.04]\nReply with the action as JSON matching {"type": "integer"} inside <action></action>.',
+    "<action>1</action>",
+    "<action>[0.5, 0.5]</action>",
+]
 ACTION = "<action>1</action>"
+WRONG_SHAPE_ACTION = "<action>[0.5, 0.5]</action>"  # CartPole's action is one integer
 EVAC_ACTION = "<action>" + json.dumps(np.zeros((8, 7)).tolist()) + "</action>"
 
 
@@ -165,6 +170,25 @@ def test_unknown_env_and_a_down_server_are_clear_errors_in_areals_log(url: str, 
     log = "".join(capfd.readouterr())
     assert 'Workflow execution failed: ENV_ERR_UNKNOWN_ENV: no env is registered as "gymwire/NoSuchEnv-v0"' in log
     assert re.search(r"Workflow execution failed: .*ws://127\.0\.0\.1:9", log)
+
+
+def test_a_wrong_action_shape_is_refused_with_the_servers_message_in_areals_log(
+    url: str, model_dir: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture
+) -> None:
+    server = scripted_server(model_dir, WRONG_SHAPE_ACTION)
+    engine = engine_for(server, model_dir)
+    try:
+        kwargs = single_controller_kwargs(server_url=url, gconfig={"max_new_tokens": 64}, tokenizer=str(model_dir), env_id=CARTPOLE, max_turns=3)
+        (traj,) = engine.rollout_batch([{"seed": 1}], workflow=WORKFLOW, workflow_kwargs=kwargs)
+    finally:
+        engine.destroy()
+        server.close()
+    assert check_trajectory_format(traj) is True
+    assert traj["rewards"].tolist() == [0.0]
+    # Every turn's refusal is in the log with the server's reason (the model also reads it in its next prompt).
+    log = caplog.text + "".join(capfd.readouterr())
+    reason = "ENV_ERR_INVALID_ACTION: action is not in the action space: expected an integer in [0, 1], got an array of 2"
+    assert log.count("gymwire workflow: turn") == 3 and reason in log, log[-3000:]
 
 
 @pytest.mark.timeout(300)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import ray
+from ray_start import init_ray
 
 from gymwire.errors import ConnectFailedError, UnknownEnvError
 
@@ -33,7 +34,7 @@ import rollout_actor  # noqa: E402
 @pytest.fixture(scope="module")
 def ray_cluster(url: str):
     env_vars = {"GYMWIRE_URL": url, "GYMWIRE_ENV_ID": CARTPOLE, "PYTHONPATH": os.pathsep.join([str(VJEPA), os.environ.get("PYTHONPATH", "")])}
-    ray.init(
+    init_ray(
         num_cpus=2,
         include_dashboard=False,
         runtime_env={"env_vars": env_vars, "worker_process_setup_hook": "gymwire.integrations.siirl.register"},
@@ -43,6 +44,7 @@ def ray_cluster(url: str):
     ray.shutdown()
 
 
+@pytest.mark.timeout(600)  # two fresh imports of siiRL (torch, transformers, tensorflow) in child processes
 def test_register_does_not_end_the_process_without_libero() -> None:
     code = (
         "import importlib.util, sys\n"

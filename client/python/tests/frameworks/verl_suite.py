@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +21,7 @@ import pytest
 import ray
 import yaml
 from hydra import compose, initialize_config_dir
+from ray_start import init_ray
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast, Qwen2Config
 
@@ -30,7 +33,11 @@ from verl.tools.tool_registry import initialize_tools_from_config
 from verl.workers.rollout.replica import TokenOutput
 
 CARTPOLE = "gymwire/CartPole-v1"
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "python"
 TOOL_CALL = '<tool_call>{"name": "step", "arguments": {"action": 1}}</tool_call>'
+# What a policy with the wrong action shape says: CartPole's action is one integer, not a vector.
+BAD_TOOL_CALL = '<tool_call>{"name": "step", "arguments": {"action": [0.5, 0.5, 0.5]}}</tool_call>'
+BAD_PROMPT = "Send a vector."
 CHAT_TEMPLATE = (
     "{% if tools %}<|im_start|>system\n{{ tools | tojson }}<|im_end|>\n{% endif %}"
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -45,7 +52,12 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    corpus = [TOOL_CALL, '{"observation": [0.1, -0.2], "reward": 1.0, "terminated": false}', "Balance the pole. system user assistant tool"] * 20
+    corpus = [
+        TOOL_CALL,
+        BAD_TOOL_CALL,
+        '{"observation": [0.1, -0.2], "reward": 1.0, "terminated": false}',
+        f"Balance the pole. {BAD_PROMPT} system user assistant tool",
+    ] * 20
     tok.train_from_iterator(
         corpus,
         trainers.BpeTrainer(
@@ -71,7 +83,8 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class ScriptedLLM:
-    """Stands in for verl's LLM server client: every turn answers with one ``step`` tool call."""
+    """Stands in for verl's LLM server client: every turn answers with one ``step`` tool call
+    (a malformed one when the prompt asks for a vector)."""
 
     def __init__(self, model_path: str) -> None:
         self.model_path = model_path
@@ -80,7 +93,9 @@ class ScriptedLLM:
     async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict, image_data=None, video_data=None, **kwargs) -> TokenOutput:
         from transformers import AutoTokenizer
 
-        ids = AutoTokenizer.from_pretrained(self.model_path).encode(TOOL_CALL, add_special_tokens=False)
+        tok = AutoTokenizer.from_pretrained(self.model_path)
+        text = BAD_TOOL_CALL if BAD_PROMPT in tok.decode(prompt_ids) else TOOL_CALL
+        ids = tok.encode(text, add_special_tokens=False)
         self.calls += 1
         return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids), stop_reason="completed")
 
@@ -107,30 +122,54 @@ def verl_config(model_dir: Path, tmp: Path, url: str):
 
 @pytest.fixture(scope="module")
 def ray_session():
-    ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"TOKENIZERS_PARALLELISM": "false"}})
+    init_ray(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"TOKENIZERS_PARALLELISM": "false"}})
     # The LLM stand-in is defined here, a module Ray's workers cannot import by name.
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     yield
     ray.shutdown()
 
 
+@pytest.fixture(scope="module")
+def agent_worker(url: str, model_dir: Path, tmp_path_factory: pytest.TempPathFactory, ray_session):
+    """verl's AgentLoopWorker in a Ray actor, as AgentLoopManager starts it."""
+    config = verl_config(model_dir, tmp_path_factory.mktemp("verl-config"), url)
+    return ray.remote(AgentLoopWorker).remote(config, ScriptedLLM(str(model_dir)))
+
+
+def samples(prompts: list[str], **columns: list) -> DataProto:
+    """A batch as verl's dataset hands it to the agent loop workers; extra columns are per-sample overrides."""
+    raw_prompt = np.empty(len(prompts), dtype=object)
+    for i, text in enumerate(prompts):
+        raw_prompt[i] = [{"role": "user", "content": text}]
+    data = {"raw_prompt": raw_prompt, "agent_name": np.array(["gym_ws"] * len(prompts), dtype=object), "index": np.arange(len(prompts))}
+    data.update({k: np.array(v, dtype=object) for k, v in columns.items()})
+    return DataProto.from_single_dict(data, meta_info={"global_steps": 1, "validate": False})
+
+
 @pytest.mark.timeout(900)
-def test_agent_loop_worker_runs_gym_ws_episodes_in_a_ray_actor(url: str, model_dir: Path, tmp_path: Path, ray_session) -> None:
-    config = verl_config(model_dir, tmp_path, url)
-    worker = ray.remote(AgentLoopWorker).remote(config, ScriptedLLM(str(model_dir)))
-    raw_prompt = np.empty(2, dtype=object)
-    raw_prompt[0] = [{"role": "user", "content": "Balance the pole."}]
-    raw_prompt[1] = [{"role": "user", "content": "Balance the pole."}]
-    batch = DataProto.from_single_dict(
-        {"raw_prompt": raw_prompt, "agent_name": np.array(["gym_ws", "gym_ws"], dtype=object), "seed": np.array([3, 4], dtype=object), "index": np.arange(2)},
-        meta_info={"global_steps": 1, "validate": False},
-    )
-    out = ray.get(worker.generate_sequences.remote(batch))
+def test_agent_loop_worker_runs_gym_ws_episodes_in_a_ray_actor(agent_worker) -> None:
+    out = ray.get(agent_worker.generate_sequences.remote(samples(["Balance the pole."] * 2, seed=[3, 4])))
     responses, mask = out.batch["responses"], out.batch["response_mask"]
     assert responses.shape[0] == 2
     assert (mask.sum(dim=1) > 0).all()  # generated tokens are marked 1, env answers 0
     scores = out.batch["rm_scores"].sum(dim=1).tolist()
     assert all(s >= 5 for s in scores), scores  # CartPole pushed right lasts several steps, reward 1 each
+    assert [list(e) for e in out.non_tensor_batch["tool_errors"]] == [[], []]
+
+
+@pytest.mark.timeout(900)
+def test_wrong_actions_unknown_env_and_a_down_server_are_clear_errors_in_the_worker(agent_worker) -> None:
+    # The policy's tool calls carry a vector where CartPole takes one integer: each call's error goes
+    # back to the model (it may correct itself), into the worker's log and into the batch.
+    out = ray.get(agent_worker.generate_sequences.remote(samples([BAD_PROMPT], seed=[3])))
+    (errors,) = out.non_tensor_batch["tool_errors"]
+    assert len(errors) == 64 and out.batch["rm_scores"].sum().item() == 0.0  # max_turns turns, every one refused
+    assert errors[0].startswith("step: ENV_ERR_INVALID_ACTION"), errors[0]
+    # Bad config fails the batch with the server's message, not a hang or a zero reward.
+    with pytest.raises(ray.exceptions.RayTaskError, match='ENV_ERR_UNKNOWN_ENV: no env is registered as "gymwire/NoSuchEnv-v0"'):
+        ray.get(agent_worker.generate_sequences.remote(samples(["Balance the pole."], env_id=["gymwire/NoSuchEnv-v0"])))
+    with pytest.raises(ray.exceptions.RayTaskError, match=r"ws://127\.0\.0\.1:9"):
+        ray.get(agent_worker.generate_sequences.remote(samples(["Balance the pole."], gymwire_url=["ws://127.0.0.1:9"])))
 
 
 def test_token_ids_from_transformers_5_chat_templates(model_dir: Path) -> None:
@@ -143,7 +182,7 @@ def test_token_ids_from_transformers_5_chat_templates(model_dir: Path) -> None:
     assert tok.decode(ids).endswith("<|im_start|>assistant\n")
 
 
-def test_tool_loader_builds_gym_ws_tools_and_sessions_are_released(url: str, tmp_path: Path) -> None:
+def test_tool_loader_builds_gym_ws_tools_and_sessions_are_released(url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     from gymwire.tools import ToolEnvironment
 
     async def schemas() -> list[dict]:
@@ -166,6 +205,10 @@ def test_tool_loader_builds_gym_ws_tools_and_sessions_are_released(url: str, tmp
 
     async def episode() -> list[float]:
         rewards = []
+        instance, _ = await tools["step"].create()
+        # A wrong action shape: the model reads the server's error, the log says it, no reward.
+        response, reward, metrics = await tools["step"].execute(instance, {"action": [0.5, 0.5]}, agent_data=AgentData())
+        assert "ENV_ERR_INVALID_ACTION" in json.loads(response.text)["error"] and reward == 0.0 and metrics == {"error": True}
         for _ in range(100):
             instance, _ = await tools["step"].create()
             response, reward, metrics = await tools["step"].execute(instance, {"action": 1}, agent_data=AgentData())
@@ -178,6 +221,7 @@ def test_tool_loader_builds_gym_ws_tools_and_sessions_are_released(url: str, tmp
     rewards = asyncio.run(episode())
     assert len(rewards) >= 5 and all(r == 1.0 for r in rewards)
     assert "req-1" not in GymWSTool._sessions  # closed when the episode ended
+    assert any(r.levelname == "WARNING" and "gymwire tool step" in r.getMessage() and "ENV_ERR_INVALID_ACTION" in r.getMessage() for r in caplog.records)
 
 
 def test_zero_argument_schema_gets_required_and_bounds_stay_visible() -> None:
@@ -204,3 +248,22 @@ def test_agent_loop_needs_a_server_and_env(model_dir: Path) -> None:
 
 def test_json_of_tool_calls_is_what_the_stand_in_sends() -> None:
     assert json.loads(TOOL_CALL[len("<tool_call>") : -len("</tool_call>")])["name"] == "step"
+
+
+def run_example(url: str, name: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, timeout=300, env={**os.environ, "GYMWIRE_URL": url})
+
+
+@pytest.mark.timeout(400)
+def test_tools_example_runs_verls_loader_and_tool_api(url: str) -> None:
+    out = run_example(url, "verl_tools.py")
+    assert out.returncode == 0, f"{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
+    assert f"verl {verl.__version__} loaded tools" in out.stdout
+
+
+@pytest.mark.timeout(400)
+def test_vla_example_says_plainly_that_this_verl_has_no_vla_env_manager(url: str) -> None:
+    out = run_example(url, "verl_vla.py")
+    assert out.returncode == 1
+    assert f"FAILED: verl {verl.__version__} has no VLA env manager" in out.stderr
+    assert "VLA rollouts through verl cannot run on it" in out.stderr and "examples/python/verl_tools.py" in out.stderr

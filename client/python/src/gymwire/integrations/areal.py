@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from .. import errors as E
 from ..tools import ToolEnvironment, space_json_schema, to_jsonable
 from ._common import as_tensor, optional_attr
 
+_LOG = logging.getLogger(__name__)
 _RolloutWorkflow = optional_attr("areal.api.workflow_api", "RolloutWorkflow") or object
 _ModelRequest = optional_attr("areal.api.io_struct", "ModelRequest")
 
@@ -231,7 +233,11 @@ class GymWSWorkflow(_RolloutWorkflow):  # type: ignore[misc,valid-type]
                 action = self.parse_action(completion, remote.action_space)
                 obs, reward, terminated, truncated, info = await remote.step(action)
             except (ValueError, E.InvalidActionError) as err:
-                text = f"\nThat action was refused: {getattr(err, 'message', str(err))}\n" + self.render(obs, info, turn + 1, remote.action_space)
+                reason = getattr(err, "message", str(err))
+                # The model reads the reason and may correct itself; the trainer's log says it too, so
+                # a policy that only sends bad actions is not a silent zero reward.
+                _LOG.warning("gymwire workflow: turn %d's action was refused: %s (the model said %r)", turn, err, completion[:200])
+                text = f"\nThat action was refused: {reason}\n" + self.render(obs, info, turn + 1, remote.action_space)
                 continue
             total += reward
             if terminated or truncated:

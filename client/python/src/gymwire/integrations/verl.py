@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import re
 import uuid
@@ -27,6 +28,7 @@ from ..tools import env_control_tools
 from ._common import ChunkedSessions, ObsMapper, as_tensor, cfg_get, optional_attr
 
 SIMULATOR_TYPE = "gymwire"
+_LOG = logging.getLogger(__name__)
 
 
 class RemoteGymEnv:
@@ -208,7 +210,9 @@ class GymWSAgentLoop(_AgentLoopBase):  # type: ignore[misc,valid-type]
     keyword arguments: ``gymwire_url``, ``env_id``, ``max_turns``) with its own keyword arguments.
     Per sample (dataset columns, or the same under ``extra_info``): ``gymwire_url``, ``env_id``,
     ``env_kwargs``, ``seed``. The prompt is the dataset's ``raw_prompt`` plus the first observation;
-    tool results go back as ``tool`` messages (response_mask 0). The session is always closed.
+    tool results go back as ``tool`` messages (response_mask 0). A failed tool call (a wrong action,
+    say) goes back to the model as an error message, is logged as a warning and is listed in the
+    output's ``extra_fields["tool_errors"]``. The session is always closed.
     """
 
     def __init__(
@@ -271,6 +275,7 @@ class GymWSAgentLoop(_AgentLoopBase):  # type: ignore[misc,valid-type]
         response_mask: list[int] = []
         logprobs: list[float] = []
         total, turns, done = 0.0, 0, False
+        tool_errors: list[str] = []
         request_id = uuid.uuid4().hex
         while turns < self.max_turns and not done:
             out = await self.server_manager.generate(request_id, prompt_ids=prompt_ids + response_ids, sampling_params=sampling_params)
@@ -287,6 +292,9 @@ class GymWSAgentLoop(_AgentLoopBase):  # type: ignore[misc,valid-type]
                     result = await env.aexecute(call["name"], call["arguments"])
                 except Exception as err:  # noqa: BLE001 - the model sees the server's message and may correct itself
                     result = {"error": str(err)}
+                    # The trainer's log and the batch say so too: a policy that only sends bad calls must not look like a plain zero return.
+                    tool_errors.append(f"{call['name']}: {err}")
+                    _LOG.warning("gymwire agent loop: tool call %s(%s) failed: %s", call["name"], json.dumps(call["arguments"])[:200], err)
                 if isinstance(result, dict) and "reward" in result:
                     total += float(result["reward"])
                     done = done or bool(result.get("terminated") or result.get("truncated"))
@@ -303,7 +311,7 @@ class GymWSAgentLoop(_AgentLoopBase):  # type: ignore[misc,valid-type]
             response_logprobs=logprobs,
             reward_score=total,
             num_turns=turns * 2,
-            extra_fields={"episode_return": total, "done": done},
+            extra_fields={"episode_return": total, "done": done, "tool_errors": tool_errors},
         )
         if _AgentLoopOutput is not None:
             fields["metrics"] = {}
@@ -384,6 +392,7 @@ class GymWSTool(_BaseTool):  # type: ignore[misc,valid-type]
         try:
             result = await env.aexecute(self.name, parameters)
         except Exception as err:  # noqa: BLE001 - errors go back to the model as text
+            _LOG.warning("gymwire tool %s(%s) failed: %s", self.name, json.dumps(parameters, default=str)[:200], err)
             return (_ToolResponse or ToolResponseStandIn)(text=json.dumps({"error": str(err)})), 0.0, {"error": True}
         reward = float(result.get("reward", 0.0)) if isinstance(result, dict) else 0.0
         env.episode_return += reward
