@@ -21,13 +21,7 @@ export interface McpCommandOptions {
 }
 
 /** Runs the bridge until stdin closes; resolves after the gymwire sessions it made are closed. */
-export async function runMcpBridge(opts: {
-  url: string;
-  token?: string;
-  logger?: pino.Logger;
-  stdin?: Readable;
-  stdout?: Writable;
-}): Promise<void> {
+export async function runMcpBridge(opts: { url: string; token?: string; logger?: pino.Logger; stdin?: Readable; stdout?: Writable }): Promise<void> {
   const log = opts.logger ?? pino({ level: 'silent' });
   let mcp: GymwireMcp | null = null;
   const client = await GymwireClient.connect(opts.url, {
@@ -43,8 +37,7 @@ export async function runMcpBridge(opts: {
   mcp = new GymwireMcp(client, {
     logger: log,
     onToolsAdded: () => {
-      for (const server of servers)
-        server.sendToolListChanged().catch((err: unknown) => log.debug({ err }, 'tools/list_changed not sent'));
+      for (const server of servers) server.sendToolListChanged().catch((err: unknown) => log.debug({ err }, 'tools/list_changed not sent'));
     },
   });
   const stdin = opts.stdin ?? process.stdin;

@@ -165,8 +165,7 @@ export class CallerOwners {
     for (const victim of room.evict) {
       const holder = victim.id !== undefined ? this.holders.get(victim.id) : undefined;
       if (!holder) continue;
-      const reason =
-        victim.caller === caller ? 'evicted: its caller made another one past the per-caller cap' : 'evicted: the MCP endpoint is full';
+      const reason = victim.caller === caller ? 'evicted: its caller made another one past the per-caller cap' : 'evicted: the MCP endpoint is full';
       this.log.info({ session_id: victim.id, caller: victim.caller, reason }, 'MCP env session evicted');
       // forget() runs before the first await, so the caps count drops now.
       void holder.mcp.closeSession(victim.id!, reason);
@@ -184,4 +183,3 @@ export class CallerOwners {
     owner.link.close();
   }
 }
-

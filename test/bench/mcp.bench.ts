@@ -160,7 +160,9 @@ try {
   const echoUrl = floorHttp.match[2]!;
   const echo = async () => {
     const t0 = performance.now();
-    await (await fetch(echoUrl, { method: 'POST', body: '{"jsonrpc":"2.0","id":1,"method":"tools/call"}', headers: { 'content-type': 'application/json' } })).json();
+    await (
+      await fetch(echoUrl, { method: 'POST', body: '{"jsonrpc":"2.0","id":1,"method":"tools/call"}', headers: { 'content-type': 'application/json' } })
+    ).json();
     return performance.now() - t0;
   };
   const http = await mcpClient(new StreamableHTTPClientTransport(new URL(mcpUrl)));

@@ -93,7 +93,10 @@ describe('MCP request bodies', () => {
 });
 
 /** make_env from `localAddress` through a bare stateless 2025-11-25 POST; resolves with the tool result. */
-async function rawMake(url: string, localAddress?: string): Promise<{ isError?: boolean; structuredContent?: { session_id: string }; content: { text: string }[] }> {
+async function rawMake(
+  url: string,
+  localAddress?: string,
+): Promise<{ isError?: boolean; structuredContent?: { session_id: string }; content: { text: string }[] }> {
   const answer = await rawPost(url, {
     localAddress,
     headers: { 'mcp-protocol-version': '2025-11-25' },
@@ -104,7 +107,7 @@ async function rawMake(url: string, localAddress?: string): Promise<{ isError?: 
 }
 
 describe('MCP env session caps', () => {
-  it("makes a caller past its cap give up its own least recently used idle session, locking out nobody else", async () => {
+  it('makes a caller past its cap give up its own least recently used idle session, locking out nobody else', async () => {
     t = await startMcpServer({ mcp: { maxSessionsPerCaller: 3 } });
     const made: string[] = [];
     for (let i = 0; i < 10; i++) made.push((await rawMake(t.mcpUrl, OTHER_CALLER)).structuredContent!.session_id);
@@ -126,7 +129,9 @@ describe('MCP env session caps', () => {
     const first = (await callOk(c, 'make_env', { env_id: CARTPOLE })).session_id as string;
     await callOk(c, 'make_env', { env_id: CARTPOLE });
     await expect.poll(() => t!.server.core.sessionCount).toBe(1);
-    expect(await callErr(c, 'reset', { session_id: first })).toMatch(/^ENV_ERR_UNKNOWN_SESSION: session .* is closed \(evicted: its caller made another one past the per-caller cap\)/);
+    expect(await callErr(c, 'reset', { session_id: first })).toMatch(
+      /^ENV_ERR_UNKNOWN_SESSION: session .* is closed \(evicted: its caller made another one past the per-caller cap\)/,
+    );
   });
 
   it('holds the cap against concurrent makes from one caller', async () => {

@@ -222,7 +222,9 @@ describe('MCP over Streamable HTTP', () => {
       json: { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'reset', arguments: { session_id: mine } } },
     });
     expect(answer.status).toBe(200);
-    expect(jsonRpcAnswer(answer.body)).toMatchObject({ result: { isError: true, content: [{ text: expect.stringMatching(/^ENV_ERR_UNKNOWN_SESSION: no session/) }] } });
+    expect(jsonRpcAnswer(answer.body)).toMatchObject({
+      result: { isError: true, content: [{ text: expect.stringMatching(/^ENV_ERR_UNKNOWN_SESSION: no session/) }] },
+    });
     expect(await callOk(c, 'reset', { session_id: mine, seed: 0 })).toMatchObject({ session_id: mine });
   });
 
@@ -253,7 +255,9 @@ describe('MCP over Streamable HTTP', () => {
     expect(await until(() => t!.endpoint.callerCount === 0 && t!.server.core.sessionCount === 0)).toBe(true);
     // The same client goes on: a new gymwire connection for the caller, and the session reported closed.
     expect((await callOk(c, 'list_envs')).envs).toBeInstanceOf(Array);
-    expect(await callErr(c, 'reset', { session_id: id })).toMatch(new RegExp(`^ENV_ERR_UNKNOWN_SESSION: session ${id} is closed \\(idle for more than 300 ms\\)`));
+    expect(await callErr(c, 'reset', { session_id: id })).toMatch(
+      new RegExp(`^ENV_ERR_UNKNOWN_SESSION: session ${id} is closed \\(idle for more than 300 ms\\)`),
+    );
     await t!.server.close();
 
     // The core's own idle reaper (the WebSocket limit) closes idle gymwire sessions of a live caller.

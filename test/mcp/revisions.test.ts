@@ -36,7 +36,11 @@ interface AnyClient {
 }
 
 const headers = { Authorization: `Bearer ${TOKEN}` };
-const CLIENTS: { label: string; revision: string; connect(url: string, onToolsChanged?: (tools: Tool[]) => void): Promise<{ client: AnyClient; version: string | undefined }> }[] = [
+const CLIENTS: {
+  label: string;
+  revision: string;
+  connect(url: string, onToolsChanged?: (tools: Tool[]) => void): Promise<{ client: AnyClient; version: string | undefined }>;
+}[] = [
   {
     label: 'SDK v2 client, 2026-07-28',
     revision: '2026-07-28',

@@ -87,7 +87,13 @@ describe('MCP over stdio (gymwire mcp --url)', () => {
 
   it('speaks 2026-07-28 to the SDK v2 client: server/discover, no initialize', async () => {
     const args = [ENTRY, 'mcp', '--url', server.url, '--token', 'sekret'];
-    const transport = new StdioV2({ command: process.execPath, args, cwd: ROOT, env: { PATH: process.env.PATH ?? '', GYMWIRE_NO_REEXEC: '1' }, stderr: 'pipe' });
+    const transport = new StdioV2({
+      command: process.execPath,
+      args,
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', GYMWIRE_NO_REEXEC: '1' },
+      stderr: 'pipe',
+    });
     const client = new ClientV2({ name: 'gymwire-stdio-v2', version: '0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
     await client.connect(transport);
     try {

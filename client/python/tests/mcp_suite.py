@@ -110,7 +110,7 @@ class Session:
 
     async def error(self, name: str, args: dict[str, Any]) -> str:
         res = await self.impl.call_tool(name, args)
-        assert (res.is_error if MCP_MAJOR >= 2 else res.isError), f"{name} should have failed"
+        assert res.is_error if MCP_MAJOR >= 2 else res.isError, f"{name} should have failed"
         return res.content[0].text
 
 
