@@ -1,9 +1,12 @@
 /**
  * `gymwire mcp --url ws://HOST:PORT [--token T]`: an MCP server on stdio bridged to a remote
  * gymwire server, for desktop agent hosts (Claude Desktop, IDEs) that launch MCP servers as
- * processes. Stdout carries MCP only; logs go to stderr.
+ * processes. It speaks both revisions (2025-11-25 `initialize`, 2026-07-28 `server/discover`)
+ * through the SDK's `serveStdio`. Stdout carries MCP only; logs go to stderr.
  */
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { Server } from '@modelcontextprotocol/server';
+import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio';
+import type { Readable, Writable } from 'node:stream';
 import type { Command } from 'commander';
 import pino from 'pino';
 
@@ -18,13 +21,7 @@ export interface McpCommandOptions {
 }
 
 /** Runs the bridge until stdin closes; resolves after the gymwire sessions it made are closed. */
-export async function runMcpBridge(opts: {
-  url: string;
-  token?: string;
-  logger?: pino.Logger;
-  stdin?: NodeJS.ReadableStream;
-  stdout?: NodeJS.WritableStream;
-}): Promise<void> {
+export async function runMcpBridge(opts: { url: string; token?: string; logger?: pino.Logger; stdin?: Readable; stdout?: Writable }): Promise<void> {
   const log = opts.logger ?? pino({ level: 'silent' });
   let mcp: GymwireMcp | null = null;
   const client = await GymwireClient.connect(opts.url, {
@@ -35,15 +32,31 @@ export async function runMcpBridge(opts: {
       else log.info({ event }, 'gymwire connection');
     },
   });
-  mcp = new GymwireMcp(client, { logger: log });
-  const transport = new StdioServerTransport(opts.stdin as never, opts.stdout as never);
-  const closed = new Promise<void>((resolve) => {
-    transport.onclose = resolve;
-    (opts.stdin ?? process.stdin).once('end', resolve);
+  // serveStdio asks for a server per connection (and one for a server/discover probe it may drop).
+  const servers = new Set<Server>();
+  mcp = new GymwireMcp(client, {
+    logger: log,
+    onToolsAdded: () => {
+      for (const server of servers) server.sendToolListChanged().catch((err: unknown) => log.debug({ err }, 'tools/list_changed not sent'));
+    },
   });
-  await mcp.server.connect(transport);
+  const stdin = opts.stdin ?? process.stdin;
+  const closed = new Promise<void>((resolve) => {
+    stdin.once('end', resolve);
+    stdin.once('close', resolve);
+  });
+  const handle = serveStdio(
+    () => {
+      const server = mcp.createServer();
+      servers.add(server);
+      server.onclose = () => servers.delete(server);
+      return server;
+    },
+    { transport: new StdioServerTransport(stdin, opts.stdout ?? process.stdout), onerror: (err) => log.debug({ err }, 'MCP stdio error') },
+  );
   log.info({ url: opts.url }, 'gymwire MCP bridge on stdio');
   await closed;
+  await handle.close();
   await mcp.closeSessions('the MCP client went away');
   await client.close();
 }

@@ -131,12 +131,12 @@ export function registerServe(program: Command): void {
     )
     .option(
       '--mcp-max-sessions <n>',
-      'MCP sessions open at once at most; when full, the least recently used idle session of the caller holding the most gives way',
+      'env sessions made through /mcp at most, across callers; when full, the least recently used idle session of the caller holding the most gives way',
       String(MCP_DEFAULTS.maxSessions),
     )
     .option(
       '--mcp-max-sessions-per-caller <n>',
-      'MCP sessions one remote address holds at most; its next one ends its own least recently used idle session',
+      'env sessions one remote address makes through /mcp at most; its next make_env closes its own least recently used idle session',
       String(MCP_DEFAULTS.maxSessionsPerCaller),
     )
     .option('--mcp-max-body-bytes <size>', 'largest /mcp request body read; larger ones get 413 unread', String(MCP_DEFAULTS.maxBodyBytes))

@@ -1,5 +1,5 @@
 /**
- * Caps on MCP sessions per caller and in all. A caller (one remote address) that reaches its cap
+ * Caps on sessions per caller and in all (over /mcp: the env sessions made through MCP). A caller (one remote address) that reaches its cap
  * makes room by giving up its own least recently used idle session, so it can never lock out
  * anyone else; when the whole endpoint is full, the idle session given up is the least recently
  * used one of the caller holding the most. A new session is refused only when every session that
@@ -78,13 +78,13 @@ export class CallerCaps<S extends CappedSession> {
         return {
           kind: 'refused',
           status: 429,
-          message: `too many MCP sessions from this caller (at most ${this.opts.perCaller}), and every one of them is busy`,
+          message: `too many env sessions from this caller through MCP (at most ${this.opts.perCaller}), and every one of them is busy; close one with close_env`,
         };
       evict.push(victim);
     }
     if (this.count - evict.length >= this.opts.total) {
       const victim = this.globalVictim(evict);
-      if (!victim) return { kind: 'refused', status: 503, message: `too many MCP sessions (at most ${this.opts.total}), and none is idle` };
+      if (!victim) return { kind: 'refused', status: 503, message: `too many env sessions through MCP (at most ${this.opts.total}), and none is idle` };
       evict.push(victim);
     }
     return { kind: 'room', evict };

@@ -13,10 +13,11 @@
  * const catalog = new ToolCatalog(envs); // envs: list_envs's answer
  * catalog.tools(); // Tool[] for tools/list
  */
-import type { Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { Tool, ToolAnnotations } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 
 import type { EnvListingSchema, ToolDescription } from '../../protocol/messages.ts';
+import type { GymwireLink } from './link.ts';
 import { strictInputSchema } from './strict-schema.ts';
 import type { JsonSchema, StrictSchema } from './strict-schema.ts';
 
@@ -274,5 +275,25 @@ export class ToolCatalog {
 
   tools(): Tool[] {
     return [...[...this.fixed.values()].map((f) => f.published), ...[...this.envTools.values()].map((e) => e.published)];
+  }
+}
+
+/**
+ * One catalog for an endpoint, built from the server's listing on first use and shared by every
+ * owner: the registry does not change while the server runs, and a hosted env's tools added at
+ * one caller's make are listed for all.
+ */
+export class CatalogCache {
+  private catalog: Promise<ToolCatalog> | null = null;
+
+  get(link: GymwireLink): Promise<ToolCatalog> {
+    this.catalog ??= link.request('list_envs', {}).then(
+      ({ envs }) => new ToolCatalog(envs),
+      (err: unknown) => {
+        this.catalog = null; // a refused or lost link: the next call tries again
+        throw err;
+      },
+    );
+    return this.catalog;
   }
 }

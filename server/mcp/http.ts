@@ -1,22 +1,21 @@
 /**
- * MCP over Streamable HTTP at /mcp, on the same port as the WebSockets.
- *
- * Sessions are stateful (`Mcp-Session-Id`). Each MCP session gets its own in-process gymwire
- * connection ({@link coreLink}), opened at `initialize` with the bearer token as hello's token: a
- * token the core refuses is an HTTP 401, and every later request of that MCP session must carry
- * the same token. Limits, validation and the core's session reaper are those of any WebSocket
- * client. When the MCP session ends (DELETE, idle timeout, eviction, server shutdown) its gymwire
- * sessions are closed and its connection with them.
+ * MCP over Streamable HTTP at /mcp, on the same port as the WebSockets, in both protocol
+ * revisions through the official SDK's `createMcpHandler`: 2026-07-28 (`server/discover`, every
+ * request stands alone) and 2025-11-25 (`initialize`), the latter served statelessly (no
+ * `Mcp-Session-Id`), so there is no MCP session to expire and a reconnecting client never meets
+ * a 404. Every request gets a fresh MCP server from the factory, over its caller's env sessions
+ * ({@link CallerOwners}): sessions belong to the caller (bearer token and remote address), so a
+ * session id made in one request works in the next, whichever revision or connection it uses.
  *
  * The front door costs an unauthenticated caller nothing: the origin and the token are checked
  * from the headers before a byte of the body is read, and bodies are bounded (413 past the
- * bound, without buffering it). Sessions are capped per caller and in all ({@link CallerCaps}).
+ * bound, without buffering it). Env sessions are capped per caller and in all.
  */
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { createMcpHandler } from '@modelcontextprotocol/server';
+import type { AuthInfo } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
 
 import { ProtocolError } from '../../protocol/errors.ts';
@@ -25,25 +24,29 @@ import { bearerToken } from '../http.ts';
 import { originAllowed } from '../origin.ts';
 import type { HttpHandler, HttpRoutes } from '../http.ts';
 import { drainThenClose, readBoundedJson } from './body.ts';
-import { CallerCaps, callerOf } from './caller-caps.ts';
-import { coreLink } from './link.ts';
-import type { CoreLink } from './link.ts';
-import { GymwireMcp } from './tools.ts';
+import { callerOf } from './caller-caps.ts';
+import { CallerOwners } from './owners.ts';
+import type { Owner } from './owners.ts';
+import { ToolFailure } from './tools.ts';
 
 export interface McpHttpOptions {
   /** Where to serve MCP (default /mcp). */
   path?: string;
   logger?: Logger;
-  /** MCP sessions with no request for this long are closed; default the core's idle_timeout_ms; 0 never. */
+  /**
+   * A caller with no request for this long is released: its env sessions are closed. Default the
+   * core's idle_timeout_ms; 0 never.
+   */
   idleTimeoutMs?: number;
   /**
-   * MCP sessions open at once at most (default 1024). When full, an initialize ends the least
-   * recently used idle session of the caller holding the most; 503 when none is idle.
+   * Env sessions held through MCP at most, across callers (default 1024); also the most callers
+   * held at once. When full, a make_env closes the least recently used idle session of the caller
+   * holding the most; a tool error ENV_ERR_TOO_MANY_SESSIONS when none is idle.
    */
   maxSessions?: number;
   /**
-   * MCP sessions one caller (remote address) holds at most (default 64). Its next initialize ends
-   * its own least recently used idle session; 429 when all of them are busy.
+   * Env sessions one caller (remote address) holds through MCP at most (default 64). Its next
+   * make_env closes its own least recently used idle session; a tool error when all are busy.
    */
   maxSessionsPerCaller?: number;
   /** Largest request body read, in bytes (default 4 MiB); larger ones get 413 unread. */
@@ -62,26 +65,16 @@ export { originAllowed } from '../origin.ts';
 /** The mounted endpoint, for tests and the admin side. */
 export interface McpEndpoint {
   readonly path: string;
+  /** Env sessions held through MCP. */
   readonly sessionCount: number;
-  /** Ends every MCP session (closing their gymwire sessions) and stops the reaper. */
+  /** Callers holding a gymwire connection (one each, whatever the number of MCP clients). */
+  readonly callerCount: number;
+  /** Closes every caller's env sessions and connection, and stops the reaper. */
   close(): Promise<void>;
 }
 
 /** Defaults of the front door's limits. */
 export const MCP_DEFAULTS = { maxSessions: 1024, maxSessionsPerCaller: 64, maxBodyBytes: 4 * 1024 * 1024 } as const;
-
-interface McpSession {
-  id: string | null;
-  caller: string;
-  token: string | undefined;
-  link: CoreLink;
-  mcp: GymwireMcp;
-  transport: StreamableHTTPServerTransport;
-  lastActive: number;
-  /** POSTs in progress (a long-lived GET stream does not keep a session alive). */
-  busy: number;
-  ended: Promise<void> | null;
-}
 
 /**
  * Mounts MCP at `/mcp` on the server's HTTP routes.
@@ -96,39 +89,19 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
   const idleMs = opts.idleTimeoutMs ?? core.limits.idle_timeout_ms;
   const maxBodyBytes = opts.maxBodyBytes ?? MCP_DEFAULTS.maxBodyBytes;
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1) throw new RangeError(`maxBodyBytes must be a positive integer, got ${String(maxBodyBytes)}`);
-  const caps = new CallerCaps<McpSession>({
-    total: opts.maxSessions ?? MCP_DEFAULTS.maxSessions,
-    perCaller: opts.maxSessionsPerCaller ?? MCP_DEFAULTS.maxSessionsPerCaller,
+  const owners = new CallerOwners(core, {
+    logger: log,
+    idleMs,
+    maxSessions: opts.maxSessions ?? MCP_DEFAULTS.maxSessions,
+    maxSessionsPerCaller: opts.maxSessionsPerCaller ?? MCP_DEFAULTS.maxSessionsPerCaller,
+    // Modern clients listening on subscriptions/listen learn of a hosted env's tools at once.
+    onToolsAdded: () => handler.notify.toolsChanged(),
   });
-  const sessions = new Map<string, McpSession>();
-  /** Sessions between initialize and the transport assigning their id. */
-  const starting = new Set<McpSession>();
-
-  const end = (s: McpSession, reason: string): Promise<void> => {
-    s.ended ??= (async () => {
-      if (s.id) sessions.delete(s.id);
-      starting.delete(s);
-      caps.remove(s);
-      log.debug({ mcp_session: s.id, reason }, 'MCP session ended');
-      if (!s.link.closed) await s.mcp.closeSessions(reason);
-      s.link.close();
-      await s.transport.close().catch(() => {});
-    })();
-    return s.ended;
-  };
-
-  const reaper =
-    idleMs > 0
-      ? setInterval(
-          () => {
-            if (core.isShuttingDown) return void clearInterval(reaper!);
-            const now = Date.now();
-            for (const s of sessions.values()) if (s.busy === 0 && now - s.lastActive > idleMs) void end(s, `idle for more than ${idleMs} ms`);
-          },
-          Math.max(50, Math.min(5000, Math.floor(idleMs / 4))),
-        )
-      : null;
-  reaper?.unref();
+  // One fresh MCP server per request, over the env sessions of the caller the front door found.
+  const handler = createMcpHandler((ctx) => ownerOf(ctx.authInfo).mcp.createServer(), {
+    onerror: (err) => log.debug({ err }, 'MCP request refused by the SDK'),
+  });
+  const serve = toNodeHandler(handler, { onerror: (err) => log.warn({ err }, 'MCP request failed') });
 
   /** The parsed body of a POST, or undefined once the request has been answered (413, 400). */
   async function readBody(req: IncomingMessage, res: ServerResponse): Promise<{ value: unknown } | undefined> {
@@ -144,62 +117,6 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
       return undefined;
     }
     return { value: body.value };
-  }
-
-  async function open(req: IncomingMessage, res: ServerResponse, token: string | undefined): Promise<void> {
-    const read = await readBody(req, res);
-    if (!read) return;
-    const body = read.value;
-    if (!isInitializeRequest(body)) return jsonRpcError(res, 400, -32000, 'Bad Request: no valid Mcp-Session-Id header, and the request is not initialize');
-    let link: CoreLink;
-    try {
-      link = await coreLink(core, { token, clientName: 'gymwire-mcp-http', remoteAddress: req.socket.remoteAddress ?? 'mcp' });
-    } catch (err) {
-      if (err instanceof ProtocolError && err.code === 'ENV_ERR_UNAUTHORIZED') {
-        challenge(req, res);
-        return jsonRpcError(res, 401, -32001, `Unauthorized: ${err.message}; send Authorization: Bearer <token>`);
-      }
-      const message = err instanceof Error ? err.message : String(err);
-      return jsonRpcError(res, 503, -32603, `gymwire refused the connection: ${message}`);
-    }
-    // From here to caps.add() nothing awaits: concurrent initializes cannot all pass one check.
-    const caller = callerOf(req.socket.remoteAddress);
-    const room = caps.makeRoom(caller);
-    if (room.kind === 'refused') {
-      link.close();
-      log.warn({ caller, held: caps.held(caller), total: caps.size }, 'MCP initialize refused: sessions full');
-      return jsonRpcError(res, room.status, -32000, room.message);
-    }
-    for (const victim of room.evict) {
-      const reason = victim.caller === caller ? 'evicted: its caller opened another one past the per-caller cap' : 'evicted: the endpoint is full';
-      log.info({ mcp_session: victim.id, caller: victim.caller, reason }, 'MCP session evicted');
-      void end(victim, reason);
-    }
-    const mcp = new GymwireMcp(link, { logger: log });
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      enableJsonResponse: true,
-      onsessioninitialized: (id) => {
-        s.id = id;
-        starting.delete(s);
-        sessions.set(id, s);
-        log.debug({ mcp_session: id, conn_token: token !== undefined }, 'MCP session opened');
-      },
-    });
-    const s: McpSession = { id: null, caller, token, link, mcp, transport, lastActive: Date.now(), busy: 1, ended: null };
-    starting.add(s);
-    caps.add(s);
-    link.onEvent = (event) => mcp.handleEvent(event);
-    link.onClose = (reason) => void end(s, `gymwire connection closed: ${reason}`);
-    transport.onclose = () => void end(s, 'closed by the client');
-    await mcp.server.connect(transport);
-    try {
-      await transport.handleRequest(req, res, body);
-    } finally {
-      s.busy--;
-      s.lastActive = Date.now();
-      if (!s.id) void end(s, 'initialize failed');
-    }
   }
 
   /**
@@ -237,7 +154,7 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
           res,
           403,
           -32000,
-          `Forbidden: Origin ${origin} may not use this endpoint (DNS-rebinding protection); allow it with gymwire serve --mcp-allow-origin ${origin}`,
+          `Forbidden: Origin ${origin} may not use this endpoint (DNS-rebinding protection); allow it with gymwire serve --allow-origin ${origin}`,
         );
       }
       const token = bearerToken(req);
@@ -248,28 +165,34 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
         drainThenClose(req, res);
         return jsonRpcError(res, 401, -32001, `Unauthorized: ${why}; send Authorization: Bearer <token>`);
       }
-      const sid = req.headers['mcp-session-id'];
-      if (typeof sid !== 'string') {
-        if (req.method !== 'POST') return jsonRpcError(res, 400, -32000, 'Bad Request: no Mcp-Session-Id header; start with an initialize POST');
-        return open(req, res, token);
+      let body: unknown;
+      if (req.method === 'POST') {
+        const read = await readBody(req, res);
+        if (!read) return;
+        body = read.value;
       }
-      const s = sessions.get(sid);
-      if (!s) return jsonRpcError(res, 404, -32001, 'Session not found: it ended or was reaped; initialize a new one');
-      if (s.token !== token) {
-        challenge(req, res);
-        return jsonRpcError(res, 401, -32001, 'Unauthorized: this MCP session was opened with a different bearer token');
-      }
-      const counts = req.method === 'POST';
-      if (counts) s.busy++;
-      s.lastActive = Date.now();
+      let owner: Owner;
       try {
-        if (counts) {
-          const read = await readBody(req, res);
-          if (read) await s.transport.handleRequest(req, res, read.value);
-        } else await s.transport.handleRequest(req, res);
+        owner = await owners.acquire(callerOf(req.socket.remoteAddress), token);
+      } catch (err) {
+        if (err instanceof ProtocolError && err.code === 'ENV_ERR_UNAUTHORIZED') {
+          challenge(req, res);
+          return jsonRpcError(res, 401, -32001, `Unauthorized: ${err.message}; send Authorization: Bearer <token>`);
+        }
+        const message = err instanceof Error ? err.message : String(err);
+        return jsonRpcError(res, 503, -32603, `gymwire refused the connection: ${message}`);
+      }
+      // A subscriptions/listen stream stays open for as long as the client likes: it does not keep the caller busy.
+      const counts = !isListen(body);
+      if (counts) owner.busy++;
+      owner.lastActive = Date.now();
+      const auth: AuthInfo = { token: token ?? '', clientId: owner.caller, scopes: [], extra: { owner } };
+      (req as IncomingMessage & { auth?: AuthInfo }).auth = auth;
+      try {
+        await serve(req, res, body);
       } finally {
-        if (counts) s.busy--;
-        s.lastActive = Date.now();
+        if (counts) owner.busy--;
+        owner.lastActive = Date.now();
       }
     },
     { checksOrigin: true },
@@ -278,11 +201,14 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
   return {
     path,
     get sessionCount() {
-      return sessions.size;
+      return owners.sessionCount;
+    },
+    get callerCount() {
+      return owners.callerCount;
     },
     async close() {
-      if (reaper) clearInterval(reaper);
-      await Promise.all([...sessions.values(), ...starting].map((s) => end(s, 'the MCP endpoint closed')));
+      await handler.close();
+      await owners.close();
     },
   };
 }
@@ -290,4 +216,15 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
 function jsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {
   if (res.headersSent) return;
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+}
+
+/** The owner the front door attached to the request (see the route handler). */
+function ownerOf(auth: AuthInfo | undefined): Owner {
+  const owner = auth?.extra?.owner as Owner | undefined;
+  if (!owner) throw new ToolFailure('ENV_ERR_INTERNAL', 'an MCP request reached the server factory without its caller');
+  return owner;
+}
+
+function isListen(body: unknown): boolean {
+  return typeof body === 'object' && body !== null && (body as { method?: unknown }).method === 'subscriptions/listen';
 }

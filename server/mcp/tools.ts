@@ -1,6 +1,12 @@
 /**
  * The MCP tool layer: gymwire's operations as MCP tools, over any {@link GymwireLink}.
  *
+ * One GymwireMcp belongs to one owner of env sessions (over HTTP a caller: its token and address;
+ * over stdio the bridge's one connection), never to an MCP session: {@link GymwireMcp.createServer}
+ * makes a fresh MCP `Server` for every HTTP request or stdio connection, in either protocol
+ * revision (2025-11-25 with `initialize`, 2026-07-28 with `server/discover` and stateless
+ * requests), and each of them reaches the same env sessions.
+ *
  * The tool list (catalog.ts) is the same for every connection and does not change as sessions
  * open and close: the fixed tools (`list_envs`, `make_env`, `reset`, `step`, `render`,
  * `close_env`, `list_session_tools`, `call_session_tool`) and every registered env's own tools as
@@ -16,11 +22,10 @@
  *
  * @example
  * const mcp = new GymwireMcp(link);
- * await mcp.server.connect(new StdioServerTransport());
+ * serveStdio(() => mcp.createServer());
  */
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Server } from '@modelcontextprotocol/server';
+import type { CallToolResult } from '@modelcontextprotocol/server';
 import pino from 'pino';
 import type { Logger } from 'pino';
 
@@ -30,8 +35,8 @@ import { GYMWIRE_VERSION } from '../../protocol/version.ts';
 import type { MakeResult, ServerEvent } from '../../protocol/messages.ts';
 import { isPlainObject, spaceToString } from '../../protocol/spaces.ts';
 import type { Space } from '../../protocol/spaces.ts';
-import { envToolEntry, FIXED_NAMES, TOOL_INPUTS, ToolCatalog } from './catalog.ts';
-import type { FixedToolName } from './catalog.ts';
+import { CatalogCache, envToolEntry, FIXED_NAMES, TOOL_INPUTS } from './catalog.ts';
+import type { FixedToolName, ToolCatalog } from './catalog.ts';
 import type { GymwireLink } from './link.ts';
 import { StrictArgumentError } from './strict-schema.ts';
 import { actionJsonSchema, ActionFormatError, encodePng, fromJson, toJson } from './values.ts';
@@ -40,7 +45,13 @@ import type { FoundImage, Json } from './values.ts';
 export { TOOL_INPUTS };
 export type { FixedToolName };
 
-interface SessionView {
+/** An env session this owner made; `caller`, `busy` and `lastActive` are what the caps weigh. */
+export interface SessionView {
+  readonly id: string;
+  readonly caller: string;
+  /** Tool calls on it in progress; a busy session is never evicted. */
+  busy: number;
+  lastActive: number;
   envId: string;
   actionSpace: Space;
   tools: string[];
@@ -49,7 +60,7 @@ interface SessionView {
 }
 
 /** A tool failure with a gymwire error code, reported as an MCP tool error. */
-class ToolFailure extends Error {
+export class ToolFailure extends Error {
   constructor(
     readonly code: ErrorCode | 'INPUT_VALIDATION',
     message: string,
@@ -60,43 +71,104 @@ class ToolFailure extends Error {
 
 const MAX_CLOSED_REMEMBERED = 1024;
 
+/** Why sessions went away, so a later call can say so instead of "unknown"; may outlive an owner. */
+export interface ClosedSessions {
+  get(sessionId: string): string | undefined;
+  set(sessionId: string, reason: string): void;
+}
+
+/** A bounded map of closed-session reasons (the oldest forgotten first). */
+export class ClosedSessionLog implements ClosedSessions {
+  private readonly reasons = new Map<string, string>();
+  constructor(private readonly max = MAX_CLOSED_REMEMBERED) {}
+  get(sessionId: string): string | undefined {
+    return this.reasons.get(sessionId);
+  }
+  set(sessionId: string, reason: string): void {
+    this.reasons.delete(sessionId);
+    this.reasons.set(sessionId, reason);
+    if (this.reasons.size > this.max) this.reasons.delete(this.reasons.keys().next().value!);
+  }
+}
+
+/** What an owner's container (the HTTP endpoint's caps) learns of its env sessions. */
+export interface SessionHooks {
+  /**
+   * Before a make: makes room for one more session of this owner (closing others if the caps say
+   * so) or throws a {@link ToolFailure}. Returns a release for the room reserved while the make runs.
+   */
+  reserve?(): Promise<() => void> | (() => void);
+  opened?(view: SessionView): void;
+  closed?(view: SessionView): void;
+}
+
 export interface GymwireMcpOptions {
   logger?: Logger;
   /** The MCP server's name and version as the client sees them. */
   name?: string;
   version?: string;
+  /** Who owns the sessions, for the caps (default 'local'). */
+  caller?: string;
+  /** The tool catalog; an endpoint shares one between its owners. */
+  catalog?: CatalogCache;
+  /** Where closed-session reasons are kept; an endpoint shares one so they outlive an owner. */
+  closed?: ClosedSessions;
+  hooks?: SessionHooks;
+  /** Called when a make published tools the listing did not have (announce tools/list_changed). */
+  onToolsAdded?: () => void;
 }
 
-/** One MCP server (one MCP session) bridged to one gymwire link. */
+const INSTRUCTIONS =
+  "gymwire environments as tools: list_envs, then make_env (returns session_id), reset, then step (or the env's own tools <env>__<tool>, such as NavsimEnv-v1__step_with_waypoints or Bench2Drive-v0__follow_waypoints_for) until terminated or truncated; close_env when done. Sessions belong to the caller, not to the MCP connection: a session id keeps working across reconnects until close_env or an idle timeout.";
+
+/** The env sessions of one owner, bridged to one gymwire link, served to any number of MCP servers. */
 export class GymwireMcp {
-  readonly server: Server;
+  readonly caller: string;
   private readonly log: Logger;
   private readonly sessions = new Map<string, SessionView>();
-  /** Why sessions went away, so a later call can say so instead of "unknown". */
-  private readonly closedSessions = new Map<string, string>();
-  /** Built from the server's listing on first use; the registry does not change while it runs. */
-  private catalogPromise: Promise<ToolCatalog> | null = null;
+  private readonly closedSessions: ClosedSessions;
+  private readonly catalogCache: CatalogCache;
+  private readonly hooks: SessionHooks;
 
   constructor(
     private readonly link: GymwireLink,
-    opts: GymwireMcpOptions = {},
+    private readonly opts: GymwireMcpOptions = {},
   ) {
     this.log = opts.logger ?? pino({ level: 'silent' });
-    this.server = new Server(
-      { name: opts.name ?? 'gymwire', version: opts.version ?? GYMWIRE_VERSION },
-      {
-        capabilities: { tools: { listChanged: true } },
-        instructions:
-          "gymwire environments as tools: list_envs, then make_env (returns session_id), reset, then step (or the env's own tools <env>__<tool>, such as NavsimEnv-v1__step_with_waypoints or Bench2Drive-v0__follow_waypoints_for) until terminated or truncated; close_env when done.",
-      },
-    );
-    this.server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (await this.catalog()).tools() }));
-    this.server.setRequestHandler(CallToolRequestSchema, (req) => this.call(req.params.name, req.params.arguments ?? {}));
+    this.caller = opts.caller ?? 'local';
+    this.closedSessions = opts.closed ?? new ClosedSessionLog();
+    this.catalogCache = opts.catalog ?? new CatalogCache();
+    this.hooks = opts.hooks ?? {};
   }
 
-  /** Gymwire sessions this MCP session owns. */
+  /**
+   * A fresh MCP server over this owner's sessions: one per HTTP request (either revision) or per
+   * stdio connection. Cheap: two handlers on the SDK's low-level Server.
+   */
+  createServer(): Server {
+    const server = new Server(
+      { name: this.opts.name ?? 'gymwire', version: this.opts.version ?? GYMWIRE_VERSION },
+      { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS },
+    );
+    server.setRequestHandler('tools/list', async () => ({ tools: (await this.catalog()).tools() }));
+    server.setRequestHandler('tools/call', (req) => this.call(req.params.name, req.params.arguments ?? {}));
+    return server;
+  }
+
+  /** Gymwire sessions this owner holds. */
   get sessionIds(): string[] {
     return [...this.sessions.keys()];
+  }
+
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  /** Closes one session (made room for another by the caps); later calls on it say `reason`. */
+  async closeSession(sessionId: string, reason: string): Promise<void> {
+    if (!this.sessions.has(sessionId)) return;
+    this.forget(sessionId, reason);
+    await this.link.request('close', { session_id: sessionId }).catch((err: unknown) => this.log.debug({ err, session_id: sessionId }, 'close failed'));
   }
 
   /** Feeds a server event from the link (a session closed by the reaper). */
@@ -104,27 +176,37 @@ export class GymwireMcp {
     if (event.event === 'session_closed' && event.session_id) this.forget(event.session_id, event.reason);
   }
 
-  /** Closes every gymwire session this MCP session made (the link itself is the caller's). */
+  /** Closes every gymwire session this owner made (the link itself is the caller's). */
   async closeSessions(reason = 'the MCP session ended'): Promise<void> {
     const ids = this.sessionIds;
-    await Promise.allSettled(ids.map((id) => this.link.request('close', { session_id: id })));
     for (const id of ids) this.forget(id, reason);
+    await Promise.allSettled(ids.map((id) => this.link.request('close', { session_id: id })));
   }
 
   // -------------------------------------------------------------------------------------------
 
   private catalog(): Promise<ToolCatalog> {
-    this.catalogPromise ??= this.link.request('list_envs', {}).then(
-      ({ envs }) => new ToolCatalog(envs),
-      (err: unknown) => {
-        this.catalogPromise = null; // a refused or lost link: the next call tries again
-        throw err;
-      },
-    );
-    return this.catalogPromise;
+    return this.catalogCache.get(this.link);
   }
 
   private async call(name: string, raw: Record<string, unknown>): Promise<CallToolResult> {
+    // The session a call names is busy while it runs: the caps never evict it mid-call.
+    const view = typeof raw.session_id === 'string' ? this.sessions.get(raw.session_id) : undefined;
+    if (view) {
+      view.busy++;
+      view.lastActive = Date.now();
+    }
+    try {
+      return await this.dispatch(name, raw);
+    } finally {
+      if (view) {
+        view.busy--;
+        view.lastActive = Date.now();
+      }
+    }
+  }
+
+  private async dispatch(name: string, raw: Record<string, unknown>): Promise<CallToolResult> {
     try {
       const catalog = await this.catalog();
       if (FIXED_NAMES.has(name)) return await this.callFixed(catalog, name as FixedToolName, raw);
@@ -249,19 +331,31 @@ export class GymwireMcp {
   }
 
   private async make(catalog: ToolCatalog, envId: string, kwargs: Record<string, unknown>): Promise<CallToolResult> {
-    const made: MakeResult = await this.link.request('make', { env_id: envId, kwargs });
+    const release = (await this.hooks.reserve?.()) ?? (() => {});
+    let made: MakeResult;
+    try {
+      made = await this.link.request('make', { env_id: envId, kwargs });
+    } finally {
+      release();
+    }
     const id = made.session_id;
-    this.sessions.set(id, {
+    const view: SessionView = {
+      id,
+      caller: this.caller,
+      busy: 0,
+      lastActive: Date.now(),
       envId: made.env_id,
       actionSpace: made.action_space,
       tools: made.tools.map((t) => t.function.name),
       episodeReturn: 0,
       episodeSteps: 0,
-    });
+    };
+    this.sessions.set(id, view);
+    this.hooks.opened?.(view);
     // Tools the listing did not know (a hosted env's): published now, announced to the host.
     let added = false;
     for (const t of made.tools) if (catalog.add(envToolEntry(made.env_id, t.function))) added = true;
-    if (added) this.server.sendToolListChanged().catch((err: unknown) => this.log.debug({ err }, 'tools/list_changed not sent'));
+    if (added) this.opts.onToolsAdded?.();
     return respond({
       session_id: id,
       env_id: made.env_id,
@@ -314,14 +408,16 @@ export class GymwireMcp {
     const open = this.sessionIds;
     throw new ToolFailure(
       'ENV_ERR_UNKNOWN_SESSION',
-      `no session ${JSON.stringify(sessionId)} in this MCP session; ${open.length ? `open sessions: ${open.join(', ')}` : 'make one with make_env'}`,
+      `no session ${JSON.stringify(sessionId)} of this caller; ${open.length ? `open sessions: ${open.join(', ')}` : 'make one with make_env'}`,
     );
   }
 
   private forget(sessionId: string, reason: string): void {
-    if (!this.sessions.delete(sessionId)) return;
+    const view = this.sessions.get(sessionId);
+    if (!view) return;
+    this.sessions.delete(sessionId);
     this.closedSessions.set(sessionId, reason);
-    if (this.closedSessions.size > MAX_CLOSED_REMEMBERED) this.closedSessions.delete(this.closedSessions.keys().next().value!);
+    this.hooks.closed?.(view);
   }
 
   private failure(err: unknown, tool: string): CallToolResult {

@@ -1,51 +1,42 @@
 /**
- * The MCP benchmark's floor: a bare MCP server from the same SDK with one tool that does nothing,
- * served the way gymwire serves /mcp (Streamable HTTP, a transport per MCP session, JSON responses)
- * or on stdio. What a tool call costs before gymwire does anything.
- *   tsx test/bench/mcp-floor-server.ts http    prints {"url": ...} when listening
+ * The MCP benchmark's floors: what a call costs before gymwire does anything.
+ *   tsx test/bench/mcp-floor-server.ts http    prints {"url": ..., "echo": ...} when listening
  *   tsx test/bench/mcp-floor-server.ts stdio
+ * `http` serves, on one port, a bare MCP server from the same SDK (v2, `createMcpHandler`, both
+ * revisions, a fresh server per request as gymwire does) with one tool that does nothing at /mcp,
+ * and a plain HTTP JSON echo (the body back, no MCP at all) at /echo. `stdio` serves the no-op
+ * tool through the SDK's `serveStdio`.
  */
-import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { createMcpHandler, Server } from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 
 function noopServer(): Server {
   const server = new Server({ name: 'floor', version: '0.0.0' }, { capabilities: { tools: {} } });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({
+  server.setRequestHandler('tools/list', () => ({
     tools: [{ name: 'noop', description: 'does nothing', inputSchema: { type: 'object', properties: {} } }],
   }));
-  server.setRequestHandler(CallToolRequestSchema, () => ({ content: [{ type: 'text', text: '{}' }], structuredContent: {} }));
+  server.setRequestHandler('tools/call', () => ({ content: [{ type: 'text', text: '{}' }], structuredContent: {} }));
   return server;
 }
 
 if (process.argv[2] === 'stdio') {
-  await noopServer().connect(new StdioServerTransport());
+  serveStdio(noopServer);
 } else {
-  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const mcp = toNodeHandler(createMcpHandler(noopServer));
   const http = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = chunks.length ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown) : undefined;
-      const id = req.headers['mcp-session-id'];
-      let transport = typeof id === 'string' ? transports.get(id) : undefined;
-      if (!transport) {
-        transport = new StreamableHTTPServerTransport({
-          sessionIdGenerator: () => randomUUID(),
-          enableJsonResponse: true,
-          onsessioninitialized: (sid) => void transports.set(sid, transport!),
-        });
-        void noopServer().connect(transport);
-      }
-      void transport.handleRequest(req, res, body);
-    });
+    if (req.url === '/echo') {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(Buffer.concat(chunks)));
+      return;
+    }
+    void mcp(req, res);
   });
   http.listen(0, '127.0.0.1', () => {
-    const address = http.address() as { port: number };
-    process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${address.port}/mcp` })}\n`);
+    const { port } = http.address() as { port: number };
+    process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${port}/mcp`, echo: `http://127.0.0.1:${port}/echo` })}\n`);
   });
 }

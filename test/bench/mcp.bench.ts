@@ -1,9 +1,11 @@
 /**
  * MCP benchmark: the latency of one CartPole `step` tool call through `gymwire serve`'s /mcp
- * (Streamable HTTP) and through the `gymwire mcp` stdio bridge, each against its floor: the same
- * SDK serving a tool that does nothing over the same transport (test/bench/mcp-floor-server.ts).
- * The gap is what gymwire adds (argument checks, the session's step, the result's JSON); the floor
- * is what MCP itself costs. The gymwire WebSocket client's step is printed for scale.
+ * (Streamable HTTP; the SDK 1.x client on 2025-11-25 and the SDK v2 client on 2026-07-28) and
+ * through the `gymwire mcp` stdio bridge, each against its floor: the same SDK serving a tool that
+ * does nothing over the same transport, with the same client (test/bench/mcp-floor-server.ts). The
+ * gap is what gymwire adds (argument checks, the session's step, the result's JSON); the floor is
+ * what MCP itself costs. Below both, a plain HTTP JSON echo with fetch: what one HTTP round trip
+ * costs with no MCP at all. The gymwire WebSocket client's step is printed for scale.
  *
  * Servers and bridges run in processes of their own on core 1, this client on core 0
  * (placement.ts); gymwire and floor calls alternate in rounds so machine drift hits both alike.
@@ -13,6 +15,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 
+import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -79,14 +82,26 @@ async function mcpClient(transport: Transport): Promise<Client> {
   return client;
 }
 
-async function call(client: Client, name: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
+/** The calls the bench makes, on either SDK's client. */
+interface AnyClient {
+  callTool(params: { name: string; arguments: Record<string, unknown> }): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+async function modernClient(url: string): Promise<AnyClient> {
+  const client = new ClientV2({ name: 'gymwire-bench', version: '0.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(new HttpV2(new URL(url)));
+  return client as unknown as AnyClient;
+}
+
+async function call(client: AnyClient, name: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
   const res = (await client.callTool({ name, arguments: args })) as CallToolResult;
   if (res.isError) throw new Error(`${name} failed: ${JSON.stringify(res.content)}`);
   return (res.structuredContent ?? {}) as Record<string, unknown>;
 }
 
 /** A CartPole session driven through MCP: `one()` is one timed step call (resets, untimed, when an episode ends). */
-async function gymwireStepper(client: Client): Promise<() => Promise<number>> {
+async function gymwireStepper(client: AnyClient): Promise<() => Promise<number>> {
   const made = await call(client, 'make_env', { env_id: 'gymwire/CartPole-v1' });
   const session = made['session_id'] as string;
   await call(client, 'reset', { session_id: session, seed: 0 });
@@ -100,7 +115,7 @@ async function gymwireStepper(client: Client): Promise<() => Promise<number>> {
   };
 }
 
-function floorStepper(client: Client): () => Promise<number> {
+function floorStepper(client: AnyClient): () => Promise<number> {
   return async () => {
     const t0 = performance.now();
     await call(client, 'noop', {});
@@ -137,13 +152,30 @@ async function compare(label: string, mine: () => Promise<number>, floor: () => 
 
 const served = await startProcess([...GYMWIRE, 'serve', '--port', '0', '--log-level', 'warn'], /on (ws:\/\/\S+)/);
 const wsUrl = served.match[1]!;
-const floorHttp = await startProcess([...tsx, 'test/bench/mcp-floor-server.ts', 'http'], /"url":"([^"]+)"/);
-const clients: Client[] = [];
+const floorHttp = await startProcess([...tsx, 'test/bench/mcp-floor-server.ts', 'http'], /"url":"([^"]+)","echo":"([^"]+)"/);
+const clients: AnyClient[] = [];
 try {
-  const http = await mcpClient(new StreamableHTTPClientTransport(new URL(`${wsUrl.replace('ws://', 'http://')}/mcp`)));
+  const mcpUrl = `${wsUrl.replace('ws://', 'http://')}/mcp`;
+  // The floor under every HTTP figure: one POST of a small JSON body, echoed, with Node's fetch.
+  const echoUrl = floorHttp.match[2]!;
+  const echo = async () => {
+    const t0 = performance.now();
+    await (
+      await fetch(echoUrl, { method: 'POST', body: '{"jsonrpc":"2.0","id":1,"method":"tools/call"}', headers: { 'content-type': 'application/json' } })
+    ).json();
+    return performance.now() - t0;
+  };
+  const http = await mcpClient(new StreamableHTTPClientTransport(new URL(mcpUrl)));
   const httpFloor = await mcpClient(new StreamableHTTPClientTransport(new URL(floorHttp.match[1]!)));
   clients.push(http, httpFloor);
-  await compare('http', await gymwireStepper(http), floorStepper(httpFloor));
+  await compare('http_2025_11_25', await gymwireStepper(http), floorStepper(httpFloor));
+  await compare('http_2025_11_25_vs_echo', await gymwireStepper(http), echo);
+
+  const modern = await modernClient(mcpUrl);
+  const modernFloor = await modernClient(floorHttp.match[1]!);
+  clients.push(modern, modernFloor);
+  await compare('http_2026_07_28', await gymwireStepper(modern), floorStepper(modernFloor));
+  await compare('http_2026_07_28_vs_echo', await gymwireStepper(modern), echo);
 
   const bridge = await mcpClient(stdioTransport([...GYMWIRE, 'mcp', '--url', wsUrl]));
   const stdioFloor = await mcpClient(stdioTransport([...tsx, 'test/bench/mcp-floor-server.ts', 'stdio']));

@@ -1,15 +1,15 @@
 /**
  * The /mcp front door under the probes of issue 23: bodies are read only after the token check and
- * never past the bound, and one caller filling its session cap locks out nobody else.
+ * never past the bound, and one caller filling its env session cap locks out nobody else.
  */
 import { request } from 'node:http';
 
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterEach, describe, expect, it } from 'vitest';
 
-import { callOk, httpClient, startMcpServer } from './helpers.ts';
+import { callErr, callOk, httpClient, startMcpServer } from './helpers.ts';
 import type { McpTestServer } from './helpers.ts';
-import { INITIALIZE, rawInitialize, rawPost, rawToolsList } from './raw-http.ts';
+import { INITIALIZE, jsonRpcAnswer, rawPost } from './raw-http.ts';
 
 const MiB = 1024 * 1024;
 const CARTPOLE = 'gymwire/CartPole-v1';
@@ -59,17 +59,17 @@ describe('MCP request bodies', () => {
     expect(t.endpoint.sessionCount).toBe(0);
   });
 
-  it('stops reading a chunked body once it passes the bound, on initialize and on a session', async () => {
+  it('stops reading a chunked body once it passes the bound, from a new caller and from one holding sessions', async () => {
     t = await startMcpServer({ mcp: { maxBodyBytes: MiB } });
     const fresh = await rawPost(t.mcpUrl, { bodyBytes: 32 * MiB });
     expect(fresh.status).toBe(413);
     expect(fresh.sent).toBeLessThan(32 * MiB);
     const c = await client();
-    const sid = (c.transport as { sessionId?: string }).sessionId!;
-    const onSession = await rawPost(t.mcpUrl, { bodyBytes: 32 * MiB, headers: { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' } });
-    expect(onSession.status).toBe(413);
-    // The session itself is unharmed, and bodies under the bound are served as before.
-    expect((await callOk(c, 'list_envs')).envs).toBeInstanceOf(Array);
+    const id = (await callOk(c, 'make_env', { env_id: CARTPOLE })).session_id as string;
+    const again = await rawPost(t.mcpUrl, { bodyBytes: 32 * MiB, headers: { 'mcp-protocol-version': '2025-11-25' } });
+    expect(again.status).toBe(413);
+    // The caller's sessions are unharmed, and bodies under the bound are served as before.
+    expect(await callOk(c, 'reset', { session_id: id, seed: 0 })).toMatchObject({ session_id: id });
     expect(await rawPost(t.mcpUrl, { json: INITIALIZE }).then((a) => a.status)).toBe(200);
   });
 
@@ -81,7 +81,7 @@ describe('MCP request bodies', () => {
     await new Promise((r) => setTimeout(r, 100));
     gone.destroy();
     expect(await rawPost(t.mcpUrl, { json: INITIALIZE }).then((a) => a.status)).toBe(200);
-    expect(t.endpoint.sessionCount).toBe(1);
+    expect(t.endpoint.callerCount).toBe(1);
   });
 
   it('answers a body that is not JSON with a JSON-RPC parse error', async () => {
@@ -92,57 +92,68 @@ describe('MCP request bodies', () => {
   });
 });
 
-describe('MCP session caps', () => {
+/** make_env from `localAddress` through a bare stateless 2025-11-25 POST; resolves with the tool result. */
+async function rawMake(
+  url: string,
+  localAddress?: string,
+): Promise<{ isError?: boolean; structuredContent?: { session_id: string }; content: { text: string }[] }> {
+  const answer = await rawPost(url, {
+    localAddress,
+    headers: { 'mcp-protocol-version': '2025-11-25' },
+    json: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'make_env', arguments: { env_id: CARTPOLE } } },
+  });
+  expect(answer.status).toBe(200);
+  return (jsonRpcAnswer(answer.body) as { result: never }).result;
+}
+
+describe('MCP env session caps', () => {
   it('makes a caller past its cap give up its own least recently used idle session, locking out nobody else', async () => {
     t = await startMcpServer({ mcp: { maxSessionsPerCaller: 3 } });
-    const opened: string[] = [];
-    for (let i = 0; i < 10; i++) {
-      const init = await rawInitialize(t.mcpUrl, { localAddress: OTHER_CALLER });
-      expect(init.status).toBe(200);
-      opened.push(init.sessionId!);
-    }
+    const made: string[] = [];
+    for (let i = 0; i < 10; i++) made.push((await rawMake(t.mcpUrl, OTHER_CALLER)).structuredContent!.session_id);
     expect(t.endpoint.sessionCount).toBe(3);
-    // The oldest ones were ended; the newest three live.
-    expect(await rawToolsList(t.mcpUrl, opened[0]!, { localAddress: OTHER_CALLER })).toBe(404);
-    for (const sid of opened.slice(-3)) expect(await rawToolsList(t.mcpUrl, sid, { localAddress: OTHER_CALLER })).toBe(200);
-    // Another caller is not affected by the first one's sessions.
+    expect(t.server.core.sessionCount).toBe(3);
+    // Another caller is not affected by the first one's sessions, and cannot reach them.
     const c = await client();
+    expect(await callErr(c, 'reset', { session_id: made.at(-1)! })).toMatch(/^ENV_ERR_UNKNOWN_SESSION: /);
     const id = (await callOk(c, 'make_env', { env_id: CARTPOLE })).session_id as string;
     await callOk(c, 'reset', { session_id: id, seed: 1 });
     expect(await callOk(c, 'step', { session_id: id, action: 0 })).toMatchObject({ reward: 1 });
     expect(t.endpoint.sessionCount).toBe(4);
+    expect(t.endpoint.callerCount).toBe(2);
   });
 
-  it('holds the cap against concurrent initializes from one caller', async () => {
+  it('says why an evicted session is gone', async () => {
+    t = await startMcpServer({ mcp: { maxSessionsPerCaller: 1 } });
+    const c = await client();
+    const first = (await callOk(c, 'make_env', { env_id: CARTPOLE })).session_id as string;
+    await callOk(c, 'make_env', { env_id: CARTPOLE });
+    await expect.poll(() => t!.server.core.sessionCount).toBe(1);
+    expect(await callErr(c, 'reset', { session_id: first })).toMatch(
+      /^ENV_ERR_UNKNOWN_SESSION: session .* is closed \(evicted: its caller made another one past the per-caller cap\)/,
+    );
+  });
+
+  it('holds the cap against concurrent makes from one caller', async () => {
     t = await startMcpServer({ mcp: { maxSessionsPerCaller: 3 } });
-    const answers = await Promise.all(Array.from({ length: 20 }, () => rawInitialize(t!.mcpUrl, { localAddress: OTHER_CALLER })));
-    for (const a of answers) expect([200, 429]).toContain(a.status);
-    expect(answers.filter((a) => a.status === 200).length).toBeGreaterThanOrEqual(3);
+    const answers = await Promise.all(Array.from({ length: 20 }, () => rawMake(t!.mcpUrl, OTHER_CALLER)));
+    for (const a of answers) if (a.isError) expect(a.content[0]!.text).toMatch(/^ENV_ERR_TOO_MANY_SESSIONS: too many env sessions from this caller/);
+    expect(answers.filter((a) => !a.isError).length).toBeGreaterThanOrEqual(3);
+    await expect.poll(() => t!.server.core.sessionCount).toBeLessThanOrEqual(3);
     expect(t.endpoint.sessionCount).toBeLessThanOrEqual(3);
-    await expect.poll(() => t!.server.core.connectionCount).toBeLessThanOrEqual(3);
+    expect(t.server.core.connectionCount).toBe(1);
   });
 
   it('keeps the global cap by taking an idle session from the caller holding the most', async () => {
     t = await startMcpServer({ mcp: { maxSessions: 4, maxSessionsPerCaller: 3 } });
     const heavy: string[] = [];
-    for (let i = 0; i < 3; i++) heavy.push((await rawInitialize(t.mcpUrl, { localAddress: OTHER_CALLER })).sessionId!);
-    const first = await client();
-    const second = await client();
-    expect(t.endpoint.sessionCount).toBe(4);
-    // The heavy caller's least recently used session gave way; the light caller's first one did not.
-    expect(await rawToolsList(t.mcpUrl, heavy[0]!, { localAddress: OTHER_CALLER })).toBe(404);
-    expect(await rawToolsList(t.mcpUrl, heavy[2]!, { localAddress: OTHER_CALLER })).toBe(200);
-    for (const c of [first, second]) expect((await callOk(c, 'list_envs')).envs).toBeInstanceOf(Array);
-  });
-
-  it('closes the gymwire sessions of an evicted MCP session', async () => {
-    t = await startMcpServer({ mcp: { maxSessionsPerCaller: 1 } });
+    for (let i = 0; i < 3; i++) heavy.push((await rawMake(t.mcpUrl, OTHER_CALLER)).structuredContent!.session_id);
     const c = await client();
-    await callOk(c, 'make_env', { env_id: CARTPOLE });
-    expect(t.server.core.sessionCount).toBe(1);
-    await client();
-    expect(t.endpoint.sessionCount).toBe(1);
-    await expect.poll(() => t!.server.core.sessionCount).toBe(0);
-    await expect(c.callTool({ name: 'list_envs', arguments: {} })).rejects.toThrow(/404|Session not found/);
+    const light = [(await callOk(c, 'make_env', { env_id: CARTPOLE })).session_id as string];
+    light.push((await callOk(c, 'make_env', { env_id: CARTPOLE })).session_id as string);
+    expect(t.endpoint.sessionCount).toBe(4);
+    await expect.poll(() => t!.server.core.sessionCount).toBe(4);
+    // The heavy caller's least recently used session gave way; the light caller's first one did not.
+    for (const id of light) expect(await callOk(c, 'reset', { session_id: id, seed: 0 })).toMatchObject({ session_id: id });
   });
 });

@@ -81,26 +81,8 @@ export const INITIALIZE = {
   params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw-probe', version: '0' } },
 };
 
-/** Opens an MCP session with a bare initialize POST; resolves with the status and the session id. */
-export async function rawInitialize(
-  url: string,
-  opts: { localAddress?: string; token?: string } = {},
-): Promise<{ status: number; sessionId: string | undefined; body: string }> {
-  const answer = await rawPost(url, {
-    json: INITIALIZE,
-    localAddress: opts.localAddress,
-    headers: opts.token !== undefined ? { authorization: `Bearer ${opts.token}` } : {},
-  });
-  const sid = answer.headers['mcp-session-id'];
-  return { status: answer.status, sessionId: typeof sid === 'string' ? sid : undefined, body: answer.body };
-}
-
-/** A tools/list POST on an existing session: 200 while it lives, 404 once it has ended. */
-export async function rawToolsList(url: string, sessionId: string, opts: { localAddress?: string } = {}): Promise<number> {
-  const answer = await rawPost(url, {
-    json: { jsonrpc: '2.0', id: 2, method: 'tools/list' },
-    localAddress: opts.localAddress,
-    headers: { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' },
-  });
-  return answer.status;
+/** The JSON-RPC message of an answer, whether it came as JSON or as one SSE `data:` event. */
+export function jsonRpcAnswer(body: string): unknown {
+  const data = body.startsWith('event:') || body.startsWith('data:') ? body.split('\n').find((line) => line.startsWith('data:')) : undefined;
+  return JSON.parse(data !== undefined ? data.slice(5) : body) as unknown;
 }
