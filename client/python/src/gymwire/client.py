@@ -33,6 +33,7 @@ from websockets.asyncio.client import connect as ws_connect
 
 from . import errors as E
 from ._protocol import FATAL_CLOSE_CODES, PROTOCOL_VERSION
+from ._request_template import FilledRequest
 from .codec import pack, packer, unpack
 
 if TYPE_CHECKING:
@@ -166,7 +167,7 @@ class AsyncClient:
         await self.request("ping", {} if payload is None else {"payload": payload})
         return loop.time() - start
 
-    async def request(self, type: str, fields: dict[str, Any], timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
+    async def request(self, type: str, fields: dict[str, Any] | FilledRequest, timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
         """Sends one request and waits for its result (requests may be pipelined)."""
         timeout = self.request_timeout if timeout is ... else timeout
         rid, frame = self._prepare(type, fields)
@@ -185,8 +186,12 @@ class AsyncClient:
                 timer.cancel()
             self._pending.pop(rid, None)
 
-    def _prepare(self, type: str, fields: dict[str, Any]) -> tuple[int, bytes]:
-        """Checks that a request may go out now and encodes it with the next id; ``(id, frame)``."""
+    def _prepare(self, type: str, fields: dict[str, Any] | FilledRequest) -> tuple[int, bytes]:
+        """Checks that a request may go out now and encodes it with the next id; ``(id, frame)``.
+
+        ``fields`` is a dict, or a :class:`~gymwire._request_template.FilledRequest` whose fixed
+        fields were encoded once (a vector env's ``step_batch``).
+        """
         if self._state == "closed":
             raise self._closed_by or E.ClientClosedError("the client is closed")
         if self._shutdown_error is not None and ("session_id" in fields or "session_ids" in fields):
@@ -196,7 +201,10 @@ class AsyncClient:
         # Every id below the oldest unanswered request has been received (ids grow and _pending keeps
         # insertion order): the server may forget those answers instead of holding them for a retry.
         ack = next(iter(self._pending), rid) - 1
-        frame = self._pack({**fields, "id": rid, "type": type, "ack": ack})
+        if isinstance(fields, FilledRequest):
+            frame = fields.encode(rid, ack)
+        else:
+            frame = self._pack({**fields, "id": rid, "type": type, "ack": ack})
         limit = self._max_frame_bytes
         if limit is not None and len(frame) > limit:
             # Sent anyway, it would close the connection, and a resume would send it again, forever.
