@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import KeysView
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ def _map_header(size: int) -> bytes:
 class RequestTemplate:
     """The fields of a request type that stay the same from call to call, encoded once."""
 
-    __slots__ = ("type", "_fixed_keys", "_fixed", "_fixed_count")
+    __slots__ = ("type", "_fixed_keys", "_fixed", "_fixed_count", "_key_bytes")
 
     def __init__(self, type: str, fixed: dict[str, Any]) -> None:
         if {"id", "ack", "type"} & fixed.keys():
@@ -44,22 +45,30 @@ class RequestTemplate:
         # type goes in with the fixed fields: a map entry like the others.
         self._fixed = b"".join(pack(k) + pack(v) for k, v in {**fixed, "type": type}.items())
         self._fixed_count = len(fixed) + 1
+        self._key_bytes: dict[str, bytes] = {}
 
     def fill(self, **varying: Any) -> FilledRequest:
         """This call's request: the template plus the fields that change, encoded now."""
-        body = b"".join(pack(k) + (pack_tensor(v) if type(v) is np.ndarray else pack(v)) for k, v in varying.items())
-        return FilledRequest(self, frozenset(varying), body)
+        parts: list[bytes] = []
+        key_bytes = self._key_bytes
+        for key, value in varying.items():
+            encoded_key = key_bytes.get(key)
+            if encoded_key is None:
+                encoded_key = key_bytes[key] = pack(key)
+            parts.append(encoded_key)
+            parts.append(pack_tensor(value) if type(value) is np.ndarray else pack(value))
+        return FilledRequest(self, varying.keys(), parts)
 
 
 class FilledRequest:
     """One request from a template: what ``AsyncClient.request`` takes in place of a fields dict."""
 
-    __slots__ = ("template", "keys", "_body")
+    __slots__ = ("template", "keys", "_parts")
 
-    def __init__(self, template: RequestTemplate, keys: frozenset[str], body: bytes) -> None:
+    def __init__(self, template: RequestTemplate, keys: KeysView[str], parts: list[bytes]) -> None:
         self.template = template
         self.keys = keys
-        self._body = body
+        self._parts = parts
 
     def __contains__(self, key: object) -> bool:
         return key in self.keys or key in self.template._fixed_keys
@@ -67,4 +76,4 @@ class FilledRequest:
     def encode(self, rid: int, ack: int) -> bytes:
         """The whole frame with this id and ack."""
         t = self.template
-        return b"".join((_map_header(t._fixed_count + 2 + len(self.keys)), t._fixed, _ID_KEY, pack(rid), _ACK_KEY, pack(ack), self._body))
+        return b"".join((_map_header(t._fixed_count + 2 + len(self.keys)), t._fixed, _ID_KEY, pack(rid), _ACK_KEY, pack(ack), *self._parts))

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pending:
     type: str
     frame: bytes
@@ -551,6 +551,18 @@ class Client:
             return done.value
         coro.close()
         raise RuntimeError("a coroutine passed to Client.drive waited on something other than this client's requests; use Client.run")
+
+    def request(self, type: str, fields: dict[str, Any] | FilledRequest, timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
+        """Sends one protocol request (docs/PROTOCOL.md) and blocks until its result; errors are raised.
+
+        ``client.request("ping", {})`` is ``client.run(client.aclient.request("ping", {}))`` without
+        the coroutine: with the socket transport the calling thread writes and reads the socket itself.
+        """
+        if self._socket is None:
+            return self.run(self.aclient.request(type, fields, timeout))
+        if self._thread is not None and threading.current_thread() is self._thread:
+            raise RuntimeError("a blocking gymwire call was made on the client's own event loop; use the async API there")
+        return self._socket.request_blocking(type, fields, timeout)
 
     @property
     def welcome(self) -> dict[str, Any]:

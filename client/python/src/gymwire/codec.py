@@ -55,16 +55,24 @@ def dtype_code(dtype: np.dtype) -> int:
     return DTYPE_CODE[wire_dtype_name(dtype)] if code is None else code
 
 
+def _tensor_payload(array: np.ndarray) -> bytes:
+    """The extension type 1 payload of an ndarray: header and little-endian row-major data."""
+    code = _CODE_OF_DTYPE.get(array.dtype)
+    if code is None:
+        code = DTYPE_CODE[wire_dtype_name(array.dtype)]
+    ndim = array.ndim
+    if ndim > 255:
+        raise TensorFormatError(f"tensors have at most 255 dimensions, got {ndim}")
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)
+    if not _LITTLE or array.dtype.byteorder == ">":
+        array = array.astype(array.dtype.newbyteorder("<"), copy=False)
+    return bytes((code, ndim)) + _dims(ndim).pack(*array.shape) + array.tobytes()
+
+
 def encode_tensor(array: np.ndarray) -> msgpack.ExtType:
     """Encodes an ndarray as extension type 1."""
-    code = dtype_code(array.dtype)
-    if array.ndim > 255:
-        raise TensorFormatError(f"tensors have at most 255 dimensions, got {array.ndim}")
-    arr = array if array.flags.c_contiguous else np.ascontiguousarray(array)
-    if not _LITTLE or arr.dtype.byteorder == ">":
-        arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
-    header = bytes((code, arr.ndim)) + _dims(arr.ndim).pack(*arr.shape)
-    return msgpack.ExtType(TENSOR_EXT_TYPE, header + arr.tobytes())
+    return msgpack.ExtType(TENSOR_EXT_TYPE, _tensor_payload(array))
 
 
 # A stepped env sends the same few tensor headers on every step: their layouts are remembered, so the
@@ -90,8 +98,8 @@ _FIXEXT = {1: 0xD4, 2: 0xD5, 4: 0xD6, 8: 0xD7, 16: 0xD8}
 def pack_tensor(array: np.ndarray) -> bytes:
     """The msgpack bytes of an ndarray as extension type 1: what :func:`pack` gives for it, without the
     packer's round trip through ``default`` (a vector env's actions go out this way on every step)."""
-    ext = encode_tensor(array)
-    size = len(ext.data)
+    payload = _tensor_payload(array)
+    size = len(payload)
     fixed = _FIXEXT.get(size)
     if fixed is not None:
         head = bytes((fixed, TENSOR_EXT_TYPE))
@@ -101,7 +109,7 @@ def pack_tensor(array: np.ndarray) -> bytes:
         head = b"\xc8" + size.to_bytes(2, "big") + bytes((TENSOR_EXT_TYPE,))
     else:
         head = b"\xc9" + size.to_bytes(4, "big") + bytes((TENSOR_EXT_TYPE,))
-    return head + ext.data
+    return head + payload
 
 
 def decode_tensor(payload: bytes) -> np.ndarray:

@@ -27,7 +27,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from . import errors as E
-from ._request_template import RequestTemplate
+from ._request_template import FilledRequest, RequestTemplate
 from .client import release, with_owned_client
 from .spaces import value_from_wire, value_to_wire
 
@@ -157,7 +157,14 @@ class AsyncRemoteVectorEnv:
         return obs, infos
 
     async def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        r = await self.client.request("step_batch", self._step_request.fill(actions=self._actions_to_wire(actions)))
+        return self._step_outcome(await self.client.request("step_batch", self._step_fields(actions)))
+
+    def _step_fields(self, actions: Any) -> FilledRequest:
+        """The step_batch request for these actions."""
+        return self._step_request.fill(actions=self._actions_to_wire(actions))
+
+    def _step_outcome(self, r: dict[str, Any]) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """A step_batch result as Gymnasium's vector step returns it."""
         errors = r.get("errors")
         if errors and any(errors):
             for i, err in enumerate(errors):
@@ -245,7 +252,8 @@ class GymwireVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
         return self._client.drive(self._remote.reset(seed=seed, options=options))
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        return self._client.drive(self._remote.step(actions))
+        remote = self._remote
+        return remote._step_outcome(self._client.request("step_batch", remote._step_fields(actions)))
 
     def close_extras(self, **kwargs: Any) -> None:
         if self._closed:
