@@ -7,10 +7,10 @@ import { GYMWIRE_VERSION } from '../protocol/version.ts';
 import { registerCheck } from './commands/check.ts';
 import { registerEnvs } from './commands/envs.ts';
 import { registerEval } from './commands/eval.ts';
-import { refuseOldNavsimVersionFlag } from './commands/eval-navsim.ts';
 import { registerMcp } from './commands/mcp.ts';
 import { registerRollout } from './commands/rollout.ts';
 import { registerServe } from './commands/serve.ts';
+import { versionFlagBeforeSubcommandsOnly } from './commands/version-flag.ts';
 
 export function buildProgram(): Command {
   const program = new Command('gymwire').description('Gymnasium-compatible environments over WebSockets').version(GYMWIRE_VERSION).showHelpAfterError();
@@ -20,6 +20,7 @@ export function buildProgram(): Command {
   registerMcp(program);
   registerEval(program);
   registerRollout(program);
+  versionFlagBeforeSubcommandsOnly(program);
   return program;
 }
 
@@ -29,7 +30,6 @@ export async function main(argv: string[]): Promise<void> {
     if (err.code === 'EPIPE') process.exit(0);
   });
   try {
-    refuseOldNavsimVersionFlag(argv);
     await buildProgram().parseAsync(argv);
   } catch (err) {
     // Usage and connection errors are for a person: the message, not a stack trace (GYMWIRE_DEBUG=1 shows it).

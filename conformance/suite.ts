@@ -112,8 +112,12 @@ export class RawConnection {
   /** Waits until the server closes the connection (or timeoutMs passes); the close code, or null. */
   async closedWith(timeoutMs = 3000): Promise<number | null> {
     const deadline = Date.now() + timeoutMs;
-    while (!this.closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    return this.closeCode;
+    for (;;) {
+      if (this.closed) return this.closeCode;
+      const left = deadline - Date.now();
+      if (left <= 0) return null;
+      await this.arrival(left);
+    }
   }
 
   send(message: unknown): void {
@@ -133,14 +137,23 @@ export class RawConnection {
       if (this.closed) throw new ConformanceFailure('the server closed the connection instead of answering');
       const left = deadline - Date.now();
       if (left <= 0) throw new ConformanceFailure(`no answer within ${timeoutMs} ms`);
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, left);
-        this.waiters.push(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
+      await this.arrival(left);
     }
+  }
+
+  /** Resolves when the next message or the close arrives, or after `ms`, whichever is first. */
+  private arrival(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== wake);
+        resolve();
+      }, ms);
+      this.waiters.push(wake);
+    });
   }
 
   async hello(token?: string): Promise<Record<string, unknown>> {

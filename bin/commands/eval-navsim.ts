@@ -11,10 +11,16 @@ import { evaluateNavsim, formatTable } from '../../envs/navsim/eval.ts';
 import type { SplitName } from '../../envs/navsim/generator.ts';
 import { SPLITS } from '../../envs/navsim/generator.ts';
 import { connectToTarget } from './target.ts';
+import { refuseVersionFlag } from './version-flag.ts';
 
 export function registerEvalNavsim(evalCommand: Command): void {
-  evalCommand
-    .command('navsim')
+  const navsim = evalCommand.command('navsim');
+  // `--version` was the NAVSIM version's spelling once; it is gymwire's own flag, so name the new one.
+  refuseVersionFlag(
+    navsim,
+    "eval navsim takes the NAVSIM version as --navsim-version 1|2 (gymwire --version, before any subcommand, prints gymwire's version)",
+  );
+  navsim
     .description('score a NAVSIM agent (constant-velocity, pdm-closed, human) on a split; prints PDMS / EPDMS and sub-metrics')
     .requiredOption('--agent <name>', 'constant-velocity | pdm-closed | human')
     .option('--split <split>', 'synthetic-test | synthetic-train', 'synthetic-test')
@@ -67,15 +73,4 @@ export function registerEvalNavsim(evalCommand: Command): void {
         }
       },
     );
-}
-
-/**
- * `--version` after `eval navsim` was the NAVSIM version once; it is the program's own `--version`
- * (which prints gymwire's version and exits), so that spelling is refused with the new one named.
- */
-export function refuseOldNavsimVersionFlag(argv: readonly string[]): void {
-  const at = argv.indexOf('navsim');
-  if (at < 1 || argv[at - 1] !== 'eval') return;
-  const old = argv.slice(at + 1).find((a) => a === '--version' || a.startsWith('--version='));
-  if (old) throw new Error("eval navsim takes the NAVSIM version as --navsim-version 1|2 (--version prints gymwire's version)");
 }

@@ -44,16 +44,21 @@ export interface ResetEpisode {
   frame: Uint8Array;
 }
 
+/** How reset frames reach the model's size (the `reset_resize` kwarg). */
+export type ResetResize = 'sharp' | 'rlinf' | 'rlinf-1-thread';
+
 /**
  * `opts.confine`: where the loader may read (a server's data roots for a client-named folder).
- * `opts.resize`: `sharp` (bilinear, the default) or `rlinf` (RLinf's float32 bilinear and uint8
- * truncation, resize.ts); either way a frame already at the model's size is `sharp`-decoded as is.
+ * `opts.resize`: `sharp` (bilinear, the default), `rlinf` (RLinf's float32 bilinear and uint8
+ * truncation as PyTorch's CPU kernels compute them with more than one thread, resize.ts) or
+ * `rlinf-1-thread` (the same on one torch thread, where PyTorch picks its other kernel for some
+ * sizes); with `sharp`, a frame already at the model's size is decoded as is.
  */
 export async function readResetDataset(
   dir: string,
   height: number,
   width: number,
-  opts: { confine?: ConfinePath; resize?: 'sharp' | 'rlinf' } = {},
+  opts: { confine?: ConfinePath; resize?: ResetResize } = {},
 ): Promise<ResetEpisode[]> {
   const confine = opts.confine ?? ((p: string) => p);
   const path = join(dir, 'episodes.json');
@@ -79,10 +84,11 @@ export async function readResetDataset(
             throw new ModelContractError(`cannot decode reset frame ${file}: ${err.message}`);
           });
       const image = sharp(confine(file)).removeAlpha();
-      if (opts.resize === 'rlinf') {
+      if (opts.resize === 'rlinf' || opts.resize === 'rlinf-1-thread') {
         const { data, info } = await decode(image);
         const rgb = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-        return { task: ep.task, initPose: ep.init_ee_pose, frame: resizeLikeRLinf(rgb, info.height, info.width, height, width) };
+        const torchThreads = opts.resize === 'rlinf' ? 2 : 1;
+        return { task: ep.task, initPose: ep.init_ee_pose, frame: resizeLikeRLinf(rgb, info.height, info.width, height, width, { torchThreads }) };
       }
       const { data } = await decode(image.resize(width, height, { fit: 'fill', kernel: 'linear' }));
       return { task: ep.task, initPose: ep.init_ee_pose, frame: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };

@@ -66,9 +66,11 @@ export const EvacKwargsSchema = z
       .optional()
       .describe("Sparse context memory indices: 'gymwire' (default, evenly spread) or 'rlinf' (RLinf EvacEnv's)"),
     reset_resize: z
-      .enum(['sharp', 'rlinf'])
+      .enum(['sharp', 'rlinf', 'rlinf-1-thread'])
       .optional()
-      .describe("How reset frames reach the model's size: 'sharp' (default, bilinear) or 'rlinf' (PyTorch bilinear, float32, truncated to uint8)"),
+      .describe(
+        "How reset frames reach the model's size: 'sharp' (default, bilinear) or RLinf's chain as PyTorch's CPU computes it: 'rlinf' (torch on several threads) or 'rlinf-1-thread'",
+      ),
     episode_draw: z
       .object({
         group: z.string().min(1).max(200).describe('A name shared by the envs of one RLinf env worker (pick one unique to it, e.g. a UUID)'),

@@ -6,7 +6,9 @@ into float32 / 255, resizes it with F.interpolate(bilinear, align_corners=False)
 differs, normalises it to [-1, 1], and observes ((x + 1) / 2 * 255).clamp(0, 255).to(uint8).
 evac_resize_reference.json holds gymwire's output for a fixed 40x56 frame at a few sizes
 (scripts/evac/resize-reference.ts). This runs PyTorch's chain on the CPU and, when available, on
-CUDA, and exits 1 if any byte differs. Needs torch and numpy only.
+CUDA. gymwire reproduces PyTorch's CPU kernels (x86-64 AVX2/AVX512 builds), so a CPU byte that
+differs exits 1; CUDA's kernel rounds differently and is reported, not failed (docs/envs/evac.md).
+Needs torch and numpy only.
 
     python test/gpu/evac_resize_check.py
 """
@@ -56,8 +58,8 @@ def main() -> int:
                     }
                 )
             )
-            failed |= bool(diff.max() > 0)
-    print("evac resize check:", "FAILED" if failed else "ok (gymwire's bytes equal PyTorch's)")
+            failed |= device == "cpu" and bool(diff.max() > 0)
+    print("evac resize check:", "FAILED" if failed else "ok (gymwire's bytes equal PyTorch's CPU bytes)")
     return 1 if failed else 0
 
 

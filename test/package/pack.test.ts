@@ -8,7 +8,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -77,6 +77,9 @@ describe.concurrent('the packed npm package, installed into an empty project', {
     expect(statSync(join(modules, 'onnxruntime-node'), { throwIfNoEntry: false })).toBeUndefined();
     expect(statSync(join(modules, 'uws'), { throwIfNoEntry: false })).toBeUndefined();
     expect(statSync(join(modules, 'tsx'), { throwIfNoEntry: false })).toBeUndefined();
+    // The project has no public home yet: no placeholder repository, homepage or bugs URL.
+    const manifest = JSON.parse(readFileSync(join(modules, 'gymwire', 'package.json'), 'utf8')) as Record<string, unknown>;
+    expect(['repository', 'homepage', 'bugs'].filter((k) => k in manifest)).toEqual([]);
     const mb = dirBytes(modules) / 1e6;
     process.stdout.write(`${JSON.stringify({ bench: 'package', install_mb: Number(mb.toFixed(1)) })}\n`);
     expect(mb).toBeLessThan(MAX_INSTALL_MB);

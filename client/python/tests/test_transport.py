@@ -142,6 +142,89 @@ def test_a_frozen_link_is_noticed_by_keepalive_and_resumed(url: str, transport: 
             asyncio.run_coroutine_threadsafe(proxy.close(), loop).result(10)
 
 
+@contextlib.contextmanager
+def proxied(url: str) -> Iterator[tuple[FreezableProxy, asyncio.AbstractEventLoop]]:
+    """test_link's TCP proxy in front of the server, run on a helper thread's loop."""
+    with loop_in_thread() as loop:
+        proxy = FreezableProxy(*_host_port(url))
+        asyncio.run_coroutine_threadsafe(proxy.start(), loop).result(10)
+        try:
+            yield proxy, loop
+        finally:
+            asyncio.run_coroutine_threadsafe(proxy.close(), loop).result(10)
+
+
+def test_keepalive_pings_only_a_link_that_went_quiet(url: str, transport: str) -> None:
+    interval = 0.5
+    with proxied(url) as (proxy, _):
+        with gymwire.Client(f"ws://127.0.0.1:{proxy.port}", transport=transport, keepalive_interval=interval, keepalive_timeout=30) as client:
+            env = client.make("gymwire/CartPole-v1")
+            env.reset(seed=0)
+            before, steps = proxy.client_pings, 0
+            busy_until = time.monotonic() + 8 * interval
+            while time.monotonic() < busy_until:
+                _, _, terminated, truncated, _ = env.step(steps % 2)
+                steps += 1
+                if terminated or truncated:
+                    env.reset()
+            busy_pings = proxy.client_pings - before
+            # Quiet: nothing arrives, so pings go out (and their pongs keep the link).
+            quiet_from = proxy.client_pings
+            deadline = time.monotonic() + 30
+            while proxy.client_pings - quiet_from < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert proxy.client_pings - quiet_from >= 2
+            # Answers arrived all along: a ping on a timer would have gone out about 8 times; only a
+            # stall of a whole interval (a loaded machine) may have earned one.
+            assert busy_pings <= 1, f"{busy_pings} pings while {steps} steps were answered"
+            env.reset(seed=1)
+            assert proxy.connections == 1
+
+
+def test_a_large_answer_arriving_slowly_keeps_the_link(url: str, transport: str) -> None:
+    # 1 MiB forwarded 8 KiB every 20 ms takes over 2.5 s, longer than keepalive_interval plus
+    # keepalive_timeout: its bytes, not a pong stuck behind them, show the link is alive.
+    payload = bytes(range(256)) * 4096
+    events: list[dict[str, Any]] = []
+    with proxied(url) as (proxy, loop):
+        with gymwire.Client(
+            f"ws://127.0.0.1:{proxy.port}", transport=transport, keepalive_interval=0.2, keepalive_timeout=1.0, request_timeout=60, on_event=events.append
+        ) as client:
+            loop.call_soon_threadsafe(proxy.slow_down, 8192, 0.02)
+            assert client.drive(client.aclient.request("ping", {"payload": payload}))["payload"] == payload
+            assert [e for e in events if e["type"] == "disconnected"] == []
+            assert proxy.connections == 1
+
+
+def test_abandon_fails_what_waits_and_every_later_call_with_the_given_error(url: str, transport: str) -> None:
+    gone = E.SessionLostError("server 3 died; its sessions are gone")
+    with proxied(url) as (proxy, loop):
+        client = gymwire.Client(f"ws://127.0.0.1:{proxy.port}", transport=transport, keepalive_interval=None, request_timeout=60)
+        env = client.make("gymwire/CartPole-v1")
+        env.reset(seed=0)
+        loop.call_soon_threadsafe(proxy.freeze)
+        outcome: list[BaseException] = []
+
+        def step() -> None:
+            try:
+                env.step(0)
+            except BaseException as err:  # noqa: BLE001 - the test inspects it
+                outcome.append(err)
+
+        stepper = threading.Thread(target=step)
+        stepper.start()
+        deadline = time.monotonic() + 10  # the step is on its way into the frozen link
+        while not client.aclient._pending and time.monotonic() < deadline:
+            time.sleep(0.01)
+        client.abandon(gone)
+        stepper.join(30)
+        assert outcome == [gone]
+        with pytest.raises(E.SessionLostError, match="server 3 died"):
+            client.make("gymwire/CartPole-v1")
+        assert env.remote.closed_reason == str(gone)
+        client.close()  # idempotent after abandon
+
+
 def test_large_frames_arrive_whole_and_as_read_only_views(url: str, transport: str) -> None:
     payload = bytes(range(256)) * 2400  # 614,400 bytes: over the socket transport's buffered-read size
     with gymwire.Client(url, transport=transport) as client:

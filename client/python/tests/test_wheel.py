@@ -59,7 +59,8 @@ def test_the_wheel_carries_types_licence_and_metadata(wheel: Path) -> None:
         licence = zf.read(f"gymwire-{version}.dist-info/licenses/LICENSE").decode()
     assert "License-Expression: Apache-2.0" in meta
     assert "License-File: LICENSE" in meta
-    assert "Project-URL: Documentation" in meta
+    # The project has no public home yet: no placeholder URLs that would lead users elsewhere.
+    assert "Project-URL" not in meta and "Home-page" not in meta
     assert "Provides-Extra: inference" in meta and 'Requires-Dist: onnx>=1.15; extra == "inference"' in meta
     assert "Description-Content-Type: text/markdown" in meta
     assert licence == (REPO / "LICENSE").read_text()

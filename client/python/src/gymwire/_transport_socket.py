@@ -22,6 +22,7 @@ import socket
 import struct
 import threading
 import time
+from typing import overload
 
 from websockets.client import ClientProtocol
 from websockets.exceptions import InvalidURI
@@ -54,7 +55,7 @@ class SocketWebSocket:
 
     :meth:`send` and :meth:`ping` may be called from any thread (a lock keeps frames whole);
     :meth:`recv` must have one caller at a time (the owner serialises readers). Pings from the
-    server are answered inside :meth:`recv`; pongs update :attr:`last_received`.
+    server are answered inside :meth:`recv`; every read that brings bytes updates :attr:`last_received`.
     """
 
     def __init__(self, sock: socket.socket, buffered: bytes = b"") -> None:
@@ -66,7 +67,7 @@ class SocketWebSocket:
         self._poller.register(sock, select.POLLIN)
         self._rand = random.Random()
         self.closed: SocketClosedError | None = None
-        #: ``time.monotonic()`` of the last frame received (data or control).
+        #: ``time.monotonic()`` when bytes last arrived (a large message still arriving counts).
         self.last_received = time.monotonic()
 
     @classmethod
@@ -132,10 +133,16 @@ class SocketWebSocket:
                 return False
         return True
 
-    def recv(self) -> bytes | bytearray:
+    @overload
+    def recv(self) -> bytes | bytearray: ...
+    @overload
+    def recv(self, control_ends: bool) -> bytes | bytearray | None: ...
+
+    def recv(self, control_ends: bool = False) -> bytes | bytearray | None:
         """The next binary message (text messages are skipped, as the asyncio client skips them); blocks until one arrives.
 
-        Raises :class:`SocketClosedError`.
+        With ``control_ends`` a ping or pong between messages ends the call with None instead (an idle
+        watcher must not block until the next message). Raises :class:`SocketClosedError`.
         """
         fragments: list[bytes | bytearray] = []
         message_opcode = _OP_BINARY
@@ -152,9 +159,10 @@ class SocketWebSocket:
             payload = self._read_exact(length)
             if mask is not None:
                 payload = apply_mask(payload, mask)
-            self.last_received = time.monotonic()
             if opcode >= _OP_CLOSE:
                 self._control(opcode, bytes(payload))
+                if control_ends and not fragments:
+                    return None
                 continue
             if opcode != _OP_CONTINUATION:
                 message_opcode = opcode
@@ -266,6 +274,7 @@ class SocketWebSocket:
             raise self.closed or SocketClosedError(1006, str(err)) from err
         if not chunk:
             raise self.closed or SocketClosedError(1006, "the server closed the TCP connection")
+        self.last_received = time.monotonic()
         return chunk
 
     def _recv_into(self, view: memoryview) -> int:
@@ -275,4 +284,5 @@ class SocketWebSocket:
             raise self.closed or SocketClosedError(1006, str(err)) from err
         if not got:
             raise self.closed or SocketClosedError(1006, "the server closed the TCP connection")
+        self.last_received = time.monotonic()
         return got

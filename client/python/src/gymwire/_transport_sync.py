@@ -270,15 +270,16 @@ class SocketClient(AsyncClient):
         The adaptive window learns from the gap between the request sent and a frame readable.
         """
         window = self._fixed_spin_s if self._spin is None else self._spin.next()
-        ok = self._read_one(deadline, window - (time.perf_counter() - sent_at) if window > 0 else 0.0)
+        ok = self._read_one(deadline, spin_s=window - (time.perf_counter() - sent_at) if window > 0 else 0.0)
         if self._spin is not None:
             self._spin.learn(time.perf_counter() - sent_at, window)
         return ok
 
-    def _read_one(self, deadline: float | None, spin_s: float = 0.0) -> bool:
+    def _read_one(self, deadline: float | None, control_ends: bool = False, spin_s: float = 0.0) -> bool:
         """Reads and dispatches one message (holding the reader's role); False when ``deadline`` passed first.
 
-        With ``spin_s`` it polls the socket that long without sleeping before it waits.
+        ``control_ends``: a ping or pong ends the read too (see ``SocketWebSocket.recv``). With
+        ``spin_s`` it polls the socket that long without sleeping before it waits.
         """
         sock = self._sock
         if sock is None:
@@ -291,11 +292,12 @@ class SocketClient(AsyncClient):
         elif deadline is not None and not sock.wait_readable(deadline - time.monotonic()):
             return False
         try:
-            frame = sock.recv()
+            frame = sock.recv(control_ends)
         except SocketClosedError as closed:
             self._lost(sock, closed.code, closed.reason)
             return True
-        self._on_frame(frame)
+        if frame is not None:
+            self._on_frame(frame)
         if self._waiters:
             self._notify_waiters()
         return True
@@ -438,7 +440,8 @@ class SocketClient(AsyncClient):
                 pass
             return
         if sock is not None and ready and self._busy == 0:
-            self._read_one(time.monotonic())
+            # A pong ends the read: the helper goes back to its keepalive instead of waiting for a message.
+            self._read_one(time.monotonic(), control_ends=True)
 
     def _keepalive(self) -> None:
         sock = self._sock

@@ -51,6 +51,19 @@ class _Pending:
     future: asyncio.Future[Any]
 
 
+class _HeardConnection(ClientConnection):
+    """websockets' client connection, noting when bytes last arrived (keepalive pings only a quiet link)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: ``time.monotonic()`` when bytes last arrived from the server.
+        self.last_received = time.monotonic()
+
+    def data_received(self, data: bytes) -> None:
+        self.last_received = time.monotonic()
+        super().data_received(data)
+
+
 def _time_out(future: asyncio.Future[Any], type: str, rid: int, timeout: float) -> None:
     if not future.done():
         future.set_exception(E.RequestTimeoutError(f"{type} got no answer within {timeout} s", {"id": rid, "type": type}))
@@ -61,10 +74,11 @@ class AsyncClient:
 
     Options: ``token`` (auth), ``request_timeout`` (seconds per request, default 120; ``None``
     disables), ``reconnect`` (default True), ``reconnect_timeout`` (give up after, default 60 s),
-    ``connect_timeout`` (default 10 s), ``keepalive_interval`` (send a WebSocket ping this often, in
-    seconds, default 15; ``None`` turns keepalive off) and ``keepalive_timeout`` (a ping unanswered
-    this long, default 30 s, drops the connection, which is then reconnected and resumed: a link
-    that went silent without a FIN or RST is noticed), ``on_event`` (called with server events and
+    ``connect_timeout`` (default 10 s), ``keepalive_interval`` (send a WebSocket ping after this
+    long without a byte from the server, in seconds, default 15; ``None`` turns keepalive off) and
+    ``keepalive_timeout`` (nothing received this long after a ping, default 30 s, drops the
+    connection, which is then reconnected and resumed: a link that went silent without a FIN or RST
+    is noticed, while a large answer still arriving keeps it), ``on_event`` (called with server events and
     ``{"type": "reconnected"|"disconnected", ...}``), ``protocol_version`` (for tests).
     """
 
@@ -229,6 +243,24 @@ class AsyncClient:
             task.cancel()
         await asyncio.gather(*readers, return_exceptions=True)
 
+    async def abandon(self, error: E.SdkError) -> None:
+        """Closes this client for good because its server is known to be gone (a supervisor saw it die).
+
+        Every request still waiting fails with ``error`` now, instead of after a reconnect timeout,
+        every later call raises ``error`` rather than ``ClientClosedError``, and this client's
+        sessions are marked closed with its message. ``gymwire.ray`` retires a dead server's
+        connection this way.
+
+        Example::
+
+            await client.abandon(gymwire.SessionLostError("server 2 died; its sessions are gone"))
+        """
+        self._closed_by = error
+        for env in list(self._envs.values()):
+            env.mark_closed(str(error))
+        self._fail_all(error)
+        await self.close()
+
     async def close_all(self) -> None:
         """Closes every session this client made, then the connection."""
         await asyncio.gather(*(env.close() for env in list(self._envs.values())), return_exceptions=True)
@@ -262,10 +294,9 @@ class AsyncClient:
                     compression=None,
                     max_size=None,
                     open_timeout=self.connect_timeout,
-                    # websockets' keepalive: a ping unanswered within ping_timeout fails the connection,
-                    # and the reader then reconnects and resumes as after any other drop.
-                    ping_interval=self.keepalive_interval,
-                    ping_timeout=self.keepalive_timeout,
+                    # Keepalive is ours (_keepalive): websockets' pings on a timer whatever the traffic.
+                    ping_interval=None,
+                    create_connection=_HeardConnection,
                     # The closing handshake of a dead link cannot complete: do not wait long for it.
                     close_timeout=min(self.keepalive_timeout, 5.0),
                 ),
@@ -274,10 +305,41 @@ class AsyncClient:
         except (OSError, asyncio.TimeoutError, websockets.exceptions.WebSocketException) as err:
             raise E.ConnectFailedError(f"could not connect to {self.url}: {err}", {"url": self.url}) from err
         self._ws = ws
-        task = asyncio.get_running_loop().create_task(self._read(ws))
-        self._readers.add(task)
-        task.add_done_callback(self._readers.discard)
+        # The reader, and keepalive for this socket; both end with it, and close() cancels them.
+        loop = asyncio.get_running_loop()
+        for job in (self._read(ws), self._keepalive(ws)):
+            task = loop.create_task(job)
+            self._readers.add(task)
+            task.add_done_callback(self._readers.discard)
         return ws
+
+    async def _keepalive(self, ws: ClientConnection) -> None:
+        """Pings after ``keepalive_interval`` without a byte from the server; when nothing arrives within
+        ``keepalive_timeout`` of the ping, drops the socket (the reader then reconnects and resumes).
+
+        Any bytes count, as in the TypeScript client: a busy link sends no pings, and a large answer
+        still arriving slowly keeps the link alive though a pong would wait behind it.
+        """
+        interval, timeout = self.keepalive_interval, self.keepalive_timeout
+        if interval is None or not isinstance(ws, _HeardConnection):
+            return
+        tick = max(0.01, min(interval, timeout) / 4)
+        pinged_at: float | None = None
+        while ws is self._ws:
+            await asyncio.sleep(tick)
+            now = time.monotonic()
+            if pinged_at is not None and ws.last_received > pinged_at:
+                pinged_at = None  # heard from the server since the ping
+            if pinged_at is not None:
+                if now - pinged_at >= timeout:
+                    ws.transport.abort()
+                    return
+            elif now - ws.last_received >= interval:
+                pinged_at = now
+                try:
+                    await ws.ping()
+                except websockets.exceptions.ConnectionClosed:
+                    return
 
     async def _handshake(self, ws: ClientConnection) -> dict[str, Any]:
         rid, hello = self._hello()
@@ -480,6 +542,49 @@ class AsyncClient:
                 p.future.set_exception(err)
 
 
+class EventLoopThread:
+    """An asyncio event loop running in a daemon thread until :meth:`stop`.
+
+    :class:`Client` runs its asyncio transport on one of its own; several clients can share one
+    (``Client(url, loop=shared.loop)``), so that their requests go out from a single loop, as
+    ``gymwire.ray``'s pool does for its servers.
+
+    Example::
+
+        shared = EventLoopThread("my-clients")
+        a = Client(url_a, loop=shared.loop)
+        b = Client(url_b, loop=shared.loop)
+        ...
+        a.close()
+        b.close()
+        shared.stop()
+    """
+
+    def __init__(self, name: str = "gymwire-client") -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self.thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Cancels what still runs on the loop, stops it, joins the thread and closes the loop; idempotent."""
+        if self.thread.is_alive():
+
+            async def drain() -> None:
+                tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+            try:
+                asyncio.run_coroutine_threadsafe(drain(), self.loop).result(timeout)
+            except Exception:  # noqa: BLE001 - best effort: the loop is going away either way
+                pass
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=timeout)
+        if not self.loop.is_running() and not self.loop.is_closed():
+            self.loop.close()
+
+
 class Client:
     """A synchronous gymwire client, safe to use from any thread.
 
@@ -488,7 +593,9 @@ class Client:
     ``gymwire._transport_sync``), with no event loop in between. ``transport="asyncio"`` runs an
     :class:`AsyncClient` on an event loop in a daemon thread and hands every call to it; it also
     serves ``wss://`` URLs, which the socket transport refuses. The environment variable
-    ``GYMWIRE_TRANSPORT`` sets the default. Other options are :class:`AsyncClient`'s.
+    ``GYMWIRE_TRANSPORT`` sets the default. ``loop`` runs the asyncio transport on a loop that
+    already runs in another thread (an :class:`EventLoopThread`'s, shared by several clients);
+    :meth:`close` then leaves that loop running. Other options are :class:`AsyncClient`'s.
 
     Example::
 
@@ -497,12 +604,17 @@ class Client:
             obs, info = env.reset(seed=0)
     """
 
-    def __init__(self, url: str, *, transport: str | None = None, **opts: Any) -> None:
+    def __init__(self, url: str, *, transport: str | None = None, loop: asyncio.AbstractEventLoop | None = None, **opts: Any) -> None:
+        if loop is not None and transport not in (None, "asyncio"):
+            raise ValueError(f"a client on a given loop uses the asyncio transport, not {transport!r}")
+        if loop is not None:
+            transport = "asyncio"
         self.transport = transport or os.environ.get("GYMWIRE_TRANSPORT") or ("asyncio" if url.startswith("wss://") else "socket")
         if self.transport not in ("socket", "asyncio"):
             raise ValueError(f"transport must be 'socket' or 'asyncio', got {self.transport!r}")
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = loop
+        # The loop thread this client started (and stops); None for a given loop.
+        self._loop_thread: EventLoopThread | None = None
         self._closed = False
         self._socket: SocketClient | None = None
         try:
@@ -526,12 +638,14 @@ class Client:
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Runs a coroutine on the client's loop and returns its result (from any thread but the loop's own)."""
-        if self._thread is not None and threading.current_thread() is self._thread:
+        if self._on_own_loop():
             coro.close()
             raise RuntimeError("a blocking gymwire call was made on the client's own event loop; use the async API there")
-        if self._closed and (self._thread is None or not self._thread.is_alive()):
+        if self._closed and (self._loop is None or not self._loop.is_running()):
             coro.close()
-            raise E.ClientClosedError("the client is closed")
+            # An abandoned client raises what it was abandoned with, like its async client.
+            aclient: AsyncClient | None = getattr(self, "aclient", None)
+            raise (aclient._closed_by if aclient is not None else None) or E.ClientClosedError("the client is closed")
         return asyncio.run_coroutine_threadsafe(coro, self._start_loop()).result()
 
     def drive(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -542,7 +656,7 @@ class Client:
         """
         if self._socket is None:
             return self.run(coro)
-        if self._thread is not None and threading.current_thread() is self._thread:
+        if self._on_own_loop():
             coro.close()
             raise RuntimeError("a blocking gymwire call was made on the client's own event loop; use the async API there")
         try:
@@ -560,7 +674,7 @@ class Client:
         """
         if self._socket is None:
             return self.run(self.aclient.request(type, fields, timeout))
-        if self._thread is not None and threading.current_thread() is self._thread:
+        if self._on_own_loop():
             raise RuntimeError("a blocking gymwire call was made on the client's own event loop; use the async API there")
         return self._socket.request_blocking(type, fields, timeout)
 
@@ -594,8 +708,16 @@ class Client:
         else:
             self.run(self.aclient.simulate_connection_loss())
 
+    def abandon(self, error: E.SdkError) -> None:
+        """:meth:`AsyncClient.abandon` (waiting and later calls raise ``error``), then :meth:`close`."""
+        try:
+            if not self._closed:
+                self.drive(self.aclient.abandon(error))
+        finally:
+            self.close()
+
     def close(self) -> None:
-        """Closes the connection and stops the loop thread; idempotent."""
+        """Closes the connection and stops the loop thread (not a loop given to the client); idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -607,35 +729,25 @@ class Client:
         finally:
             self._stop_loop()
 
+    def _on_own_loop(self) -> bool:
+        """Whether the caller runs on this client's loop (where a blocking call would wait on itself)."""
+        try:
+            return self._loop is not None and asyncio.get_running_loop() is self._loop
+        except RuntimeError:
+            return False
+
     def _start_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
-            self._loop = asyncio.new_event_loop()
-            self._thread = threading.Thread(target=self._loop.run_forever, name="gymwire-client", daemon=True)
-            self._thread.start()
+            self._loop_thread = EventLoopThread()
+            self._loop = self._loop_thread.loop
         return self._loop
 
     def _stop_loop(self) -> None:
         self._closed = True
         if self._socket is not None:
             self._socket.close_blocking()
-        if self._loop is None or self._thread is None:
-            return
-        if self._thread.is_alive():
-
-            async def drain() -> None:
-                tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-                for t in tasks:
-                    t.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-
-            try:
-                asyncio.run_coroutine_threadsafe(drain(), self._loop).result(5)
-            except Exception:  # noqa: BLE001 - best effort: the loop is going away either way
-                pass
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=5)
-        if not self._loop.is_running():
-            self._loop.close()
+        if self._loop_thread is not None:
+            self._loop_thread.stop()
 
     def __enter__(self) -> Client:
         return self

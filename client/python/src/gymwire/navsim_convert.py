@@ -11,20 +11,30 @@ as NAVSIM's ``filter_scenes`` cuts them (``num_history_frames`` + ``num_future_f
 ``MetricCacheProcessor._interpolate_gt_observation`` does. Needs the ``navsim`` extra (shapely; pyproj
 only for a map whose layers are not stored in its UTM system).
 
+It also reads NAVSIM v2's metric cache (``run_metric_caching.py``'s ``<log>/<scene type>/<token>/
+metric_cache.pkl``: lzma-compressed pickles of ``MetricCache``, nuPlan objects inside) without the
+devkit: ``read_metric_cache`` unpickles NAVSIM's and nuPlan's classes as ``CachedObject`` stand-ins
+holding their pickled state (numpy and shapely load as themselves; nothing else is imported or
+called), and ``scene_from_metric_cache`` reads the fields by the names those classes store them under.
+
 Example::
 
     python -m gymwire.navsim_convert --logs $OPENSCENE_DATA_ROOT/navsim_logs/test \\
         --maps $NUPLAN_MAPS_ROOT --out /data/navsim/navtest
+    python -m gymwire.navsim_convert --metric-cache $NAVSIM_EXP_ROOT/metric_cache \\
+        --maps $NUPLAN_MAPS_ROOT --out /data/navsim/navtest-cache
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import lzma
 import math
 import pickle
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -441,6 +451,33 @@ def split_scenes(
     return out
 
 
+class _Maps:
+    """The map GeoPackages of one conversion, each opened once, by location."""
+
+    def __init__(self, maps_root: Path) -> None:
+        self._root = maps_root
+        self._open: dict[str, GpkgMap] = {}
+
+    def __call__(self, location: str) -> GpkgMap:
+        if location not in self._open:
+            self._open[location] = GpkgMap(find_map(self._root, location))
+        return self._open[location]
+
+    def close(self) -> None:
+        for m in self._open.values():
+            m.close()
+
+
+def _write_scenes(out_dir: Path, scenes: Iterator[dict[str, Any]]) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for scene in scenes:
+        path = out_dir / f"{scene['name']}.json"
+        path.write_text(json.dumps(scene))
+        written.append(path)
+    return written
+
+
 def convert_logs(
     logs: Path, maps_root: Path, out_dir: Path, num_history_frames: int = 4, num_future_frames: int = 10, frame_interval: int | None = None
 ) -> list[Path]:
@@ -448,28 +485,242 @@ def convert_logs(
     files = sorted(logs.glob("*.pkl")) if logs.is_dir() else [logs]
     if not files:
         raise ConversionError(f"{logs}: no log pickles")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    maps: dict[str, GpkgMap] = {}
-    written = []
+    maps = _Maps(maps_root)
     try:
-        for log in files:
-            for window in split_scenes(read_log(log), num_history_frames, num_future_frames, frame_interval):
-                location = str(window[num_history_frames - 1]["map_location"])
-                if location not in maps:
-                    maps[location] = GpkgMap(find_map(maps_root, location))
-                scene = scene_from_frames(window, num_history_frames, maps[location])
-                path = out_dir / f"{scene['name']}.json"
-                path.write_text(json.dumps(scene))
-                written.append(path)
+        return _write_scenes(
+            out_dir,
+            (
+                scene_from_frames(window, num_history_frames, maps(str(window[num_history_frames - 1]["map_location"])))
+                for log in files
+                for window in split_scenes(read_log(log), num_history_frames, num_future_frames, frame_interval)
+            ),
+        )
     finally:
-        for m in maps.values():
-            m.close()
-    return written
+        maps.close()
+
+
+# ---- NAVSIM's metric cache ----
+
+
+class CachedObject:
+    """A NAVSIM or nuPlan object from a metric cache, without its class: the arguments its pickle
+    passes to the constructor (``args``, e.g. an enum's value) and its pickled attributes (``state``,
+    instance dict and slots merged). ``cls_name`` is the class's ``module.qualname``."""
+
+    cls_name = "CachedObject"
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> CachedObject:
+        obj = object.__new__(cls)
+        obj.args = args
+        obj.state = dict(kwargs)
+        return obj
+
+    def __setstate__(self, state: Any) -> None:
+        slots = None
+        if isinstance(state, tuple) and len(state) == 2:
+            state, slots = state
+        self.state.update(state or {})
+        self.state.update(slots or {})
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.state:
+            raise ConversionError(f"a {self.cls_name} in the metric cache has no {name!r} (fields: {', '.join(sorted(self.state))})")
+        return self.state[name]
+
+    def __repr__(self) -> str:
+        return f"<{self.cls_name} {self.args or ''}{sorted(self.state)}>"
+
+
+# What a metric cache may load as itself: numpy arrays and scalars, shapely geometries and trees,
+# paths. Everything else becomes a CachedObject, so unpickling imports and calls nothing else.
+_REAL_GLOBALS = {
+    **{(m, n): None for m in ("numpy.core.multiarray", "numpy._core.multiarray") for n in ("_reconstruct", "scalar")},
+    **{(m, "_frombuffer"): None for m in ("numpy.core.numeric", "numpy._core.numeric")},
+    ("numpy", "ndarray"): None,
+    ("numpy", "dtype"): None,
+    ("shapely.io", "from_wkb"): None,
+    ("shapely.wkb", "loads"): None,
+    ("shapely.strtree", "STRtree"): None,
+    ("pathlib", "PosixPath"): None,
+    ("pathlib", "PurePosixPath"): None,
+    ("builtins", "set"): None,
+    ("builtins", "frozenset"): None,
+    ("collections", "OrderedDict"): None,
+}
+
+
+class _MetricCacheUnpickler(pickle.Unpickler):
+    def __init__(self, file: Any) -> None:
+        super().__init__(file)
+        self._stand_ins: dict[tuple[str, str], type] = {}
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _REAL_GLOBALS:
+            # NAVSIM pins numpy 1.x, whose pickles name numpy.core; numpy 2 keeps it as a deprecated alias of numpy._core.
+            if module.startswith("numpy.core.") and (f"numpy._core.{module[11:]}", name) in _REAL_GLOBALS:
+                try:
+                    return super().find_class(f"numpy._core.{module[11:]}", name)
+                except ImportError:
+                    pass
+            return super().find_class(module, name)
+        key = (module, name)
+        if key not in self._stand_ins:
+            self._stand_ins[key] = type(name, (CachedObject,), {"cls_name": f"{module}.{name}", "__module__": module})
+        return self._stand_ins[key]
+
+
+def read_metric_cache(path: Path) -> CachedObject:
+    """One ``metric_cache.pkl`` (lzma-compressed pickle of a NAVSIM ``MetricCache``) as a CachedObject tree."""
+    try:
+        raw = lzma.decompress(path.read_bytes())
+    except (OSError, lzma.LZMAError) as e:
+        raise ConversionError(f"{path}: not a NAVSIM metric cache (an lzma-compressed pickle): {e}") from e
+    try:
+        cache = _MetricCacheUnpickler(io.BytesIO(raw)).load()
+    except Exception as e:  # any unpickling failure is a bad file
+        raise ConversionError(f"{path}: cannot unpickle the metric cache: {e}") from e
+    if not isinstance(cache, CachedObject) or not cache.cls_name.endswith(".MetricCache"):
+        raise ConversionError(f"{path}: the pickle holds {type(cache).__name__}, not NAVSIM's MetricCache")
+    if "future_tracked_objects" not in cache.state:
+        raise ConversionError(f"{path}: a NAVSIM v1 metric cache (no tracked objects, only PDM's occupancy maps); gymwire reads v2 caches (navsim >= 2.0)")
+    return cache
+
+
+def _se2(pose: CachedObject) -> tuple[float, float, float]:
+    return float(pose["x"]), float(pose["y"]), float(pose["heading"])
+
+
+def _vector(v: CachedObject) -> tuple[float, float]:
+    return float(v["_x"]), float(v["_y"])
+
+
+def _rear_axle(ego_state: CachedObject) -> tuple[float, float, float]:
+    """The rear-axle pose of an EgoState: CarFootprint's cached ``rear_axle``, else its centre moved
+    back by ``rear_axle_to_center`` (VehicleParameters: half length minus rear length)."""
+    footprint = ego_state["_car_footprint"]
+    if "rear_axle" in footprint.state:
+        return _se2(footprint.state["rear_axle"])
+    x, y, h = _se2(footprint["_center"])
+    # VehicleParameters pickles as (width, front_length, rear_length, cog_position_from_rear_axle, wheel_base, name, type, height).
+    _, front, rear = (float(v) for v in footprint["_vehicle_parameters"].args[:3])
+    back = (front + rear) / 2 - rear
+    return x - back * math.cos(h), y - back * math.sin(h), h
+
+
+def _cached_ego(ego_state: CachedObject) -> dict[str, float]:
+    x, y, h = _rear_axle(ego_state)
+    dyn = ego_state["_dynamic_car_state"]
+    vx, vy = _vector(dyn["_rear_axle_velocity_2d"])
+    ax, ay = _vector(dyn["_rear_axle_acceleration_2d"])
+    ego = {"x": x, "y": y, "heading": h, "vx": vx, "vy": vy, "ax": ax, "ay": ay}
+    steering, yaw_rate = float(ego_state.state.get("_tire_steering_angle", 0.0)), float(dyn.state.get("_angular_velocity", 0.0))
+    if steering:
+        ego["steering_angle"] = steering
+    if yaw_rate:
+        ego["yaw_rate"] = yaw_rate
+    return ego
+
+
+def _time_us(ego_state: CachedObject) -> int:
+    return int(ego_state["_time_point"]["time_us"])
+
+
+def _cached_agents(snapshots: Sequence[CachedObject], step_s: float) -> list[dict[str, Any]]:
+    """Tracked objects of DetectionsTracks at t = 0, step_s, ... joined by track token."""
+    agents: dict[str, dict[str, Any]] = {}
+    for k, detections in enumerate(snapshots):
+        for obj in detections["tracked_objects"]["tracked_objects"]:
+            kind_index = int(obj["_tracked_object_type"].args[0])
+            if kind_index >= len(OBJECT_TYPES):
+                continue  # EGO
+            box = obj["_box"]
+            x, y, h = _se2(box["_center"])
+            velocity = obj.state.get("_velocity", obj.state.get("velocity"))
+            vx, vy = _vector(velocity) if OBJECT_TYPES[kind_index] in AGENT_TYPES and velocity is not None else (0.0, 0.0)
+            token = str(obj["_metadata"]["track_token"])
+            if token not in agents:
+                dims = (float(box["_length"]), float(box["_width"]), float(box["_height"]))
+                agents[token] = {"token": token, "type": OBJECT_TYPES[kind_index], "length": dims[0], "width": dims[1], "height": dims[2], "states": []}
+            agents[token]["states"].append([round(k * step_s, 10), x, y, h, vx, vy])
+    return list(agents.values())
+
+
+def _route_roadblocks(m: GpkgMap, route_lane_ids: Sequence[str]) -> list[str]:
+    """The roadblocks (lane groups and lane group connectors) of PDM-Closed's route lanes, in route order."""
+    group_of = {f.fid: str(f.row["lane_group_fid"]) for f in m.layer("lanes_polygons")}
+    group_of.update({f.fid: str(f.row["lane_group_connector_fid"]) for f in m.layer("lane_connectors")})
+    missing = [lane for lane in route_lane_ids if str(lane) not in group_of]
+    if missing:
+        raise ConversionError(f"{m.path}: route lanes {', '.join(missing[:5])} of the metric cache are not in this map")
+    return list(dict.fromkeys(group_of[str(lane)] for lane in route_lane_ids))
+
+
+def _cached_red_lights(observation: CachedObject, step_s: float) -> list[dict[str, Any]]:
+    """Red lights on the route per 0.1 s from PDMObservation's ``_occupancy_maps_tl`` (tokens ``red_light_<id>``)."""
+    lights: list[dict[str, Any]] = []
+    for k, (tokens, _polygons) in enumerate(observation.state.get("_occupancy_maps_tl") or []):
+        red = sorted(str(t).removeprefix("red_light_") for t in tokens)
+        if not lights or lights[-1]["red"] != red:
+            lights.append({"t": round(k * step_s, 10), "red": red, "green": []})
+    return lights or [{"t": 0.0, "red": [], "green": []}]
+
+
+def scene_from_metric_cache(cache: CachedObject, token: str, map_for: Callable[[str], GpkgMap]) -> dict[str, Any]:
+    """One scene document from a v2 metric cache; ``map_for`` opens the map it names (``map_parameters.map_name``)."""
+    location = str(cache["map_parameters"]["map_name"])
+    gpkg = map_for(location)
+    ego_state = cache["ego_state"]
+    t0 = _time_us(ego_state)
+    ego = _cached_ego(ego_state)
+    route = _route_roadblocks(gpkg, [str(v) for v in cache["route_lane_ids"]])
+    past = cache["past_human_trajectory"].args[0] if cache["past_human_trajectory"].args else []
+    history = [{"t": round((_time_us(s) - t0) / 1e6, 6), **_cached_ego(s)} for s in past if _time_us(s) < t0][-3:]
+    future = list(cache["future_tracked_objects"])
+    step_s = 0.1
+    if len(future) >= 1 and len(future) * step_s < 3.95:
+        raise ConversionError(f"metric cache {token}: {len(future)} future observations cover less than NAVSIM v2's 4 s")
+    synthetic = int(cache["scene_type"].args[0]) == 1 if isinstance(cache["scene_type"], CachedObject) else int(cache["scene_type"]) == 1
+    scene: dict[str, Any] = {
+        "format": "gymwire-navsim-scene/1",
+        "name": token,
+        "description": f"{cache['log_name']} (NAVSIM metric cache)",
+        "timestamp_us": int(cache["timepoint"]["time_us"]),
+        "scene_type": "synthetic" if synthetic else "original",
+        "map": _map_around(gpkg, ego["x"], ego["y"], route, location),
+        "route_roadblock_ids": route,
+        "traffic_lights": _cached_red_lights(cache["observation"], step_s),
+        "ego": ego,
+        "agents": _cached_agents([*cache["current_tracked_objects"], *future], step_s),
+    }
+    if history:
+        scene["ego_history"] = history
+    human = cache.state.get("human_trajectory")
+    if human is not None:
+        sampling = human["trajectory_sampling"]
+        scene["human_trajectory"] = {"interval_length": float(sampling["interval_length"]), "poses": np.asarray(human["poses"], dtype=float).tolist()}
+    return scene
+
+
+def convert_metric_cache(cache_root: Path, maps_root: Path, out_dir: Path) -> list[Path]:
+    """Converts every ``metric_cache.pkl`` under ``cache_root`` (or one file) into ``out_dir/<token>.json``;
+    the token is the file's folder, as ``MetricCacheProcessor._build_file_path`` names it."""
+    files = sorted(cache_root.rglob("metric_cache.pkl")) if cache_root.is_dir() else [cache_root]
+    if not files:
+        raise ConversionError(f"{cache_root}: no metric_cache.pkl files")
+    maps = _Maps(maps_root)
+    try:
+        return _write_scenes(out_dir, (scene_from_metric_cache(read_metric_cache(file), file.parent.name, maps) for file in files))
+    finally:
+        maps.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m gymwire.navsim_convert", description="OpenScene logs + nuPlan maps -> gymwire NAVSIM scene JSON files")
-    p.add_argument("--logs", type=Path, required=True, help="a log pickle or a folder of them (navsim_logs/<split>)")
+    p = argparse.ArgumentParser(
+        prog="python -m gymwire.navsim_convert", description="OpenScene logs or a NAVSIM v2 metric cache + nuPlan maps -> gymwire NAVSIM scene JSON files"
+    )
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--logs", type=Path, help="a log pickle or a folder of them (navsim_logs/<split>)")
+    source.add_argument("--metric-cache", type=Path, help="a metric_cache.pkl or a folder holding them (run_metric_caching.py's output)")
     p.add_argument("--maps", type=Path, required=True, help="NUPLAN_MAPS_ROOT (holds nuplan-maps-v1.0.json and <location>/<version>/map.gpkg)")
     p.add_argument("--out", type=Path, required=True, help="output folder for <token>.json scenes")
     p.add_argument("--history", type=int, default=4, help="history frames including the current one (NAVSIM: 4)")
@@ -477,7 +728,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--interval", type=int, default=None, help="frames between scene starts (default: history + future)")
     a = p.parse_args(argv)
     try:
-        written = convert_logs(a.logs, a.maps, a.out, a.history, a.future, a.interval)
+        if a.metric_cache is not None:
+            written = convert_metric_cache(a.metric_cache, a.maps, a.out)
+        else:
+            written = convert_logs(a.logs, a.maps, a.out, a.history, a.future, a.interval)
     except ConversionError as e:
         p.exit(2, f"error: {e}\n")
     print(f"wrote {len(written)} scenes to {a.out}")

@@ -14,7 +14,6 @@ later requests for it raise at once. Other servers are untouched and keep steppi
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Sequence
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from ..client import AsyncClient, Client
+from ..client import Client, EventLoopThread
 from ..errors import SdkError, SessionLostError
 from .placement import plan_placement
 from .server import GymwireServer, fetch_health, http_url_of
@@ -114,8 +113,8 @@ class ServerPool:
         self._closed = False
         # Every server's connection runs on this one loop: a vector step is one hop to it, and the
         # servers' frames go out together (a loop thread per connection would contend for the GIL).
-        self._shared_loop = _SharedLoop()
-        self.loop = self._shared_loop.loop
+        self._loop_thread = EventLoopThread("gymwire-pool")
+        self.loop = self._loop_thread.loop
         self._retired: list[Client] = []
         self._vectors: list[PoolVectorEnv] = []
         self._envs: list[GymwireEnv] = []
@@ -150,7 +149,7 @@ class ServerPool:
                 ray.kill(a, no_restart=True)
             if self._owns_ray:
                 ray.shutdown()
-            self._shared_loop.stop()
+            self._loop_thread.stop()
             raise
 
     # -- what the pool has ---------------------------------------------------------------------
@@ -310,7 +309,8 @@ class ServerPool:
         options = {"request_timeout": 120.0, "reconnect_timeout": self.restart_timeout, **self._client_options, "on_event": on_event}
         if self._token is not None:
             options.setdefault("token", self._token)
-        return _PoolClient(self._shared_loop, info["url"], **options)
+        # On the pool's shared loop (the asyncio transport): closing the client leaves the loop running.
+        return Client(info["url"], loop=self.loop, **options)
 
     @staticmethod
     def _actor_info(actor: Any, timeout: float) -> dict[str, Any]:
@@ -361,7 +361,7 @@ class ServerPool:
             ray.kill(server.actor, no_restart=True)
         if self._owns_ray:
             ray.shutdown()
-        self._shared_loop.stop()
+        self._loop_thread.stop()
 
     def __enter__(self) -> ServerPool:
         return self
@@ -373,56 +373,10 @@ class ServerPool:
         return f"<ServerPool {len(self._servers)} servers: {', '.join(self.urls)}>"
 
 
-class _SharedLoop(Client):
-    """The pool's event loop in its own thread, with Client's orderly stop; it holds no connection."""
-
-    def __init__(self) -> None:
-        # The asyncio transport: every server's connection shares this one loop (no socket fast path).
-        self.transport = "asyncio"
-        self._socket = None
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="gymwire-pool", daemon=True)
-        self._thread.start()
-        self._closed = False
-
-    def stop(self) -> None:
-        self._stop_loop()
-
-
-class _PoolClient(Client):
-    """A :class:`~gymwire.Client` on the pool's shared event loop; closing it leaves the loop running."""
-
-    def __init__(self, shared: _SharedLoop, url: str, **opts: Any) -> None:
-        self.transport = "asyncio"
-        self._socket = None
-        self._loop = shared.loop
-        self._thread = shared._thread
-        self._closed = False
-        self.aclient = self.run(AsyncClient.connect(url, **opts))
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self.run(self.aclient.close())
-        except RuntimeError:
-            pass  # the pool's loop is already gone
-
-
 def _retire(client: Client, err: SdkError) -> None:
     """Fails everything waiting on a dead server's connection with ``err``, and closes it for good
     (later calls raise ``err``)."""
-    aclient = client.aclient
-
-    async def fail() -> None:
-        aclient._closed_by = err
-        for env in list(aclient._envs.values()):
-            env.mark_closed(str(err))
-        aclient._fail_all(err)
-        await aclient.close()
-
     try:
-        client.run(fail())
+        client.abandon(err)
     except Exception:  # noqa: BLE001 - best effort: the connection is dead already
         pass
