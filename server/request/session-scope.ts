@@ -52,12 +52,7 @@ export function withSession<T>(core: ServerCore, client: ClientState, sessionId:
  * Locks every session of a batch (in request order, so batches cannot deadlock), then runs fn;
  * synchronously when every lock is free and fn is sync (a batch of sync envs costs no promise).
  */
-export function withSessions<T>(
-  core: ServerCore,
-  client: ClientState,
-  ids: readonly string[],
-  fn: (sessions: Session[]) => T | Promise<T>,
-): T | Promise<T> {
+export function withSessions<T>(core: ServerCore, client: ClientState, ids: readonly string[], fn: (sessions: Session[]) => T | Promise<T>): T | Promise<T> {
   if (new Set(ids).size !== ids.length) throw new ProtocolError('ENV_ERR_INVALID_MESSAGE', 'session_ids lists a session more than once');
   const sessions = ids.map((id) => lookup(core, client, id));
   for (const s of sessions) {

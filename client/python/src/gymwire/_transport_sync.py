@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from . import errors as E
 from ._protocol import FATAL_CLOSE_CODES
-from ._transport_socket import SocketClosedError, SocketWebSocket
-from .client import AsyncClient, _Pending
 from ._request_template import FilledRequest
 from ._spin import AdaptiveSpin
+from ._transport_socket import SocketClosedError, SocketWebSocket
+from .client import AsyncClient, _Pending
 from .codec import pack
 
 if TYPE_CHECKING:

@@ -595,7 +595,10 @@ class Client:
     serves ``wss://`` URLs, which the socket transport refuses. The environment variable
     ``GYMWIRE_TRANSPORT`` sets the default. ``loop`` runs the asyncio transport on a loop that
     already runs in another thread (an :class:`EventLoopThread`'s, shared by several clients);
-    :meth:`close` then leaves that loop running. Other options are :class:`AsyncClient`'s.
+    :meth:`close` then leaves that loop running. ``busy_poll_us`` (socket transport only): after
+    sending a request, poll the socket this long before sleeping: ``'auto'`` (default, a window that
+    adapts to how fast answers come, see ``gymwire._spin``), ``0`` (never) or a number of µs. Other
+    options are :class:`AsyncClient`'s.
 
     Example::
 
@@ -626,6 +629,7 @@ class Client:
                 self.aclient: AsyncClient = self._socket
             else:
                 self._start_loop()
+                opts.pop("busy_poll_us", None)  # the socket transport's option: the asyncio one never spins
                 self.aclient = self.run(AsyncClient.connect(url, **opts))
         except BaseException:
             self._stop_loop()

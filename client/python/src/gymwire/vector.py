@@ -169,7 +169,9 @@ class AsyncRemoteVectorEnv:
         if errors and any(errors):
             for i, err in enumerate(errors):
                 if err:
-                    raise E.server_error({"code": err["code"], "message": f"env {i} (session {self.session_ids[i]}): {err['message']}", "details": {"index": i}})
+                    raise E.server_error(
+                        {"code": err["code"], "message": f"env {i} (session {self.session_ids[i]}): {err['message']}", "details": {"index": i}}
+                    )
         obs = self._batch_obs(r["obs"], self.num_envs)
         self._last_obs = obs
         wire_infos = r["infos"]
