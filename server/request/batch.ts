@@ -4,7 +4,6 @@
  * into zero-copy views. One session's failure fills its slot with an error, not the whole batch.
  */
 import type { ResetResult as ResetOutcome, StepResult as StepOutcome } from '../../envs/core/env.ts';
-import { after } from '../../envs/core/wrappers.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
 import type { ErrorCode } from '../../protocol/errors.ts';
 import type { RequestOf, ResultOf } from '../../protocol/messages.ts';
@@ -18,7 +17,7 @@ import { floatActions } from './parse-request.ts';
 import { withSessions } from './session-scope.ts';
 import { floatForDiscrete } from './session-ops.ts';
 
-export function resetBatch(core: ServerCore, client: ClientState, req: RequestOf<'reset_batch'>): Promise<ResultOf<'reset_batch'>> {
+export function resetBatch(core: ServerCore, client: ClientState, req: RequestOf<'reset_batch'>): ResultOf<'reset_batch'> | Promise<ResultOf<'reset_batch'>> {
   if (req.seeds && req.seeds.length !== req.session_ids.length) {
     throw new ProtocolError('ENV_ERR_INVALID_MESSAGE', `seeds has ${req.seeds.length} entries for ${req.session_ids.length} sessions`);
   }
@@ -36,89 +35,145 @@ export function resetBatch(core: ServerCore, client: ClientState, req: RequestOf
   });
 }
 
-export function stepBatch(core: ServerCore, client: ClientState, req: RequestOf<'step_batch'>): Promise<ResultOf<'step_batch'>> {
+export function stepBatch(core: ServerCore, client: ClientState, req: RequestOf<'step_batch'>): ResultOf<'step_batch'> | Promise<ResultOf<'step_batch'>> {
   const n = req.session_ids.length;
   const actions = splitActions(req.actions, n);
   const sentAsFloat = floatActions(req);
   const floats = Array.isArray(sentAsFloat) ? sentAsFloat : null;
-  return withSessions(core, client, req.session_ids, async (sessions) => {
+  return withSessions(core, client, req.session_ids, (sessions) => {
     // Validate every action first so a bad one leaves the whole batch unapplied.
-    sessions.forEach((s, i) => {
-      if (s.autoresetPending && req.autoreset_mode === 'next_step') return; // action ignored on the reset step
+    for (let i = 0; i < n; i++) {
+      const s = sessions[i]!;
+      if (s.autoresetPending && req.autoreset_mode === 'next_step') continue; // action ignored on the reset step
       const reason = contains(s.env.actionSpace, actions[i]) ?? floatForDiscrete(s.env.actionSpace, actions[i], floats?.[i] === true);
       if (reason)
         throw new ProtocolError('ENV_ERR_INVALID_ACTION', `action ${i} (session ${s.id}) is not in the action space: ${reason}`, {
           session_id: s.id,
           index: i,
         });
-    });
-    const start = process.hrtime.bigint();
-    const rewards = new Float64Array(n);
-    const terminated = new Uint8Array(n);
-    const truncated = new Uint8Array(n);
-    const obs: unknown[] = new Array(n);
-    const infos: Record<string, unknown>[] = new Array(n);
-    const errors: ({ code: ErrorCode; message: string } | null)[] = new Array(n).fill(null);
-    const fail = (s: Session, i: number, err: unknown): void => {
-      const pe = toProtocolError(err, s.log, 'step_batch');
-      errors[i] = { code: pe.code, message: pe.message };
-      infos[i] = {};
-    };
-    const afterReset = (s: Session, i: number, r: ResetOutcome): void => {
-      s.autoresetPending = false;
-      s.recordReset(r.obs, r.info);
-      s.metrics.resets.n++;
-      obs[i] = r.obs;
-      infos[i] = r.info;
-    };
-    // Steps are counted once per batch when every session runs the same env (label lookups add up at 256 sessions).
-    const oneEnv = sessions.every((s) => s.envId === sessions[0]!.envId);
-    let stepped = 0;
-    const afterStep = (s: Session, i: number, r: StepOutcome): void | Promise<void> => {
-      if (oneEnv) stepped++;
-      else s.metrics.steps.n++;
-      s.recordStep(r.obs, r.reward, r.terminated, r.truncated, r.info, actions[i], core.viewers > 0);
-      rewards[i] = r.reward;
-      terminated[i] = r.terminated ? 1 : 0;
-      truncated[i] = r.truncated ? 1 : 0;
-      obs[i] = r.obs;
-      infos[i] = r.info;
-      if (!(r.terminated || r.truncated)) return;
-      if (req.autoreset_mode === 'next_step') s.autoresetPending = true;
-      if (req.autoreset_mode !== 'same_step') return;
-      return after(s.env.reset({ seed: null, options: null }), (rr) => {
-        afterReset(s, i, rr);
-        infos[i] = { ...rr.info, final_obs: r.obs, final_info: r.info };
-      });
-    };
-    /** One session's part of the batch; synchronous for sync envs, so a batch of CartPoles costs no promise per session. */
-    const stepOne = (s: Session, i: number): void | Promise<void> => {
-      if (req.autoreset_mode === 'next_step' && s.autoresetPending) return after(s.env.reset({ seed: null, options: null }), (r) => afterReset(s, i, r));
-      // A promise that resolves to a promise flattens: the cast only tells TypeScript so.
-      return after(s.env.step(actions[i]), (r) => afterStep(s, i, r)) as void | Promise<void>;
-    };
-    const pending: Promise<void>[] = [];
-    sessions.forEach((s, i) => {
+    }
+    const batch = new BatchStep(req.autoreset_mode, sessions, actions, core.viewers > 0);
+    let pending: Promise<void>[] | null = null;
+    for (let i = 0; i < n; i++) {
       try {
-        const p = stepOne(s, i);
-        if (p) pending.push(p.catch((err: unknown) => fail(s, i, err)));
+        const p = batch.stepOne(i);
+        if (p) (pending ??= []).push(p.catch((err: unknown) => batch.fail(i, err)));
       } catch (err) {
-        fail(s, i, err);
+        batch.fail(i, err);
       }
-    });
-    if (pending.length) await Promise.all(pending);
-    sessions[0]!.metrics.steps.n += stepped;
-    sessions[0]!.metrics.latency.observe(Number(process.hrtime.bigint() - start) / 1e9);
-    if (errors.some((e) => e)) fillFailedSlots(obs, errors);
-    return {
-      obs: stackValues(obs),
-      rewards: new Tensor('float64', [n], rewards),
-      terminated: new Tensor('bool', [n], terminated),
-      truncated: new Tensor('bool', [n], truncated),
-      infos,
-      errors,
-    };
+    }
+    // A batch of sync envs answers synchronously: no promise, no microtask.
+    return pending ? Promise.all(pending).then(() => batch.finish()) : batch.finish();
   });
+}
+
+const NO_SEED = { seed: null, options: null };
+
+function isPromise<T>(v: T | Promise<T>): v is Promise<T> {
+  return typeof (v as Promise<T>)?.then === 'function';
+}
+
+/**
+ * One step_batch in progress: the answer's arrays, filled session by session. Methods, not
+ * closures made per request, so a batch of sync envs allocates nothing per session beyond what the
+ * envs return.
+ */
+class BatchStep {
+  readonly n: number;
+  readonly rewards: Float64Array;
+  readonly terminated: Uint8Array;
+  readonly truncated: Uint8Array;
+  readonly obs: unknown[];
+  readonly infos: Record<string, unknown>[];
+  readonly errors: ({ code: ErrorCode; message: string } | null)[];
+  private failed = false;
+  private readonly start = process.hrtime.bigint();
+  /** Steps are counted once per batch when every session runs the same env (label lookups add up at 256 sessions). */
+  private readonly oneEnv: boolean;
+  private stepped = 0;
+
+  constructor(
+    private readonly mode: RequestOf<'step_batch'>['autoreset_mode'],
+    private readonly sessions: Session[],
+    private readonly actions: unknown[],
+    /** A viewer listens: record actions and observations into the sessions' history too. */
+    private readonly watched: boolean,
+  ) {
+    const n = (this.n = sessions.length);
+    this.rewards = new Float64Array(n);
+    this.terminated = new Uint8Array(n);
+    this.truncated = new Uint8Array(n);
+    this.obs = new Array<unknown>(n);
+    this.infos = new Array<Record<string, unknown>>(n);
+    this.errors = new Array<{ code: ErrorCode; message: string } | null>(n).fill(null);
+    const envId = sessions[0]!.envId;
+    this.oneEnv = sessions.every((s) => s.envId === envId);
+  }
+
+  /** One session's part of the batch; synchronous for sync envs. */
+  stepOne(i: number): void | Promise<void> {
+    const s = this.sessions[i]!;
+    if (this.mode === 'next_step' && s.autoresetPending) {
+      const r = s.env.reset(NO_SEED);
+      return isPromise(r) ? r.then((rr) => this.afterReset(i, rr)) : this.afterReset(i, r);
+    }
+    const r = s.env.step(this.actions[i]);
+    return isPromise(r) ? r.then((rr) => this.afterStep(i, rr)) : this.afterStep(i, r);
+  }
+
+  private afterStep(i: number, r: StepOutcome): void | Promise<void> {
+    const s = this.sessions[i]!;
+    if (this.oneEnv) this.stepped++;
+    else s.metrics.steps.n++;
+    s.recordStep(r.obs, r.reward, r.terminated, r.truncated, r.info, this.actions[i], this.watched);
+    this.rewards[i] = r.reward;
+    this.terminated[i] = r.terminated ? 1 : 0;
+    this.truncated[i] = r.truncated ? 1 : 0;
+    this.obs[i] = r.obs;
+    this.infos[i] = r.info;
+    if (!(r.terminated || r.truncated)) return;
+    if (this.mode === 'next_step') s.autoresetPending = true;
+    if (this.mode !== 'same_step') return;
+    const reset = s.env.reset(NO_SEED);
+    const final = (rr: ResetOutcome): void => {
+      this.afterReset(i, rr);
+      this.infos[i] = { ...rr.info, final_obs: r.obs, final_info: r.info };
+    };
+    return isPromise(reset) ? reset.then(final) : final(reset);
+  }
+
+  private afterReset(i: number, r: ResetOutcome): void {
+    const s = this.sessions[i]!;
+    s.autoresetPending = false;
+    s.recordReset(r.obs, r.info);
+    s.metrics.resets.n++;
+    this.obs[i] = r.obs;
+    this.infos[i] = r.info;
+  }
+
+  fail(i: number, err: unknown): void {
+    const s = this.sessions[i]!;
+    const pe = toProtocolError(err, s.log, 'step_batch');
+    this.errors[i] = { code: pe.code, message: pe.message };
+    this.infos[i] = {};
+    this.failed = true;
+  }
+
+  finish(): ResultOf<'step_batch'> {
+    const first = this.sessions[0]!;
+    first.metrics.steps.n += this.stepped;
+    first.metrics.latency.observe(Number(process.hrtime.bigint() - this.start) / 1e9);
+    if (this.failed) fillFailedSlots(this.obs, this.errors);
+    const n = this.n;
+    return {
+      obs: stackValues(this.obs),
+      rewards: new Tensor('float64', [n], this.rewards),
+      terminated: new Tensor('bool', [n], this.terminated),
+      truncated: new Tensor('bool', [n], this.truncated),
+      infos: this.infos,
+      errors: this.errors,
+    };
+  }
 }
 
 /** Splits a batch's actions: a tensor stacked over sessions becomes zero-copy per-session views. */

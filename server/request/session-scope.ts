@@ -48,8 +48,11 @@ export function withSession<T>(core: ServerCore, client: ClientState, sessionId:
   return s.lock.acquire().then(run);
 }
 
-/** Locks every session of a batch (in request order, so batches cannot deadlock), then runs fn. */
-export async function withSessions<T>(core: ServerCore, client: ClientState, ids: readonly string[], fn: (sessions: Session[]) => Promise<T>): Promise<T> {
+/**
+ * Locks every session of a batch (in request order, so batches cannot deadlock), then runs fn;
+ * synchronously when every lock is free and fn is sync (a batch of sync envs costs no promise).
+ */
+export function withSessions<T>(core: ServerCore, client: ClientState, ids: readonly string[], fn: (sessions: Session[]) => T | Promise<T>): T | Promise<T> {
   if (new Set(ids).size !== ids.length) throw new ProtocolError('ENV_ERR_INVALID_MESSAGE', 'session_ids lists a session more than once');
   const sessions = ids.map((id) => lookup(core, client, id));
   for (const s of sessions) {
@@ -57,16 +60,30 @@ export async function withSessions<T>(core: ServerCore, client: ClientState, ids
       throw new ProtocolError('ENV_ERR_TOO_MANY_PENDING', `session ${s.id} already has ${s.lock.pending} requests waiting`, { session_id: s.id });
     }
   }
-  const waits: Promise<void>[] = [];
-  for (const s of sessions) if (!s.lock.tryAcquire()) waits.push(s.lock.acquire());
-  if (waits.length) await Promise.all(waits);
+  let waits: Promise<void>[] | null = null;
+  for (const s of sessions) if (!s.lock.tryAcquire()) (waits ??= []).push(s.lock.acquire());
+  if (waits) return Promise.all(waits).then(() => runLocked(sessions, fn));
+  return runLocked(sessions, fn);
+}
+
+/** Runs fn on sessions whose locks this request holds, and releases them when fn is done. */
+function runLocked<T>(sessions: Session[], fn: (sessions: Session[]) => T | Promise<T>): T | Promise<T> {
+  let out: T | Promise<T>;
   try {
     const closed = sessions.find((s) => s.closed);
     if (closed) throw new ProtocolError('ENV_ERR_UNKNOWN_SESSION', `session ${closed.id} was closed`, { session_id: closed.id });
     const now = Date.now();
     for (const s of sessions) s.lastActive = now;
-    return await fn(sessions);
-  } finally {
-    for (const s of sessions) s.lock.release();
+    out = fn(sessions);
+  } catch (err) {
+    releaseAll(sessions);
+    throw err;
   }
+  if (out instanceof Promise) return out.finally(() => releaseAll(sessions));
+  releaseAll(sessions);
+  return out;
+}
+
+function releaseAll(sessions: Session[]): void {
+  for (const s of sessions) s.lock.release();
 }

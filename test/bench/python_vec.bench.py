@@ -1,12 +1,15 @@
 """Steps per second of gymwire.make_vec (16 CartPole sessions, one frame per step) against Gymnasium's
 own AsyncVectorEnv of CartPole-v1 with 16 envs, on the same machine, in the same run.
 
-Run: client/python/.venv/bin/python test/bench/python_vec.bench.py [--seconds 5] [--num-envs 16] [--hosted]
+Run: client/python/.venv/bin/python test/bench/python_vec.bench.py [--seconds 5] [--rounds 5] [--num-envs 16] [--hosted]
 (client/python/scripts/test.sh creates that venv). With --hosted the sessions are Gymnasium's own
 Python CartPole-v1 hosted by the server's worker pool (`gymwire serve --gym CartPole-v1`, id
 gym/CartPole-v1, workers running this python) instead of the built-in TypeScript CartPole. Prints JSON lines
 {"bench", "metric", "value", "unit"}; gymwire is measured on both transports of the sync Client
 (the socket fast path, then the asyncio fallback), each with its ratio gymwire / AsyncVectorEnv.
+The three vector envs stay open and are measured in turns, round after round (each round
+seconds / rounds long), so a machine whose load moves from second to second slows all three alike;
+the ratio reported is the median of the per-round ratios, with their range.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -32,13 +36,36 @@ BENCH = "python_vec"
 
 
 def emit(metric: str, value: float, unit: str, **extra: object) -> None:
-    print(json.dumps({"bench": BENCH, "metric": metric, "value": round(value, 3), "unit": unit, **extra}), flush=True)
+    print(
+        json.dumps(
+            {
+                "bench": BENCH,
+                "metric": metric,
+                "value": round(value, 3),
+                "unit": unit,
+                **extra,
+            }
+        ),
+        flush=True,
+    )
 
 
 def start_server(*args: str) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        ["node", str(REPO / "bin" / "gymwire.js"), "serve", "--port", "0", "--log-level", "warn", *args],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            "node",
+            str(REPO / "bin" / "gymwire.js"),
+            "serve",
+            "--port",
+            "0",
+            "--log-level",
+            "warn",
+            *args,
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         env={**os.environ, "GYMWIRE_PYTHON": sys.executable},
     )
     assert proc.stdout is not None
@@ -49,13 +76,16 @@ def start_server(*args: str) -> tuple[subprocess.Popen[str], str]:
     raise RuntimeError("the server exited before printing its URL")
 
 
-def measure(envs: gym.vector.VectorEnv, seconds: float, seed: int = 0) -> tuple[float, int]:
-    """Env steps per second over `seconds` of random actions (after a short warm-up)."""
-    rng = np.random.default_rng(seed)
-    actions = rng.integers(0, 2, size=(4096, envs.num_envs))
+def warm_up(envs: gym.vector.VectorEnv, actions: np.ndarray, seed: int = 0) -> None:
     envs.reset(seed=seed)
     for i in range(200):
         envs.step(actions[i % len(actions)])
+
+
+def measure(
+    envs: gym.vector.VectorEnv, actions: np.ndarray, seconds: float
+) -> tuple[float, int]:
+    """Env steps per second over `seconds` of random actions."""
     steps = 0
     start = time.perf_counter()
     deadline = start + seconds
@@ -71,34 +101,85 @@ def measure(envs: gym.vector.VectorEnv, seconds: float, seed: int = 0) -> tuple[
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=5.0,
+        help="time on each vector env, over all rounds",
+    )
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--num-envs", type=int, default=16)
-    parser.add_argument("--hosted", action="store_true", help="Gymnasium's CartPole-v1 run by the server's Python workers")
+    parser.add_argument(
+        "--hosted",
+        action="store_true",
+        help="Gymnasium's CartPole-v1 run by the server's Python workers",
+    )
     args = parser.parse_args()
     n = args.num_envs
     env_id = "gym/CartPole-v1" if args.hosted else "gymwire/CartPole-v1"
-
-    floor_envs = gym.make_vec("CartPole-v1", num_envs=n, vectorization_mode="async")
-    try:
-        floor, floor_batches = measure(floor_envs, args.seconds)
-    finally:
-        floor_envs.close()
-    emit("gymnasium_async_vector_env_steps_per_s", floor, "env-steps/s", num_envs=n, batches=floor_batches)
+    actions = np.random.default_rng(0).integers(0, 2, size=(4096, n))
+    per_round = args.seconds / args.rounds
 
     proc, url = start_server(*(["--gym", "CartPole-v1"] if args.hosted else []))
+    envs: dict[str, gym.vector.VectorEnv] = {}
     try:
+        envs["floor"] = gym.make_vec(
+            "CartPole-v1", num_envs=n, vectorization_mode="async"
+        )
         for transport in ("socket", "asyncio"):
-            ours_envs = gymwire.make_vec(url, env_id, num_envs=n, client_options={"transport": transport})
-            try:
-                ours, ours_batches = measure(ours_envs, args.seconds)
-            finally:
-                ours_envs.close()
-            emit("gymwire_make_vec_steps_per_s", ours, "env-steps/s", num_envs=n, batches=ours_batches, env=env_id, transport=transport)
-            emit("gymwire_make_vec_batch_latency_us", 1e6 * n / ours, "us/step_batch", num_envs=n, env=env_id, transport=transport)
-            emit("ratio_gymwire_over_async_vector_env", ours / floor, "x", num_envs=n, cpus=os.cpu_count(), env=env_id, transport=transport)
+            envs[transport] = gymwire.make_vec(
+                url, env_id, num_envs=n, client_options={"transport": transport}
+            )
+        for e in envs.values():
+            warm_up(e, actions)
+        rates: dict[str, list[float]] = {name: [] for name in envs}
+        for _ in range(args.rounds):
+            for name, e in envs.items():
+                rates[name].append(measure(e, actions, per_round)[0])
     finally:
+        for e in envs.values():
+            e.close()
         proc.terminate()
         proc.wait(10)
+    floor = rates["floor"]
+    emit(
+        "gymnasium_async_vector_env_steps_per_s",
+        statistics.median(floor),
+        "env-steps/s",
+        num_envs=n,
+        rounds=[round(r) for r in floor],
+    )
+    for transport in ("socket", "asyncio"):
+        ours = rates[transport]
+        ratios = [a / b for a, b in zip(ours, floor)]
+        emit(
+            "gymwire_make_vec_steps_per_s",
+            statistics.median(ours),
+            "env-steps/s",
+            num_envs=n,
+            env=env_id,
+            transport=transport,
+            rounds=[round(r) for r in ours],
+        )
+        emit(
+            "gymwire_make_vec_batch_latency_us",
+            1e6 * n / statistics.median(ours),
+            "us/step_batch",
+            num_envs=n,
+            env=env_id,
+            transport=transport,
+        )
+        emit(
+            "ratio_gymwire_over_async_vector_env",
+            statistics.median(ratios),
+            "x",
+            num_envs=n,
+            cpus=os.cpu_count(),
+            env=env_id,
+            transport=transport,
+            min=round(min(ratios), 2),
+            max=round(max(ratios), 2),
+        )
 
 
 if __name__ == "__main__":

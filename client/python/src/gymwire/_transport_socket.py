@@ -122,6 +122,17 @@ class SocketWebSocket:
             return True
         return bool(self._poller.poll(None if timeout is None else max(0, int(timeout * 1000 + 0.999))))
 
+    def spin_readable(self, seconds: float) -> bool:
+        """Polls without sleeping for up to ``seconds``; True when a frame (or part of one) can be read."""
+        if len(self._buf) > self._pos:
+            return True
+        poll = self._poller.poll
+        end = time.perf_counter() + seconds
+        while not poll(0):
+            if time.perf_counter() >= end:
+                return False
+        return True
+
     @overload
     def recv(self) -> bytes | bytearray: ...
     @overload

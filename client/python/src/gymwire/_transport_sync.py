@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import errors as E
 from ._protocol import FATAL_CLOSE_CODES
+from ._request_template import FilledRequest
+from ._spin import AdaptiveSpin
 from ._transport_socket import SocketClosedError, SocketWebSocket
 from .client import AsyncClient, _Pending
 from .codec import pack
@@ -36,6 +38,15 @@ if TYPE_CHECKING:
 # A caller-free spell this long hands the socket to the helper thread (server events, pings).
 _IDLE_AFTER_S = 0.02
 _IDLE_WATCH_S = 0.25
+
+
+def _spin_setting(busy_poll_us: str | float) -> tuple[AdaptiveSpin | None, float]:
+    """``busy_poll_us`` as (adaptive window or None, fixed window in seconds): 'auto', 0 (off) or µs."""
+    if busy_poll_us == "auto":
+        return AdaptiveSpin(), 0.0
+    if isinstance(busy_poll_us, bool) or not isinstance(busy_poll_us, (int, float)) or not busy_poll_us >= 0:
+        raise ValueError(f"busy_poll_us must be 'auto' or a number of µs >= 0, got {busy_poll_us!r}")
+    return None, busy_poll_us / 1e6
 
 
 class _Answer:
@@ -72,8 +83,9 @@ class SocketClient(AsyncClient):
     :class:`~gymwire.client.AsyncClient`'s.
     """
 
-    def __init__(self, url: str, **opts: Any) -> None:
+    def __init__(self, url: str, *, busy_poll_us: str | float = "auto", **opts: Any) -> None:
         super().__init__(url, **opts)
+        self._spin, self._fixed_spin_s = _spin_setting(busy_poll_us)
         self._sock: SocketWebSocket | None = None
         # Guards ids, _pending and the connection state; the reader's role is a lock of its own.
         self._lock = threading.Lock()
@@ -106,9 +118,35 @@ class SocketClient(AsyncClient):
         self._helper = threading.Thread(target=self._watch_when_idle, name="gymwire-socket", daemon=True)
         self._helper.start()
 
-    def request_blocking(self, type: str, fields: dict[str, Any], timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
+    def request_blocking(self, type: str, fields: dict[str, Any] | FilledRequest, timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
         """Sends one request and blocks until its result (or its error, raised)."""
-        return self.request_many_blocking(type, [fields], timeout)[0]
+        timeout = self.request_timeout if timeout is ... else timeout
+        answer = _Answer()
+        with self._lock:
+            # A call in progress keeps the helper thread off the socket (see _watch_when_idle).
+            self._busy += 1
+            watching = self._idle_watching
+            try:
+                rid, frame = self._prepare(type, fields)
+            except BaseException:
+                self._busy -= 1
+                raise
+            self._pending[rid] = _Pending(type, frame, answer)  # type: ignore[arg-type]
+            # While reconnecting the request waits in _pending; it goes out after the resume.
+            if self._state == "open" and self._sock is not None:
+                self._send_quietly(self._sock, frame)
+        sent_at = time.perf_counter()
+        try:
+            if watching:
+                self._wake_helper()  # the helper holds the reader's role: have it hand it over
+            deadline = None if timeout is None else time.monotonic() + timeout
+            self._await(answer, deadline, timeout, rid, type, sent_at)
+            return answer.result()
+        finally:
+            with self._lock:
+                self._pending.pop(rid, None)
+                self._busy -= 1
+                self._last_call_end = time.monotonic()
 
     def request_many_blocking(self, type: str, many: list[dict[str, Any]], timeout: float | None = ...) -> list[dict[str, Any]]:  # type: ignore[assignment]
         """Sends one request per fields dict, pipelined, and blocks until every result is in."""
@@ -135,7 +173,7 @@ class SocketClient(AsyncClient):
                 self._wake_helper()  # the helper holds the reader's role: have it hand it over
             results = []
             for rid, answer in entries:
-                self._await(answer, deadline, f"{type} got no answer within {timeout} s", rid, type)
+                self._await(answer, deadline, timeout, rid, type)
                 results.append(answer.result())
             return results
         finally:
@@ -201,13 +239,15 @@ class SocketClient(AsyncClient):
 
     # -- reading -----------------------------------------------------------------------------------
 
-    def _await(self, answer: _Answer, deadline: float | None, timed_out: str, rid: int, type: str) -> None:
+    def _await(self, answer: _Answer, deadline: float | None, timeout: float | None, rid: int, type: str, sent_at: float | None = None) -> None:
         while not answer.done():
             if self._reader.acquire(blocking=False):
                 try:
+                    if sent_at is not None and not answer.done() and not self._read_first(deadline, sent_at):
+                        raise E.RequestTimeoutError(f"{type} got no answer within {timeout} s", {"id": rid, "type": type})
                     while not answer.done():
                         if not self._read_one(deadline):
-                            raise E.RequestTimeoutError(timed_out, {"id": rid, "type": type})
+                            raise E.RequestTimeoutError(f"{type} got no answer within {timeout} s", {"id": rid, "type": type})
                 finally:
                     self._reader.release()
                     if self._waiters:
@@ -219,15 +259,27 @@ class SocketClient(AsyncClient):
                     while not answer.done() and self._reader.locked():
                         remaining = None if deadline is None else deadline - time.monotonic()
                         if remaining is not None and remaining <= 0:
-                            raise E.RequestTimeoutError(timed_out, {"id": rid, "type": type})
+                            raise E.RequestTimeoutError(f"{type} got no answer within {timeout} s", {"id": rid, "type": type})
                         self._handoff.wait(remaining)
                 finally:
                     self._waiters -= 1
 
-    def _read_one(self, deadline: float | None, control_ends: bool = False) -> bool:
+    def _read_first(self, deadline: float | None, sent_at: float) -> bool:
+        """The first read after sending a request, polling the socket for the spin window before sleeping.
+
+        The adaptive window learns from the gap between the request sent and a frame readable.
+        """
+        window = self._fixed_spin_s if self._spin is None else self._spin.next()
+        ok = self._read_one(deadline, spin_s=window - (time.perf_counter() - sent_at) if window > 0 else 0.0)
+        if self._spin is not None:
+            self._spin.learn(time.perf_counter() - sent_at, window)
+        return ok
+
+    def _read_one(self, deadline: float | None, control_ends: bool = False, spin_s: float = 0.0) -> bool:
         """Reads and dispatches one message (holding the reader's role); False when ``deadline`` passed first.
 
-        ``control_ends``: a ping or pong ends the read too (see ``SocketWebSocket.recv``).
+        ``control_ends``: a ping or pong ends the read too (see ``SocketWebSocket.recv``). With
+        ``spin_s`` it polls the socket that long without sleeping before it waits.
         """
         sock = self._sock
         if sock is None:
@@ -235,7 +287,9 @@ class SocketClient(AsyncClient):
                 return True  # _fail_all has answered every waiter
             self._reconnect_blocking()
             return True
-        if deadline is not None and not sock.wait_readable(deadline - time.monotonic()):
+        if spin_s > 0 and sock.spin_readable(spin_s):
+            pass
+        elif deadline is not None and not sock.wait_readable(deadline - time.monotonic()):
             return False
         try:
             frame = sock.recv(control_ends)

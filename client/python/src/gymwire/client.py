@@ -33,6 +33,7 @@ from websockets.asyncio.client import connect as ws_connect
 
 from . import errors as E
 from ._protocol import FATAL_CLOSE_CODES, PROTOCOL_VERSION
+from ._request_template import FilledRequest
 from .codec import pack, packer, unpack
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pending:
     type: str
     frame: bytes
@@ -180,7 +181,7 @@ class AsyncClient:
         await self.request("ping", {} if payload is None else {"payload": payload})
         return loop.time() - start
 
-    async def request(self, type: str, fields: dict[str, Any], timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
+    async def request(self, type: str, fields: dict[str, Any] | FilledRequest, timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
         """Sends one request and waits for its result (requests may be pipelined)."""
         timeout = self.request_timeout if timeout is ... else timeout
         rid, frame = self._prepare(type, fields)
@@ -199,8 +200,12 @@ class AsyncClient:
                 timer.cancel()
             self._pending.pop(rid, None)
 
-    def _prepare(self, type: str, fields: dict[str, Any]) -> tuple[int, bytes]:
-        """Checks that a request may go out now and encodes it with the next id; ``(id, frame)``."""
+    def _prepare(self, type: str, fields: dict[str, Any] | FilledRequest) -> tuple[int, bytes]:
+        """Checks that a request may go out now and encodes it with the next id; ``(id, frame)``.
+
+        ``fields`` is a dict, or a :class:`~gymwire._request_template.FilledRequest` whose fixed
+        fields were encoded once (a vector env's ``step_batch``).
+        """
         if self._state == "closed":
             raise self._closed_by or E.ClientClosedError("the client is closed")
         if self._shutdown_error is not None and ("session_id" in fields or "session_ids" in fields):
@@ -210,7 +215,10 @@ class AsyncClient:
         # Every id below the oldest unanswered request has been received (ids grow and _pending keeps
         # insertion order): the server may forget those answers instead of holding them for a retry.
         ack = next(iter(self._pending), rid) - 1
-        frame = self._pack({**fields, "id": rid, "type": type, "ack": ack})
+        if isinstance(fields, FilledRequest):
+            frame = fields.encode(rid, ack)
+        else:
+            frame = self._pack({**fields, "id": rid, "type": type, "ack": ack})
         limit = self._max_frame_bytes
         if limit is not None and len(frame) > limit:
             # Sent anyway, it would close the connection, and a resume would send it again, forever.
@@ -587,7 +595,10 @@ class Client:
     serves ``wss://`` URLs, which the socket transport refuses. The environment variable
     ``GYMWIRE_TRANSPORT`` sets the default. ``loop`` runs the asyncio transport on a loop that
     already runs in another thread (an :class:`EventLoopThread`'s, shared by several clients);
-    :meth:`close` then leaves that loop running. Other options are :class:`AsyncClient`'s.
+    :meth:`close` then leaves that loop running. ``busy_poll_us`` (socket transport only): after
+    sending a request, poll the socket this long before sleeping: ``'auto'`` (default, a window that
+    adapts to how fast answers come, see ``gymwire._spin``), ``0`` (never) or a number of µs. Other
+    options are :class:`AsyncClient`'s.
 
     Example::
 
@@ -618,6 +629,7 @@ class Client:
                 self.aclient: AsyncClient = self._socket
             else:
                 self._start_loop()
+                opts.pop("busy_poll_us", None)  # the socket transport's option: the asyncio one never spins
                 self.aclient = self.run(AsyncClient.connect(url, **opts))
         except BaseException:
             self._stop_loop()
@@ -657,6 +669,18 @@ class Client:
             return done.value
         coro.close()
         raise RuntimeError("a coroutine passed to Client.drive waited on something other than this client's requests; use Client.run")
+
+    def request(self, type: str, fields: dict[str, Any] | FilledRequest, timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
+        """Sends one protocol request (docs/PROTOCOL.md) and blocks until its result; errors are raised.
+
+        ``client.request("ping", {})`` is ``client.run(client.aclient.request("ping", {}))`` without
+        the coroutine: with the socket transport the calling thread writes and reads the socket itself.
+        """
+        if self._socket is None:
+            return self.run(self.aclient.request(type, fields, timeout))
+        if self._on_own_loop():
+            raise RuntimeError("a blocking gymwire call was made on the client's own event loop; use the async API there")
+        return self._socket.request_blocking(type, fields, timeout)
 
     @property
     def welcome(self) -> dict[str, Any]:

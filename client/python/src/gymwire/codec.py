@@ -55,36 +55,82 @@ def dtype_code(dtype: np.dtype) -> int:
     return DTYPE_CODE[wire_dtype_name(dtype)] if code is None else code
 
 
+def _tensor_payload(array: np.ndarray) -> bytes:
+    """The extension type 1 payload of an ndarray: header and little-endian row-major data."""
+    code = _CODE_OF_DTYPE.get(array.dtype)
+    if code is None:
+        code = DTYPE_CODE[wire_dtype_name(array.dtype)]
+    ndim = array.ndim
+    if ndim > 255:
+        raise TensorFormatError(f"tensors have at most 255 dimensions, got {ndim}")
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)
+    if not _LITTLE or array.dtype.byteorder == ">":
+        array = array.astype(array.dtype.newbyteorder("<"), copy=False)
+    return bytes((code, ndim)) + _dims(ndim).pack(*array.shape) + array.tobytes()
+
+
 def encode_tensor(array: np.ndarray) -> msgpack.ExtType:
     """Encodes an ndarray as extension type 1."""
-    code = dtype_code(array.dtype)
-    if array.ndim > 255:
-        raise TensorFormatError(f"tensors have at most 255 dimensions, got {array.ndim}")
-    arr = array if array.flags.c_contiguous else np.ascontiguousarray(array)
-    if not _LITTLE or arr.dtype.byteorder == ">":
-        arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
-    header = bytes((code, arr.ndim)) + _dims(arr.ndim).pack(*arr.shape)
-    return msgpack.ExtType(TENSOR_EXT_TYPE, header + arr.tobytes())
+    return msgpack.ExtType(TENSOR_EXT_TYPE, _tensor_payload(array))
 
 
-def decode_tensor(payload: bytes) -> np.ndarray:
-    """Decodes an extension type 1 payload into a read-only view (no copy)."""
-    if len(payload) < 2:
-        raise TensorFormatError("tensor payload shorter than its 2-byte header")
-    code, ndim = payload[0], payload[1]
+# A stepped env sends the same few tensor headers on every step: their layouts are remembered, so the
+# common case is one cached call instead of a struct unpack and a size computation per tensor.
+@functools.lru_cache(maxsize=256)
+def _tensor_layout(header: bytes) -> tuple[np.dtype, int, tuple[int, ...] | None, int]:
+    """What a tensor header ``[code][ndim][dims]`` describes: ``(dtype, count, shape or None for 1-D, data bytes)``."""
+    code, ndim = header[0], header[1]
     if code >= len(DTYPES):
         raise TensorFormatError(f"unknown tensor dtype code {code}")
-    offset = 2 + 4 * ndim
-    if len(payload) < offset:
-        raise TensorFormatError(f"tensor header declares {ndim} dims but the payload is {len(payload)} bytes")
-    shape = _dims(ndim).unpack_from(payload, 2)
+    shape = _dims(ndim).unpack_from(header, 2)
     dtype = _NP_DTYPES[code]
     count = 1
     for d in shape:
         count *= d
-    if len(payload) - offset != count * dtype.itemsize:
-        raise TensorFormatError(f"{DTYPES[code]} tensor of shape {list(shape)} needs {count * dtype.itemsize} bytes, got {len(payload) - offset}")
-    return np.frombuffer(payload, dtype=dtype, count=count, offset=offset).reshape(shape)
+    return dtype, count, None if ndim == 1 else shape, count * dtype.itemsize
+
+
+# msgpack's fixext markers by payload size.
+_FIXEXT = {1: 0xD4, 2: 0xD5, 4: 0xD6, 8: 0xD7, 16: 0xD8}
+
+
+def pack_tensor(array: np.ndarray) -> bytes:
+    """The msgpack bytes of an ndarray as extension type 1: what :func:`pack` gives for it, without the
+    packer's round trip through ``default`` (a vector env's actions go out this way on every step)."""
+    payload = _tensor_payload(array)
+    size = len(payload)
+    fixed = _FIXEXT.get(size)
+    if fixed is not None:
+        head = bytes((fixed, TENSOR_EXT_TYPE))
+    elif size < 256:
+        head = bytes((0xC7, size, TENSOR_EXT_TYPE))
+    elif size < 65536:
+        head = b"\xc8" + size.to_bytes(2, "big") + bytes((TENSOR_EXT_TYPE,))
+    else:
+        head = b"\xc9" + size.to_bytes(4, "big") + bytes((TENSOR_EXT_TYPE,))
+    return head + payload
+
+
+def decode_tensor(payload: bytes) -> np.ndarray:
+    """Decodes an extension type 1 payload into a read-only view (no copy)."""
+    size = len(payload)
+    if size < 2:
+        raise TensorFormatError("tensor payload shorter than its 2-byte header")
+    offset = 2 + 4 * payload[1]
+    if size < offset:
+        if payload[0] >= len(DTYPES):
+            raise TensorFormatError(f"unknown tensor dtype code {payload[0]}")
+        raise TensorFormatError(f"tensor header declares {payload[1]} dims but the payload is {size} bytes")
+    header = payload[:offset]
+    if type(header) is not bytes:
+        header = bytes(header)  # a memoryview or bytearray payload: its slice is no dict key
+    dtype, count, shape, nbytes = _tensor_layout(header)
+    if size - offset != nbytes:
+        dims = list(_dims(payload[1]).unpack_from(header, 2))
+        raise TensorFormatError(f"{DTYPES[payload[0]]} tensor of shape {dims} needs {nbytes} bytes, got {size - offset}")
+    array = np.frombuffer(payload, dtype, count, offset)
+    return array if shape is None else array.reshape(shape)
 
 
 def _default(obj: Any) -> Any:

@@ -27,6 +27,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from . import errors as E
+from ._request_template import FilledRequest, RequestTemplate
 from .client import release, with_owned_client
 from .spaces import value_from_wire, value_to_wire
 
@@ -114,6 +115,8 @@ class AsyncRemoteVectorEnv:
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.metadata: dict[str, Any] = {**envs[0].metadata, "autoreset_mode": _MODES[self.autoreset_mode]}
         self._last_obs: Any = None
+        # Every step sends the same session ids and mode: encoded once, only the actions per step.
+        self._step_request = RequestTemplate("step_batch", {"session_ids": self.session_ids, "autoreset_mode": self.autoreset_mode})
 
     async def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Resets every session (or those in ``options["reset_mask"]``); an int seed gives session i ``seed + i``."""
@@ -154,17 +157,26 @@ class AsyncRemoteVectorEnv:
         return obs, infos
 
     async def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        r = await self.client.request(
-            "step_batch",
-            {"session_ids": self.session_ids, "actions": self._actions_to_wire(actions), "autoreset_mode": self.autoreset_mode},
-        )
-        errors = r.get("errors") or []
-        for i, err in enumerate(errors):
-            if err:
-                raise E.server_error({"code": err["code"], "message": f"env {i} (session {self.session_ids[i]}): {err['message']}", "details": {"index": i}})
+        return self._step_outcome(await self.client.request("step_batch", self._step_fields(actions)))
+
+    def _step_fields(self, actions: Any) -> FilledRequest:
+        """The step_batch request for these actions."""
+        return self._step_request.fill(actions=self._actions_to_wire(actions))
+
+    def _step_outcome(self, r: dict[str, Any]) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """A step_batch result as Gymnasium's vector step returns it."""
+        errors = r.get("errors")
+        if errors and any(errors):
+            for i, err in enumerate(errors):
+                if err:
+                    raise E.server_error(
+                        {"code": err["code"], "message": f"env {i} (session {self.session_ids[i]}): {err['message']}", "details": {"index": i}}
+                    )
         obs = self._batch_obs(r["obs"], self.num_envs)
         self._last_obs = obs
-        infos = batch_infos([self._info_from_wire(info) if info else None for info in r["infos"]], self.num_envs)
+        wire_infos = r["infos"]
+        # Most steps of most envs have empty infos: Gymnasium's vector info for them is {}.
+        infos = batch_infos([self._info_from_wire(info) if info else None for info in wire_infos], self.num_envs) if any(wire_infos) else {}
         return (
             obs,
             np.asarray(r["rewards"], dtype=np.float64),
@@ -183,9 +195,10 @@ class AsyncRemoteVectorEnv:
         space = self.single_action_space
         if isinstance(space, gs.Discrete):
             arr = np.asarray(actions)
-            if arr.dtype.kind == "f" and np.all(arr == np.round(arr)):
-                arr = arr.astype(np.int64)
-            return arr.astype(np.int64, copy=False) if arr.dtype.kind in "biu" else arr
+            kind = arr.dtype.kind
+            if kind == "f" and np.all(arr == np.round(arr)):
+                return arr.astype(np.int64)
+            return arr.astype(np.int64, copy=False) if kind in "biu" else arr
         if isinstance(space, (gs.Box, gs.MultiDiscrete, gs.MultiBinary)) and isinstance(actions, (np.ndarray, list, tuple)):
             arr = np.asarray(actions)
             if arr.ndim >= 1 and arr.shape[0] == self.num_envs:
@@ -241,7 +254,8 @@ class GymwireVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
         return self._client.drive(self._remote.reset(seed=seed, options=options))
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        return self._client.drive(self._remote.step(actions))
+        remote = self._remote
+        return remote._step_outcome(self._client.request("step_batch", remote._step_fields(actions)))
 
     def close_extras(self, **kwargs: Any) -> None:
         if self._closed:
