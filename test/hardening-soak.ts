@@ -24,6 +24,7 @@ import { fuzzFrame } from '../conformance/fuzz.ts';
 import { RawConnection, valuesEqual } from '../conformance/suite.ts';
 import { PROTOCOL_VERSION } from '../protocol/messages.ts';
 import { Random } from '../protocol/random.ts';
+import { servedUrl } from './helpers/serve-url.ts';
 
 const arg = (name: string, fallback: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : fallback);
 const SECONDS = arg('--seconds', 150);
@@ -49,15 +50,7 @@ const server = spawn(
 );
 let serverExit: number | null | undefined;
 server.on('exit', (code) => (serverExit = code));
-const url = await new Promise<string>((resolve, reject) => {
-  let out = '';
-  server.stdout!.on('data', (chunk: Buffer) => {
-    out += chunk.toString();
-    const m = /on (ws:\/\/\S+)/.exec(out);
-    if (m) resolve(m[1]!);
-  });
-  server.once('exit', (code) => reject(new Error(`gymwire serve exited with ${code}: ${out}`)));
-});
+const url = await servedUrl(server);
 const httpUrl = url.replace(/^ws/, 'http');
 const connector = wsConnector(url);
 

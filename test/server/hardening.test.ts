@@ -25,6 +25,7 @@ import { startServer } from '../../server/index.ts';
 import type { RunningServer, ServerOptions } from '../../server/index.ts';
 import { mountMcp } from '../../server/mcp/index.ts';
 import { mountViewer } from '../../server/viewer/index.ts';
+import { servedUrl } from '../helpers/serve-url.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const NET_TRANSPORTS = ['ws', 'uws'] as const;
@@ -360,15 +361,7 @@ describe.each(NET_TRANSPORTS)('a 64 MiB frame of empty maps before hello, to `gy
         stdio: ['ignore', 'pipe', 'inherit'],
       },
     );
-    url = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      child.stdout!.on('data', (chunk: Buffer) => {
-        out += chunk.toString();
-        const m = /on (ws:\/\/\S+)/.exec(out);
-        if (m) resolve(m[1]!);
-      });
-      child.once('exit', (code) => reject(new Error(`gymwire serve exited with ${code}: ${out}`)));
-    });
+    url = await servedUrl(child);
   }, 120_000);
 
   afterAll(() => {

@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { servedUrl } from '../helpers/serve-url.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAX_FRAME_BYTES = 4 * 1024 * 1024;
@@ -76,15 +77,7 @@ describe('an unauthenticated uws peer', () => {
       ],
       { cwd: ROOT, env: { ...process.env, GYMWIRE_NO_REEXEC: '1', GYMWIRE_TOKEN: '' }, stdio: ['ignore', 'pipe', 'inherit'] },
     );
-    url = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      child.stdout!.on('data', (chunk: Buffer) => {
-        out += chunk.toString();
-        const m = /on (ws:\/\/\S+)/.exec(out);
-        if (m) resolve(m[1]!);
-      });
-      child.once('exit', (code) => reject(new Error(`gymwire serve exited with ${code}: ${out}`)));
-    });
+    url = await servedUrl(child);
   }, 120_000);
 
   afterAll(() => {
