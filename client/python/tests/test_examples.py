@@ -55,6 +55,9 @@ def test_framework_example_fails_loudly_without_its_framework(url: str, name: st
 
 
 @pytest.mark.torch
+# The example trains nothing but collects, exports and rolls out twice: ~50 s on a quiet 2-core machine,
+# ~120 s under load, past pytest-timeout's default of 120 s (pyproject.toml).
+@pytest.mark.timeout(360)
 @pytest.mark.parametrize("name", sorted(TORCH_EXAMPLES))
 def test_torch_example_runs(url: str, name: str) -> None:
     pytest.importorskip("torch", reason="torch is not installed in this venv: client/python/scripts/test-torch.sh runs the torch examples")
