@@ -27,19 +27,9 @@ except ImportError as e:
     print(f"FAILED: verl is not installed ({e}); install verl==0.9.1 as docs/integrations.md says", file=sys.stderr)
     sys.exit(1)
 
-from gymwire.integrations.verl import GymWSTool, env_tool_schemas
-from gymwire.tools import ToolEnvironment
+from gymwire.integrations.verl import GymWSTool, fetch_env_tool_schemas
 
 ENV_ID = "gymwire/CartPole-v1"
-
-
-async def tool_schemas(url: str) -> list[dict]:
-    env = ToolEnvironment(url, ENV_ID)
-    await env.ainitialize()
-    try:
-        return env_tool_schemas(env.remote)
-    finally:
-        await env.aclose()
 
 
 class AgentData:
@@ -65,7 +55,7 @@ async def episode(step_tool: GymWSTool) -> list[float]:
 
 with server_url() as url, tempfile.TemporaryDirectory() as tmp:
     path = Path(tmp) / "tools.yaml"
-    path.write_text(yaml.safe_dump(GymWSTool.tool_config(url, ENV_ID, asyncio.run(tool_schemas(url)), seed=7)))
+    path.write_text(yaml.safe_dump(GymWSTool.tool_config(url, ENV_ID, asyncio.run(fetch_env_tool_schemas(url, ENV_ID)), seed=7)))
     tools = {t.name: t for t in initialize_tools_from_config(str(path))}
     print(f"verl {verl.__version__} loaded tools: {sorted(tools)}")
     rewards = asyncio.run(episode(tools["step"]))

@@ -1,8 +1,9 @@
 """verl: the VLA env class (EnvManager contract), the agent loop, the BaseTool keyed by request id.
 
-verl cannot be installed here without its GPU stack (torch, ray, vLLM/SGLang), so signatures and
-shapes are pinned from framework-contracts.md (verl b178a3cd); the simulator-switch patch is tested
-against a module laid out like verl.experimental.vla.workers.env.env_worker.
+These run in the SDK's own venv, without verl: signatures and shapes are pinned from
+framework-contracts.md (verl b178a3cd) and the simulator-switch patch is tested against a module laid
+out like verl.experimental.vla.workers.env.env_worker (verl 0.9.1 no longer has it). The integration
+inside the real verl 0.9.1 is tested by tests/frameworks/verl_suite.py (scripts/test-frameworks.sh).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 
 from fakes import CharTokenizer, ScriptedServerManager
 from gymwire.integrations import verl as gw_verl
-from gymwire.integrations.verl import GymWSAgentLoop, GymWSTool, RemoteGymEnv, dataset_to_verl, parse_tool_calls
+from gymwire.integrations.verl import GymWSAgentLoop, GymWSTool, RemoteGymEnv, dataset_to_verl, fetch_env_tool_schemas, parse_tool_calls
 
 EVAC = "gymwire/EvacWorldModel-v0"
 
@@ -144,3 +145,10 @@ def test_dataset_to_verl(cartpole_dataset) -> None:
     bs, steps = out["rews"].shape
     assert bs == 2 and out["state"].shape == (2, steps, 4) and out["complete"].shape == (2,)
     assert out["env_state_id"][0] == 4
+
+
+def test_fetch_env_tool_schemas_reads_a_live_env(url: str) -> None:
+    schemas = asyncio.run(fetch_env_tool_schemas(url, "gymwire/CartPole-v1"))
+    names = [s["function"]["name"] for s in schemas]
+    assert {"reset", "step"} <= set(names), names
+    assert all(s["type"] == "function" for s in schemas)

@@ -141,18 +141,9 @@ def test_tool_has_siirls_base_tool_shape(url: str) -> None:
     from siirl.execution.rollout_flow.multiturn.tools.schemas import OpenAIFunctionToolSchema
 
     from gymwire.integrations.siirl import GymwireSiirlTool
-    from gymwire.integrations.verl import env_tool_schemas
-    from gymwire.tools import ToolEnvironment
+    from gymwire.integrations.verl import fetch_env_tool_schemas
 
-    async def schemas() -> list[dict]:
-        env = ToolEnvironment(url, CARTPOLE)
-        await env.ainitialize()
-        try:
-            return env_tool_schemas(env.remote)
-        finally:
-            await env.aclose()
-
-    entries = GymwireSiirlTool.tool_config(url, CARTPOLE, asyncio.run(schemas()), seed=5)["tools"]
+    entries = GymwireSiirlTool.tool_config(url, CARTPOLE, asyncio.run(fetch_env_tool_schemas(url, CARTPOLE)), seed=5)["tools"]
     step_entry = next(e for e in entries if e["tool_schema"]["function"]["name"] == "step")
     tool = GymwireSiirlTool(step_entry["config"], OpenAIFunctionToolSchema(**step_entry["tool_schema"]))  # siiRL's schema model accepts it
     assert isinstance(tool, BaseTool) and tool.name == "step"

@@ -26,7 +26,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast, Qwen2Config
 
 import verl
-from gymwire.integrations.verl import GymWSAgentLoop, GymWSTool, env_tool_schemas, token_ids, verl_tool_schema
+from gymwire.integrations.verl import GymWSAgentLoop, GymWSTool, fetch_env_tool_schemas, token_ids, verl_tool_schema
 from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 from verl.protocol import DataProto
 from verl.tools.tool_registry import initialize_tools_from_config
@@ -183,17 +183,7 @@ def test_token_ids_from_transformers_5_chat_templates(model_dir: Path) -> None:
 
 
 def test_tool_loader_builds_gym_ws_tools_and_sessions_are_released(url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    from gymwire.tools import ToolEnvironment
-
-    async def schemas() -> list[dict]:
-        env = ToolEnvironment(url, CARTPOLE)
-        await env.ainitialize()
-        try:
-            return env_tool_schemas(env.remote)
-        finally:
-            await env.aclose()
-
-    specs = asyncio.run(schemas())
+    specs = asyncio.run(fetch_env_tool_schemas(url, CARTPOLE))
     path = tmp_path / "tools.yaml"
     path.write_text(yaml.safe_dump(GymWSTool.tool_config(url, CARTPOLE, specs, seed=5)))
     tools = {t.name: t for t in initialize_tools_from_config(str(path))}  # verl's own loader and schema model

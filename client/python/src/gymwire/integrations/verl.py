@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..tools import env_control_tools
+from ..tools import ToolEnvironment, env_control_tools
 from ._common import ChunkedSessions, ObsMapper, as_tensor, cfg_get, optional_attr
 
 SIMULATOR_TYPE = "gymwire"
@@ -436,6 +436,16 @@ class GymWSTool(_BaseTool):  # type: ignore[misc,valid-type]
 def env_tool_schemas(remote: Any) -> list[dict[str, Any]]:
     """The env's tools plus ``reset``/``step`` as OpenAI schemas in verl's accepted shape (for :meth:`GymWSTool.tool_config`)."""
     return [verl_tool_schema(s) for s in env_control_tools(remote)]
+
+
+async def fetch_env_tool_schemas(url: str, env_id: str, kwargs: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """:func:`env_tool_schemas` of ``env_id`` (made with ``kwargs``) on the server at ``url``: opens a session to read its tools, then closes it."""
+    env = ToolEnvironment(url, env_id, kwargs)
+    await env.ainitialize()
+    try:
+        return env_tool_schemas(env.remote)
+    finally:
+        await env.aclose()
 
 
 def dataset_to_verl(ds: Any) -> dict[str, Any]:
