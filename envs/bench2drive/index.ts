@@ -2,7 +2,7 @@
  * The Bench2Drive family: `gymwire/Bench2Drive-v0`, closed-loop routes scored with the CARLA
  * leaderboard 2.0 criteria as Bench2Drive uses them (see docs/envs/bench2drive.md).
  */
-import { EnvThreadPool } from '../core/env-threads.ts';
+import { EnvThreadPool, type EnvThreadPoolOptions } from '../core/env-threads.ts';
 import type { Registry } from '../core/registry.ts';
 import { RenderPool } from '../driving/render/pool.ts';
 import { Bench2DriveEnv, Bench2DriveKwargsSchema, estimateBench2DriveBytes } from './env.ts';
@@ -27,8 +27,8 @@ export interface RegisterBench2DriveOptions {
 }
 
 /** A pool of Bench2Drive env threads (for callers that share one between registries). */
-export function bench2DriveEnvThreads(threads?: number): EnvThreadPool {
-  return new EnvThreadPool(new URL('./thread.ts', import.meta.url), import.meta.url, threads === undefined ? {} : { threads });
+export function bench2DriveEnvThreads(opts: EnvThreadPoolOptions = {}): EnvThreadPool {
+  return new EnvThreadPool(new URL('./thread.ts', import.meta.url), import.meta.url, opts);
 }
 
 export function registerBench2Drive(registry: Registry, opts: RegisterBench2DriveOptions = {}): void {

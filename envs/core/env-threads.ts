@@ -43,6 +43,8 @@ export type EnvThreadResponse =
 export interface EnvThreadPoolOptions {
   /** Env threads (default: one per core but one, between 1 and 4). */
   threads?: number;
+  /** The threads' niceness (default: thread-priority.ts's, `GYMWIRE_THREAD_NICE` or 10). */
+  nice?: number;
 }
 
 class EnvThread {
@@ -56,6 +58,7 @@ class EnvThread {
   constructor(
     private readonly entry: URL,
     private readonly callerUrl: string,
+    private readonly nice: number | undefined,
   ) {}
 
   call(envId: number, method: EnvThreadRequest['method'], args: unknown[]): Promise<unknown> {
@@ -77,7 +80,7 @@ class EnvThread {
 
   private ensure(): Worker {
     if (this.worker) return this.worker;
-    const worker = startModuleWorker(this.entry, this.callerUrl);
+    const worker = startModuleWorker(this.entry, this.callerUrl, this.nice);
     worker.unref();
     worker.on('message', (res: EnvThreadResponse) => {
       if ('log' in res) {
@@ -116,7 +119,7 @@ export class EnvThreadPool {
   /** `entry`: the family's thread module (it calls serveEnvThread), as a `.ts` URL next to `callerUrl`. */
   constructor(entry: URL, callerUrl: string, opts: EnvThreadPoolOptions = {}) {
     const n = opts.threads ?? Math.max(1, Math.min(4, availableParallelism() - 1));
-    this.threads = Array.from({ length: n }, () => new EnvThread(entry, callerUrl));
+    this.threads = Array.from({ length: n }, () => new EnvThread(entry, callerUrl, opts.nice));
   }
 
   /**

@@ -1,7 +1,7 @@
 /**
  * Registers `gymwire/NavsimEnv-v1` (PDMS) and `gymwire/NavsimEnv-v2` (EPDMS).
  */
-import { EnvThreadPool } from '../core/env-threads.ts';
+import { EnvThreadPool, type EnvThreadPoolOptions } from '../core/env-threads.ts';
 import type { Registry } from '../core/registry.ts';
 import { estimateNavsimBytes, NavsimEnv, NavsimKwargsSchema } from './env.ts';
 import type { NavsimThreadArgs } from './thread.ts';
@@ -16,8 +16,8 @@ export interface RegisterNavsimOptions {
 }
 
 /** A pool of NAVSIM env threads (for callers that share one between registries). */
-export function navsimEnvThreads(threads?: number): EnvThreadPool {
-  return new EnvThreadPool(new URL('./thread.ts', import.meta.url), import.meta.url, threads === undefined ? {} : { threads });
+export function navsimEnvThreads(opts: EnvThreadPoolOptions = {}): EnvThreadPool {
+  return new EnvThreadPool(new URL('./thread.ts', import.meta.url), import.meta.url, opts);
 }
 
 export function registerNavsim(registry: Registry, opts: RegisterNavsimOptions = {}): void {

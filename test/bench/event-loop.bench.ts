@@ -12,9 +12,14 @@
  *     default 1600x900 cameras with everything on the event loop, the same on env threads (the
  *     default), six 3200x1800 cameras on env threads over ws and uws, and NAVSIM with eight cameras
  *     of four frames each at the largest size its kwargs allow (1920x1080) and at the default size.
+ *     The largest sizes also run with env threads at the event loop's priority (`_nice0`; env
+ *     threads run at niceness 10 by default, see envs/core/thread-priority.ts). Each configuration
+ *     starts after a full garbage collection, so none pays for the garbage of the one before.
  *   npx tsx test/bench/event-loop.bench.ts [--quick] [--only <name substring>]
  */
 import { availableParallelism, cpus } from 'node:os';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 
 import { connect } from '../../client/ts/client.ts';
 import { bench2DriveEnvThreads, registerBench2Drive } from '../../envs/bench2drive/index.ts';
@@ -26,6 +31,10 @@ import { box } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { startServer } from '../../server/index.ts';
 import { pingGapsDuringHeavyClient } from '../helpers/ping-gaps.ts';
+
+// A full garbage collection on demand, without --expose-gc on the command line.
+setFlagsFromString('--expose-gc');
+const collectGarbage = runInNewContext('gc') as () => void;
 
 const QUICK = process.argv.includes('--quick');
 const ONLY = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1]! : '';
@@ -104,6 +113,9 @@ async function pingRun(
   transport: 'ws' | 'uws' = 'ws',
 ): Promise<void> {
   if (ONLY && !name.includes(ONLY)) return;
+  // The previous configuration's garbage (gigabytes of camera answers) is freed before this one
+  // starts, so its cost is not charged to this configuration's pings.
+  collectGarbage();
   const registry = new Registry();
   registerBench2Drive(registry, { envThreads: where.bench2drive, renderPool: null });
   registerNavsim(registry, { envThreads: where.navsim });
@@ -139,6 +151,8 @@ async function pingRun(
 const route = 'HighwayCutIn_0';
 const steps = QUICK ? 2 : 5;
 const offLoop: Placement = { bench2drive: bench2DriveEnvThreads(), navsim: navsimEnvThreads() };
+// Env threads at the event loop's own priority (niceness 0) instead of thread-priority.ts's default.
+const offLoopSamePriority: Placement = { bench2drive: bench2DriveEnvThreads({ nice: 0 }), navsim: navsimEnvThreads({ nice: 0 }) };
 const onLoop: Placement = { bench2drive: null, navsim: null };
 const navsim = 'gymwire/NavsimEnv-v2';
 const navsimLargest = { cameras: true, camera_width: 1920, camera_height: 1080 };
@@ -148,12 +162,13 @@ await pingRun('floor_no_cameras', offLoop, { route }, steps);
 await pingRun('default_cameras_on_event_loop', onLoop, { route, cameras: true }, steps);
 await pingRun('default_cameras_env_threads', offLoop, { route, cameras: true }, steps);
 await pingRun('largest_cameras_env_threads', offLoop, b2dLargest, steps);
+await pingRun('largest_cameras_env_threads_nice0', offLoopSamePriority, b2dLargest, steps);
 await pingRun('largest_cameras_env_threads_uws', offLoop, b2dLargest, steps, 'gymwire/Bench2Drive-v0', 'uws');
 await pingRun('navsim_no_cameras_on_event_loop', onLoop, {}, steps, navsim);
 await pingRun('navsim_no_cameras_env_threads', offLoop, {}, steps, navsim);
 await pingRun('navsim_default_cameras_env_threads', offLoop, { cameras: true }, steps, navsim);
 await pingRun('navsim_largest_cameras_on_event_loop', onLoop, navsimLargest, steps, navsim);
 await pingRun('navsim_largest_cameras_env_threads', offLoop, navsimLargest, steps, navsim);
+await pingRun('navsim_largest_cameras_env_threads_nice0', offLoopSamePriority, navsimLargest, steps, navsim);
 await pingRun('navsim_largest_cameras_env_threads_uws', offLoop, navsimLargest, steps, navsim, 'uws');
-await offLoop.bench2drive!.close();
-await offLoop.navsim!.close();
+for (const pool of [offLoop, offLoopSamePriority].flatMap((p) => [p.bench2drive!, p.navsim!])) await pool.close();

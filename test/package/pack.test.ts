@@ -118,6 +118,25 @@ await client.close();
       const evac = await inApp(process.execPath, ['evac.mjs', url]);
       expect(evac.stdout).toContain('needs onnxruntime-node');
       expect(evac.stdout).toContain('npm install onnxruntime-node');
+
+      // NAVSIM and Bench2Drive sessions run on env threads: the installed package's compiled workers.
+      writeFileSync(
+        join(app, 'threads.mjs'),
+        `import { connect, Tensor } from 'gymwire';
+const client = await connect(process.argv[2]);
+const navsim = await client.make('gymwire/NavsimEnv-v2');
+await navsim.reset({ seed: 0 });
+const plan = Tensor.from('float32', [8, 3], Array.from({ length: 8 }, (_, i) => [2 * (i + 1), 0, 0]).flat());
+console.log('navsim', (await navsim.step(plan)).terminated);
+const b2d = await client.make('gymwire/Bench2Drive-v0', { route: 'HighwayCutIn_0' });
+await b2d.reset({ seed: 0 });
+console.log('bench2drive', typeof (await b2d.step(Tensor.from('float32', [3], [0.5, 0, 0]))).reward);
+await client.close();
+`,
+      );
+      const threads = await inApp(process.execPath, ['threads.mjs', url]);
+      expect(threads.stdout).toContain('navsim true');
+      expect(threads.stdout).toContain('bench2drive number');
     } finally {
       server.kill('SIGTERM');
     }

@@ -33,7 +33,7 @@ async function serve(envThreads: EnvThreadPool | null): Promise<RunningServer> {
 }
 
 function pool(): EnvThreadPool {
-  const p = navsimEnvThreads(1);
+  const p = navsimEnvThreads({ threads: 1 });
   cleanups.push(() => p.close());
   return p;
 }
