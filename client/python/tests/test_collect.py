@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import REPO
+from recorded import recorded_episodes
 
 import gymwire
 from gymwire.dataset import episodes_to_arrays, load_dataset, to_json_value
@@ -229,37 +230,11 @@ def _ts_collect(url: str, env_id: str, out: Path, episodes: int, sessions: int, 
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _episodes(root: Path) -> dict[int, dict[str, Any]]:
-    """Per episode id (start order): status, length, return, terminal info, and the rows' actions and rewards."""
-    ds = load_dataset(root)
-    ids = ds.steps.column("episode_id").to_numpy()
-    actions = ds.column("action")
-    rewards = ds.steps.column("reward").to_numpy()
-    infos = ds.column("info")
-    sessions = ds.steps.column("session").to_pylist()
-    order = list(dict.fromkeys(sessions))
-    out: dict[int, dict[str, Any]] = {}
-    for row in ds.episodes.to_pylist():
-        rows = np.flatnonzero(ids == row["episode_id"])
-        out[row["episode_id"]] = {
-            "status": row["status"],
-            "steps": row["steps"],
-            "seed": row["seed"],
-            "session_index": order.index(row["session"]),
-            "return": row["return"],
-            "terminal": infos[rows[-1]],
-            "actions": actions[rows],
-            "rewards": rewards[rows],
-            "extras": {k: ds.column(k)[rows] for k in ds.manifest["columns"] if k.startswith("extras/")},
-        }
-    return out
-
-
 @pytest.mark.parametrize(
     ("env_id", "kwargs", "metric", "episodes", "sessions"),
     [(NAVSIM, {}, "pdms", 12, 4), (B2D, B2D_KWARGS, "driving_score", 4, 2)],
 )
-def test_python_and_typescript_collect_the_same_episodes(
+def test_python_and_typescript_collect_the_samerecorded_episodes(
     url: str, tmp_path: Path, env_id: str, kwargs: dict[str, Any], metric: str, episodes: int, sessions: int
 ) -> None:
     # Lock-step on both sides (groups=1): which session starts which episode then follows one fixed order.
@@ -272,7 +247,7 @@ def test_python_and_typescript_collect_the_same_episodes(
     ts_manifest = json.loads((tmp_path / "ts" / "dataset.json").read_text())
     assert ts_summary["discarded"] == 0 and ts_manifest["counts"] == manifest["counts"]
     assert manifest["counts"]["episodes"] == episodes and manifest["counts"]["discarded"] == 0 and manifest["counts"]["incomplete"] == 0
-    py, ts = _episodes(tmp_path / "py"), _episodes(tmp_path / "ts")
+    py, ts = recorded_episodes(tmp_path / "py"), recorded_episodes(tmp_path / "ts")
     assert sorted(py) == sorted(ts) == list(range(episodes))
     for e in range(episodes):
         a, b = py[e], ts[e]

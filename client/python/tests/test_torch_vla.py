@@ -17,7 +17,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 from conftest import REPO
-from test_collect import _episodes
+from recorded import recorded_episodes
 
 import gymwire
 from gymwire.policies import OnnxPolicy
@@ -167,7 +167,7 @@ def test_torch_and_exported_onnx_policies_collect_the_same_episodes_from_python_
         assert manifest["counts"]["episodes"] == episodes, name
         assert manifest["counts"]["discarded"] == 0 and manifest["counts"]["incomplete"] == 0, name
         assert manifest["counts"] == manifests["torch"]["counts"], name
-    runs = {name: _episodes(tmp_path / name) for name in manifests}
+    runs = {name: recorded_episodes(tmp_path / name) for name in manifests}
     assert sorted(runs["torch"]) == sorted(runs["onnx"]) == sorted(runs["ts"]) == list(range(episodes))
     metrics = {name: [run[e]["terminal"][metric] for e in range(episodes)] for name, run in runs.items()}
     # The runs must not all be alike: a policy that scores everything the same would prove little.

@@ -114,3 +114,15 @@ def test_invalid_batch_action_raises_and_session_survives(url: str) -> None:
         envs.step(np.array([0, 1]))
     finally:
         envs.close()
+
+
+def test_remote_last_obs_is_the_latest_batch(url: str) -> None:
+    envs = gymwire.make_vec(url, CARTPOLE, num_envs=2)
+    try:
+        assert envs.remote.last_obs is None
+        obs, _ = envs.reset(seed=3)
+        assert np.array_equal(envs.remote.last_obs, obs)
+        obs, *_ = envs.step(np.array([0, 1]))
+        assert np.array_equal(envs.remote.last_obs, obs)
+    finally:
+        envs.close()

@@ -118,6 +118,11 @@ class AsyncRemoteVectorEnv:
         # Every step sends the same session ids and mode: encoded once, only the actions per step.
         self._step_request = RequestTemplate("step_batch", {"session_ids": self.session_ids, "autoreset_mode": self.autoreset_mode})
 
+    @property
+    def last_obs(self) -> Any:
+        """The batched observation of the latest reset or step (None before the first reset)."""
+        return self._last_obs
+
     async def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Resets every session (or those in ``options["reset_mask"]``); an int seed gives session i ``seed + i``."""
         options = dict(options) if options else {}

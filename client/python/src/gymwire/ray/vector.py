@@ -275,7 +275,7 @@ class PoolVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
     # -- joining parts -------------------------------------------------------------------------
 
     def _last_obs_of(self, part: _Part) -> Any:
-        last = part.remote._last_obs
+        last = part.remote.last_obs
         return last if last is not None else create_empty_array(self.single_observation_space, part.count)
 
     def _join_obs(self, pieces: list[tuple[_Part, Any, Any]]) -> Any:
