@@ -48,10 +48,13 @@ export type EncodedFrame = Uint8Array | SplitFrame;
 /** Tensors at least this large are left out of a frame by {@link encodeSplit} (referenced, not copied). */
 export const SPLIT_TENSOR_MIN_BYTES = 1024 * 1024;
 
-/** While encodeSplit packs: where each tensor left out goes (offsets from the frame's start), else null. */
-let holes: Hole[] | null = null;
-/** The size from which encodeSplit leaves a tensor out. */
-let holesMinBytes = SPLIT_TENSOR_MIN_BYTES;
+/**
+ * While encodeSplit packs (msgpackr's extension hook takes no context, so this lives here): the
+ * size from which a tensor is left out, else Infinity; and where each tensor left out goes. One
+ * array for every frame, emptied before each: a step's answer allocates nothing for it.
+ */
+let holesMinBytes = Infinity;
+const holes: Hole[] = [];
 
 /**
  * Writes a tensor as ext type 1 straight into msgpackr's output buffer: one copy of the data
@@ -61,7 +64,7 @@ let holesMinBytes = SPLIT_TENSOR_MIN_BYTES;
 function packTensor(t: Tensor, allocateForWrite: AllocateForWrite): undefined {
   const length = tensorPayloadSize(t);
   const extHeader = length < 0x100 ? 3 : length < 0x10000 ? 4 : 6;
-  const leftOut = holes !== null && t.byteLength >= holesMinBytes;
+  const leftOut = t.byteLength >= holesMinBytes;
   const { target, position } = allocateForWrite(extHeader + (leftOut ? length - t.byteLength : length));
   let p = position;
   if (length < 0x100) {
@@ -79,7 +82,7 @@ function packTensor(t: Tensor, allocateForWrite: AllocateForWrite): undefined {
     target[p++] = length & 0xff;
   }
   target[p++] = TENSOR_EXT_TYPE;
-  if (leftOut) holes!.push({ at: writeTensorHeader(t, target, p), target, bytes: t.bytes() });
+  if (leftOut) holes.push({ at: writeTensorHeader(t, target, p), target, bytes: t.bytes() });
   else writeTensorPayload(t, target, p);
   return undefined;
 }
@@ -156,34 +159,35 @@ interface Hole {
 }
 
 /**
- * Runs `pack` (which encodes into msgpackr's buffer or one of the caller's) leaving out large
- * tensors' data, and makes the frame's parts: the frame alone when nothing was left out.
+ * Encodes `value` (into `buffer` as {@link encodeInto} does, or msgpackr's own buffer when null)
+ * leaving out large tensors' data, and makes the frame's parts: the frame alone when nothing was
+ * left out.
  */
-function split(pack: () => Uint8Array, minTensorBytes: number, retry: () => Uint8Array = pack): EncodedFrame {
+function split(value: unknown, buffer: Buffer | null, minTensorBytes: number): EncodedFrame {
   let frame: Uint8Array;
-  let left: Hole[];
-  holes = [];
+  holes.length = 0;
   holesMinBytes = minTensorBytes;
   try {
-    frame = pack();
+    frame = buffer === null ? encode(value) : encodeInto(value, buffer);
   } finally {
-    left = holes;
-    holes = null;
+    holesMinBytes = Infinity;
   }
-  if (left.length === 0) return frame;
+  if (holes.length === 0) return frame;
   // msgpackr outgrew its buffer after a tensor was noted and moved the bytes: pack again into
   // msgpackr's own buffer, which has grown to hold the frame.
-  if (left.some((h) => h.target.buffer !== frame.buffer)) return split(retry, minTensorBytes);
+  if (holes.some((h) => h.target.buffer !== frame.buffer)) return split(value, null, minTensorBytes);
   // The frame's own bytes leave the packing buffer (reused by the next message): a small copy.
   const own = Buffer.from(frame);
   const parts: Uint8Array[] = [];
   let from = 0;
-  for (const { at, target, bytes } of left) {
+  for (const { at, target, bytes } of holes) {
     const offset = at - (frame.byteOffset - target.byteOffset);
     parts.push(own.subarray(from, offset), bytes);
     from = offset;
   }
   parts.push(own.subarray(from));
+  // The tensors stay referenced by the parts only, not by this module.
+  holes.length = 0;
   return new SplitFrame(parts, own.byteLength);
 }
 
@@ -193,14 +197,10 @@ function split(pack: () => Uint8Array, minTensorBytes: number, retry: () => Uint
  * memory is referenced, so it must not be written while the frame is in use (see envs/core/env.ts).
  */
 export function encodeSplit(value: unknown, minTensorBytes = SPLIT_TENSOR_MIN_BYTES): EncodedFrame {
-  return split(() => encode(value), minTensorBytes);
+  return split(value, null, minTensorBytes);
 }
 
 /** {@link encodeInto} leaving out large tensors' data as {@link encodeSplit} does. */
 export function encodeIntoSplit(value: unknown, buffer: Buffer, minTensorBytes = SPLIT_TENSOR_MIN_BYTES): EncodedFrame {
-  return split(
-    () => encodeInto(value, buffer),
-    minTensorBytes,
-    () => encode(value),
-  );
+  return split(value, buffer, minTensorBytes);
 }

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { connect } from '../../client/ts/client.ts';
 import type { Env, StepResult } from '../../envs/core/env.ts';
 import { Registry } from '../../envs/core/registry.ts';
-import { encode, encodeSplit, SPLIT_TENSOR_MIN_BYTES, SplitFrame } from '../../protocol/codec.ts';
+import { encode, encodeIntoSplit, encodeSplit, SPLIT_TENSOR_MIN_BYTES, SplitFrame } from '../../protocol/codec.ts';
 import { box, dict, discrete } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { startServer } from '../../server/index.ts';
@@ -72,6 +72,19 @@ describe('encodeSplit', () => {
     const whole = encodeSplit(small);
     expect(whole).toBeInstanceOf(Uint8Array);
     expect(Buffer.from(whole as Uint8Array).equals(Buffer.from(encode(small)))).toBe(true);
+  });
+
+  it('splits the same when the packing buffer is outgrown after a tensor was noted, and notes nothing for the next frame', () => {
+    // 200 kB of text after the camera outgrows both msgpackr's 64 KiB buffer and the caller's 1 KiB one.
+    const value = { obs: camera(5), note: 'y'.repeat(200_000) };
+    for (const split of [encodeSplit(value), encodeIntoSplit(value, Buffer.alloc(1024))]) {
+      expect(split).toBeInstanceOf(SplitFrame);
+      expect(Buffer.from((split as SplitFrame).join()).equals(Buffer.from(encode(value)))).toBe(true);
+    }
+    const small = { id: 1, type: 'pong' };
+    const next = encodeSplit(small);
+    expect(next).toBeInstanceOf(Uint8Array);
+    expect(Buffer.from(next as Uint8Array).equals(Buffer.from(encode(small)))).toBe(true);
   });
 
   it('references the tensors’ memory instead of copying it', () => {
