@@ -18,8 +18,8 @@ export const PRETTIER_FILES = ['.prettierrc.json', 'tsconfig.build.json', '**/*.
 
 /** Paths ruff formats, relative to client/python (its pyproject.toml holds ruff's settings). */
 export const RUFF_FORMAT_FILES = ['src', 'tests', 'scripts', '../../examples/python'];
-/** Paths ruff also lints (its rule set is applied file by file as each is brought in line). */
-export const RUFF_FILES = ['src/gymwire/_version.py', 'src/gymwire/registration.py', 'tests/test_registration.py', 'tests/test_wheel.py'];
+/** Paths ruff also lints, with the rules in client/python/pyproject.toml: the same as it formats. */
+export const RUFF_FILES = RUFF_FORMAT_FILES;
 
 function run(cmd, args, cwd) {
   const result = spawnSync(cmd, args, { cwd, stdio: 'inherit' });

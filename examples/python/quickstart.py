@@ -8,9 +8,9 @@ from __future__ import annotations
 import warnings
 
 from _server import check, server_url
+from gymnasium.utils.env_checker import check_env
 
 import gymwire
-from gymnasium.utils.env_checker import check_env
 
 with server_url() as url:
     env = gymwire.make(url, "gymwire/CartPole-v1")

@@ -7,10 +7,10 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import server_envs
 from gymnasium.utils.env_checker import check_env
 
 import gymwire
-from conftest import server_envs
 
 
 def _env_ids() -> list[str]:

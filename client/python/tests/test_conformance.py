@@ -63,7 +63,7 @@ def test_same_seed_same_episode_and_different_seeds_differ(client: gymwire.Clien
     env = client.make(CARTPOLE)
     actions = [i % 2 for i in range(30)]
     a, b, c = _rollout(env, 3, actions), _rollout(env, 3, actions), _rollout(env, 4, actions)
-    assert all(np.array_equal(x[0], y[0]) and x[1:] == y[1:] for x, y in zip(a[1:], b[1:]))
+    assert all(np.array_equal(x[0], y[0]) and x[1:] == y[1:] for x, y in zip(a[1:], b[1:], strict=True))
     assert np.array_equal(a[0], b[0]) and not np.array_equal(a[0], c[0])
 
 
@@ -105,11 +105,10 @@ def test_terminated_and_truncated_are_distinct(client: gymwire.Client) -> None:
     assert terminated and not truncated  # always pushing right topples the pole long before 500 steps
     conf = client.make(CONF)
     conf.reset(seed=0, options={"goal": [0.9, 0.9]})
-    steps = 0
-    for steps in range(1, 51):
+    steps, terminated, truncated = 0, False, False
+    while not (terminated or truncated) and steps < 50:
+        steps += 1
         _, _, terminated, truncated, _ = conf.step(np.array([-1, -1], np.float32))  # away from the goal
-        if terminated or truncated:
-            break
     assert truncated and not terminated and steps == conf.max_episode_steps == 50
 
 
@@ -149,7 +148,7 @@ def test_get_and_set_state_reproduce_the_future(client: gymwire.Client) -> None:
     first = [conf.step(a) for a in actions]
     conf.set_state(snapshot)
     second = [conf.step(a) for a in actions]
-    for x, y in zip(first, second):
+    for x, y in zip(first, second, strict=True):
         assert np.array_equal(x[0]["position"], y[0]["position"]) and x[1:4] == y[1:4]
     with pytest.raises(E.InvalidStateError):
         conf.set_state(b"garbage")
@@ -237,7 +236,7 @@ def test_batched_reset_and_step_agree_with_single_sessions(client: gymwire.Clien
     vec = client.make_vec(CONF, 2)
     singles = [client.make(CONF) for _ in range(2)]
     obs, _ = vec.reset(seed=[10, 20])
-    one = [s.reset(seed=seed)[0] for s, seed in zip(singles, (10, 20))]
+    one = [s.reset(seed=seed)[0] for s, seed in zip(singles, (10, 20), strict=True)]
     assert all(np.array_equal(obs["position"][i], one[i]["position"]) for i in range(2))
     actions = np.array([[0.3, -0.1], [-0.2, 0.4]], np.float32)
     vobs, vr, vte, vtr, _ = vec.step(actions)

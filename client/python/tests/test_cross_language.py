@@ -8,9 +8,9 @@ import subprocess
 
 import numpy as np
 import pytest
+from conftest import REPO
 
 import gymwire
-from conftest import REPO
 
 # Mirrors tests/ts/rollout.ts.
 CARTPOLE_SEEDS = [0, 42, 1234]

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow.ipc as ipc
 import pytest
+from conftest import REPO
 
 import gymwire
-from conftest import REPO
 from gymwire.dataset import episodes_to_arrays, from_json_value, load_dataset, to_json_value
 from gymwire.policies import make_policy
 
@@ -71,7 +71,7 @@ def test_raw_columns_decode_in_bulk_like_row_by_row() -> None:
     rows = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(50)]
     cells = [None if i % 7 == 3 else r.tobytes() for i, r in enumerate(rows)]
     meta = {b"gymwire.encoding": b"raw", b"gymwire.dtype": b"float32", b"gymwire.shape": b"[2, 3]"}
-    expected = np.stack([np.zeros((2, 3), np.float32) if c is None else r for c, r in zip(cells, rows)])
+    expected = np.stack([np.zeros((2, 3), np.float32) if c is None else r for c, r in zip(cells, rows, strict=True)])
     for kind in (pa.binary(), pa.large_binary()):
         whole = pa.array(cells, type=kind)
         # Several chunks, one of them a slice (a nonzero offset into its buffers).
@@ -194,7 +194,7 @@ def test_python_and_typescript_writers_produce_the_same_schema(url: str, tmp_pat
     py = load_dataset(tmp_path / "py")
     assert ts.manifest["columns"] == py.manifest["columns"]
     assert ts.observation_space == py.observation_space and ts.action_space == py.action_space
-    for ts_field, py_field in zip(ts.steps.schema, py.steps.schema):
+    for ts_field, py_field in zip(ts.steps.schema, py.steps.schema, strict=True):
         assert (ts_field.name, ts_field.type) == (py_field.name, py_field.type)
         assert (ts_field.metadata or {}) == (py_field.metadata or {}), ts_field.name
     assert ts.steps.schema.names == py.steps.schema.names

@@ -6,7 +6,8 @@ import asyncio
 import contextlib
 import threading
 import time
-from typing import Any, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import numpy as np
 import pytest

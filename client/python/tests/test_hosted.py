@@ -14,19 +14,18 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import REPO, ServerProcess
 from gymnasium.utils.env_checker import check_env
+from test_vector import MODE_ENUM, MODES, assert_matches_sync_vector_env
 
 import gymwire
 from gymwire.errors import ServerError
-
-from conftest import REPO, ServerProcess
-from test_vector import MODE_ENUM, MODES, assert_matches_sync_vector_env
 
 TESTS = Path(__file__).resolve().parent
 COUNTER = "hosted_envs:make_counter"

@@ -8,13 +8,12 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from hosted_envs import FaultyCounter
 
 from gymwire.codec import pack, unpack
 from gymwire.worker.host import Host, HostedEnv
 from gymwire.worker.tools import tool
 from gymwire.worker.values import UnencodableValueError, wire_metadata, wire_value
-
-from hosted_envs import FaultyCounter
 
 
 class OddInfo(FaultyCounter):

@@ -11,8 +11,8 @@ import asyncio
 import inspect
 
 import numpy as np
-
 from fakes import CharTokenizer, ScriptedEngine, ScriptedOpenAI
+
 from gymwire.integrations.areal import GymWSAgent, GymWSWorkflow, dataset_to_areal
 from gymwire.tools import ToolEnvironment
 
@@ -23,7 +23,7 @@ class GConfig:
     def __init__(self, n_samples: int = 4) -> None:
         self.n_samples = n_samples
 
-    def new(self, **kw: int) -> "GConfig":
+    def new(self, **kw: int) -> GConfig:
         return GConfig(**kw)
 
 

@@ -16,8 +16,8 @@ import types
 
 import numpy as np
 import pytest
-
 from fakes import CharTokenizer, ScriptedServerManager
+
 from gymwire.integrations import verl as gw_verl
 from gymwire.integrations.verl import GymWSAgentLoop, GymWSTool, RemoteGymEnv, dataset_to_verl, fetch_env_tool_schemas, parse_tool_calls
 
@@ -107,7 +107,7 @@ def test_agent_loop_episode_and_masks(url: str) -> None:
     assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs)
     generated = sum(out.response_mask)
     assert generated == 3 * len(call) + len("finished")
-    tool_part = [i for i, m in zip(out.response_ids, out.response_mask) if m == 0]
+    tool_part = [i for i, m in zip(out.response_ids, out.response_mask, strict=True) if m == 0]
     assert '"reward": 1.0' in "".join(chr(i) for i in tool_part)
     assert "play" in "".join(chr(i) for i in out.prompt_ids)
 

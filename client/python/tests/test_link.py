@@ -11,11 +11,10 @@ import asyncio
 from typing import Any
 
 import pytest
+from conftest import ServerProcess
 
 import gymwire
 from gymwire.client import AsyncClient
-
-from conftest import ServerProcess
 
 
 class _PingCounter:

@@ -7,7 +7,7 @@ import pytest
 from gymnasium import spaces as gs
 
 import gymwire
-from gymwire.policies import CARTPOLE_LINEAR_WEIGHTS, Policy, write_linear_onnx, PolicyOutput, make_policy, register_policy, registered_policies
+from gymwire.policies import CARTPOLE_LINEAR_WEIGHTS, Policy, PolicyOutput, make_policy, register_policy, registered_policies, write_linear_onnx
 
 
 def test_registry_builds_policies_by_name() -> None:

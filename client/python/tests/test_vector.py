@@ -17,7 +17,7 @@ def _equal(a, b) -> bool:
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
     if isinstance(a, np.ndarray) and a.dtype == object:
-        return a.shape == b.shape and all(_equal(x, y) for x, y in zip(a, b))
+        return a.shape == b.shape and all(_equal(x, y) for x, y in zip(a, b, strict=True))
     if a is None or b is None:
         return a is b
     return np.array_equal(np.asarray(a), np.asarray(b))
@@ -47,7 +47,7 @@ def assert_matches_sync_vector_env(ours: gymwire.GymwireVectorEnv, ref: SyncVect
             action = rng.integers(0, 2, size=n)
             out_a = ours.step(action)
             out_b = ref.step(action)
-            for x, y in zip(out_a[:4], out_b[:4]):
+            for x, y in zip(out_a[:4], out_b[:4], strict=True):
                 assert np.array_equal(x, y), (mode, x, y)
             assert _equal(out_a[4], out_b[4]), (out_a[4], out_b[4])
             done = out_a[2] | out_a[3]

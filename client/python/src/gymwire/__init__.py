@@ -31,8 +31,8 @@ from .errors import (
     VersionMismatchError,
 )
 from .policies import ActContext, Policy, PolicyOutput, WaypointPID, make_policy, register_policy
-from .tools import ToolEnvironment, ToolSet
 from .registration import BUNDLED_ENV_IDS, register_bundled_envs, register_env, register_server_envs
+from .tools import ToolEnvironment, ToolSet
 from .vector import AsyncRemoteVectorEnv, GymwireVectorEnv, make_vec
 
 register_bundled_envs()

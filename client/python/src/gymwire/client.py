@@ -24,8 +24,9 @@ import asyncio
 import os
 import threading
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Coroutine, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import websockets
 from websockets.asyncio.client import ClientConnection

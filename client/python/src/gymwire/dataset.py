@@ -21,9 +21,10 @@ import datetime as _dt
 import json
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces as gs
@@ -628,7 +629,7 @@ def iter_episodes(ds: Dataset) -> Iterator[tuple[int, slice]]:
         return
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
     ends = np.r_[starts[1:], len(ids)]
-    for s, e in zip(starts, ends):
+    for s, e in zip(starts, ends, strict=True):
         yield int(ids[s]), slice(int(s), int(e))
 
 

@@ -28,8 +28,9 @@ from __future__ import annotations
 import inspect
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from gymnasium import spaces as gs
@@ -210,7 +211,8 @@ def _onnx_batch_dimension(path: str, inputs: list[Any], outputs: list[Any]) -> i
             continue
         if batch is None:
             raise PolicyMismatchError(
-                f"ONNX model {path}: output {o.name!r} has a fixed batch dimension {first} but the inputs' is dynamic; export every output with the dynamic batch axis"
+                f"ONNX model {path}: output {o.name!r} has a fixed batch dimension {first} but the inputs' is dynamic; "
+                "export every output with the dynamic batch axis"
             )
         raise PolicyMismatchError(f"ONNX model {path}: output {o.name!r} has batch dimension {first} but its inputs take {batch}")
     return batch
@@ -301,7 +303,8 @@ class OnnxPolicy:
             head = "action" if "action" in shape_of else "mean" if "mean" in shape_of else None
             if head is None:
                 raise PolicyMismatchError(
-                    f"a Box action space needs a model output named 'action' [N, {', '.join(map(str, action_space.shape))}], or 'mean' with 'log_std'; the model has: {names}"
+                    f"a Box action space needs a model output named 'action' [N, {', '.join(map(str, action_space.shape))}], "
+                    f"or 'mean' with 'log_std'; the model has: {names}"
                 )
             dims = list(shape_of[head] or [])[1:]
             if shape_of[head] and (
@@ -333,7 +336,8 @@ class OnnxPolicy:
         if sub is None:
             mapped = f" (mapped to {self.mapping[input_name]!r})" if self.mapping.get(input_name) else ""
             raise PolicyMismatchError(
-                f"model input {input_name!r} names no observation key{mapped}; the env has: {', '.join(space.spaces)}; map inputs to keys with the inputs option"
+                f"model input {input_name!r} names no observation key{mapped}; the env has: {', '.join(space.spaces)}; "
+                "map inputs to keys with the inputs option"
             )
         return sub
 
@@ -364,7 +368,8 @@ class OnnxPolicy:
                 for k in self._key(meta.name):
                     if not isinstance(leaf, dict) or k not in leaf:
                         raise PolicyMismatchError(
-                            f"model input {meta.name!r} names no observation key; the observation has: {', '.join(obs)}; map inputs to keys with the inputs option"
+                            f"model input {meta.name!r} names no observation key; the observation has: {', '.join(obs)}; "
+                            "map inputs to keys with the inputs option"
                         )
                     leaf = leaf[k]
             elif len(self.inputs_meta) != 1:

@@ -112,7 +112,7 @@ def value_from_wire(space: gs.Space[Any], value: Any) -> Any:
     if isinstance(space, gs.Tuple):
         if not isinstance(value, (list, tuple)):
             return value
-        return tuple(value_from_wire(s, v) for s, v in zip(space.spaces, value)) if len(value) == len(space.spaces) else tuple(value)
+        return tuple(value_from_wire(s, v) for s, v in zip(space.spaces, value, strict=True)) if len(value) == len(space.spaces) else tuple(value)
     if isinstance(space, gs.Sequence):
         if isinstance(value, np.ndarray):
             return value
@@ -164,7 +164,7 @@ def value_to_wire(space: gs.Space[Any], value: Any) -> Any:
     if isinstance(space, gs.Dict) and isinstance(value, dict):
         return {k: value_to_wire(space.spaces[k], v) if k in space.spaces else v for k, v in value.items()}
     if isinstance(space, gs.Tuple) and isinstance(value, (list, tuple)):
-        return [value_to_wire(s, v) for s, v in zip(space.spaces, value)] + list(value[len(space.spaces) :])
+        return [value_to_wire(s, v) for s, v in zip(space.spaces, value, strict=False)] + list(value[len(space.spaces) :])
     if isinstance(space, gs.Sequence):
         if isinstance(value, np.ndarray) and space.stack:
             return (

@@ -81,7 +81,7 @@ def batch_infos(infos: list[dict[str, Any] | None], num_envs: int, indices: list
     out: dict[str, Any] = {}
     keys = dict.fromkeys(k for info in infos if info for k in info)
     for key in keys:
-        values = [(i, info[key]) for i, info in zip(at, infos) if info and key in info]
+        values = [(i, info[key]) for i, info in zip(at, infos, strict=True) if info and key in info]
         if key == "final_obs":
             array: Any = np.full(num_envs, fill_value=None, dtype=object)
             for i, v in values:
@@ -154,7 +154,7 @@ class AsyncRemoteVectorEnv:
             obs = part
         else:
             items = list(iterate(self.observation_space, self._last_obs))
-            for i, item in zip(indices, iterate(batch_space(self.single_observation_space, len(indices)), part)):
+            for i, item in zip(indices, iterate(batch_space(self.single_observation_space, len(indices)), part), strict=True):
                 items[i] = item
             obs = concatenate(self.single_observation_space, items, create_empty_array(self.single_observation_space, self.num_envs))
         self._last_obs = obs

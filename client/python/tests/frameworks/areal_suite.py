@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from areal.api.cli_args import GenerationHyperparameters, InferenceEngineConfig
 from areal.engine.sglang_remote import RemoteSGLangEngine
 from areal.infra.rpc.serialization import deserialize_value, serialize_value

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import rlinf.envs
 import torch
 from omegaconf import OmegaConf
 
-import rlinf.envs
 from gymwire.errors import ConnectFailedError, UnknownEnvError
 from gymwire.integrations import rlinf as gw_rlinf
 from gymwire.integrations.rlinf import RemoteGymEnv

@@ -19,18 +19,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 import ray
+import verl
 import yaml
 from hydra import compose, initialize_config_dir
 from ray_start import init_ray
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast, Qwen2Config
-
-import verl
-from gymwire.integrations.verl import GymWSAgentLoop, GymWSTool, fetch_env_tool_schemas, token_ids, verl_tool_schema
 from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 from verl.protocol import DataProto
 from verl.tools.tool_registry import initialize_tools_from_config
 from verl.workers.rollout.replica import TokenOutput
+
+from gymwire.integrations.verl import GymWSAgentLoop, GymWSTool, fetch_env_tool_schemas, token_ids, verl_tool_schema
 
 CARTPOLE = "gymwire/CartPole-v1"
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "python"

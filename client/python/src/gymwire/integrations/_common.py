@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib
 import os
 import pickle
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces as gs
@@ -248,7 +249,7 @@ class ChunkedSessions:
 
     def load_state(self, buf: bytes) -> None:
         saved = pickle.loads(buf)
-        for sid, st in zip(self.remote.session_ids, saved["states"]):
+        for sid, st in zip(self.remote.session_ids, saved["states"], strict=True):
             self._request("set_state", {"session_id": sid, "state": st})
         self.done, self.elapsed, self.returns, self.last_obs = saved["done"], saved["elapsed"], saved["returns"], saved["last_obs"]
 

@@ -227,7 +227,8 @@ class RemoteGymEnv(gym.Env[Any, Any]):
             raise ValueError(f"gymwire: chunk_actions has {actions.shape[0]} rows for {self.num_envs} envs (shape {actions.shape})")
         if tuple(actions.shape[2:]) != per_step:
             raise ValueError(
-                f"gymwire: each action must have shape {per_step} for {self.sessions.env_id} (action space {self.action_space}), got chunk_actions of shape {actions.shape}; set actor.model.action_dim to match"
+                f"gymwire: each action must have shape {per_step} for {self.sessions.env_id} (action space {self.action_space}), "
+                f"got chunk_actions of shape {actions.shape}; set actor.model.action_dim to match"
             )
         if self.sessions.native_chunk and actions.shape[1] != want[0]:
             raise ValueError(f"gymwire: {self.sessions.env_id} takes chunks of {want[0]} actions, got {actions.shape[1]} (actor.model.num_action_chunks)")

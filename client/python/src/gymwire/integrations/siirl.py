@@ -96,7 +96,7 @@ class GymwireLIBEROAdapter:
         if n > self.num_envs:
             raise ValueError(f"{n} tasks for {self.num_envs} envs")
         # A (task, trial) pair is one seed, so the same pair replays the same initial state.
-        seeds = [int(t) * 100_003 + int(r) for t, r in zip(task_ids, trial_ids)]
+        seeds = [int(t) * 100_003 + int(r) for t, r in zip(task_ids, trial_ids, strict=True)]
         self.sessions.reset(list(range(n)), seeds)
         records = []
         for i in range(n):

@@ -71,7 +71,7 @@ class RemoteGymEnv:
         if len(state_ids) != self.num_envs:
             raise ValueError(f"got {len(state_ids)} state ids for {self.num_envs} envs")
         if self.task_option_key:
-            for i, (s, t) in enumerate(zip(state_ids, task_ids)):
+            for i, (s, t) in enumerate(zip(state_ids, task_ids, strict=True)):
                 self.sessions.reset([i], [s], {self.task_option_key: t})
         else:
             self.sessions.reset(None, state_ids)
@@ -465,7 +465,7 @@ def dataset_to_verl(ds: Any) -> dict[str, Any]:
             col = a.get("obs" if key == "" else f"obs.{key}")
             if col is not None:
                 out[target] = col
-    seeds = {int(e): s for e, s in zip(ds.episodes.column("episode_id").to_pylist(), ds.episodes.column("seed").to_pylist())}
+    seeds = {int(e): s for e, s in zip(ds.episodes.column("episode_id").to_pylist(), ds.episodes.column("seed").to_pylist(), strict=True)}
     out.update(
         action=a.get("actions"),
         rews=a["rewards"],

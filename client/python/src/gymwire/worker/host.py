@@ -7,7 +7,8 @@ answers (see :func:`error_answer`) and never end the worker.
 from __future__ import annotations
 
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
