@@ -169,6 +169,9 @@ function split(value: unknown, buffer: Buffer | null, minTensorBytes: number): E
   holesMinBytes = minTensorBytes;
   try {
     frame = buffer === null ? encode(value) : encodeInto(value, buffer);
+  } catch (err) {
+    holes.length = 0; // the tensors noted before the failure are not held until the next frame
+    throw err;
   } finally {
     holesMinBytes = Infinity;
   }

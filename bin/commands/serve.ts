@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 
 import { DataRoots } from '../../envs/core/data-roots.ts';
+import { threadNice } from '../../envs/core/thread-priority.ts';
 import { defaultRegistry } from '../../envs/index.ts';
 import { parseBusyPoll } from '../../protocol/busy-poll.ts';
 import { DEFAULT_ADMISSION_LIMITS } from '../../server/admission.ts';
@@ -161,6 +162,8 @@ export function registerServe(program: Command): void {
     .action(async (opts: ServeOptions) => {
       if (opts.transport !== 'ws' && opts.transport !== 'uws') throw new Error(`--transport must be ws or uws, got ${opts.transport}`);
       const busyPollUs = parseBusyPoll(opts.busyPollUs);
+      // Env threads start with their first session: a bad GYMWIRE_THREAD_NICE stops the server here instead.
+      threadNice();
       const token = resolveToken(opts, process.env);
       const allowedOrigins = [...(opts.allowOrigin ?? []), ...(opts.mcpAllowOrigin ?? [])];
       const drainTimeoutMs = parseDuration('--drain-timeout', opts.drainTimeout);

@@ -1,12 +1,14 @@
 /**
  * Worker threads doing env work run below the event loop's priority (Linux): a thread started by
  * startModuleWorker takes the niceness asked for before its module loads, the default comes from
- * GYMWIRE_THREAD_NICE or 10, and a real NAVSIM env thread runs at it while the main thread keeps
- * its own.
+ * GYMWIRE_THREAD_NICE or 10 (a bad value stops `gymwire serve` at start-up), and a real NAVSIM env
+ * thread runs at it while the main thread keeps its own.
  */
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 
 import { afterEach, describe, expect, it } from 'vitest';
 
@@ -48,6 +50,17 @@ describe('thread priority', () => {
     for (const bad of ['-1', '20', '2.5', 'low'])
       expect(() => threadNice({ GYMWIRE_THREAD_NICE: bad })).toThrow(/GYMWIRE_THREAD_NICE must be an integer from 0 to 19/);
   });
+
+  it('gymwire serve stops at start-up on a bad GYMWIRE_THREAD_NICE, naming it', () => {
+    const run = spawnSync(process.execPath, ['bin/gymwire.js', 'serve', '--port', '0', '--log-level', 'error'], {
+      cwd: fileURLToPath(new URL('../../../', import.meta.url)),
+      env: { ...process.env, GYMWIRE_THREAD_NICE: 'high' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain('GYMWIRE_THREAD_NICE must be an integer from 0 to 19, got "high"');
+  }, 60_000);
 
   it.runIf(process.platform === 'linux')('starts a worker at the niceness asked for, before its module runs', async () => {
     expect(await reported(15)).toMatchObject({ nice: 15 });
