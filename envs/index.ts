@@ -19,8 +19,7 @@ export function defaultRegistry(opts: RegistryOptions & { evac?: RegisterEvacOpt
   registerClassic(registry);
   registerNavsim(registry);
   // The logger carries the runtime's warnings (the CUDA fallback, a failed batch retried) to the server's log.
-  const evac = registerEvac(registry, { logger: opts.logger?.child({ env: 'evac' }), ...opts.evac });
-  registry.onClose(() => evac.close());
+  registry.closes(registerEvac(registry, { logger: opts.logger?.child({ env: 'evac' }), ...opts.evac }));
   registerBench2Drive(registry);
   return registry;
 }

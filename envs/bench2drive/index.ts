@@ -32,20 +32,9 @@ export function bench2DriveEnvThreads(opts: EnvThreadPoolOptions = {}): EnvThrea
 }
 
 export function registerBench2Drive(registry: Registry, opts: RegisterBench2DriveOptions = {}): void {
-  let threads = opts.envThreads;
-  if (threads === undefined) {
-    const own = bench2DriveEnvThreads();
-    registry.onClose(() => own.close());
-    threads = own;
-  }
-  const envThreads = threads;
-  let pool = opts.renderPool;
-  if (pool === undefined && envThreads === null) {
-    const own = new RenderPool();
-    registry.onClose(() => own.close());
-    pool = own;
-  }
-  const renderPool = pool ?? null;
+  const envThreads = opts.envThreads === undefined ? registry.closes(bench2DriveEnvThreads()) : opts.envThreads;
+  // Renders need a pool of their own only when sessions run on the calling thread.
+  const renderPool = opts.renderPool !== undefined ? opts.renderPool : envThreads === null ? registry.closes(new RenderPool()) : null;
   registry.register({
     id: 'gymwire/Bench2Drive-v0',
     description:

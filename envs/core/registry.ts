@@ -107,6 +107,12 @@ export class Registry {
     this.closeHooks.push(hook);
   }
 
+  /** Returns `resource`, closed with the registry: for pools a family starts for itself. */
+  closes<T extends { close(): unknown }>(resource: T): T {
+    this.onClose(() => resource.close());
+    return resource;
+  }
+
   /** Releases what the env families registered with onClose. */
   async close(): Promise<void> {
     await Promise.allSettled(this.closeHooks.splice(0).map((h) => h()));

@@ -21,13 +21,7 @@ export function navsimEnvThreads(opts: EnvThreadPoolOptions = {}): EnvThreadPool
 }
 
 export function registerNavsim(registry: Registry, opts: RegisterNavsimOptions = {}): void {
-  let pool = opts.envThreads;
-  if (pool === undefined) {
-    const own = navsimEnvThreads();
-    registry.onClose(() => own.close());
-    pool = own;
-  }
-  const envThreads = pool;
+  const envThreads = opts.envThreads === undefined ? registry.closes(navsimEnvThreads()) : opts.envThreads;
   for (const version of [1, 2] as const) {
     registry.register({
       id: `gymwire/NavsimEnv-v${version}`,

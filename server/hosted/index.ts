@@ -36,8 +36,7 @@ export async function hostEnvs(registry: Registry, opts: HostEnvsOptions): Promi
     opts.logger.info({ plugin, envs: ids }, 'plugin registered envs');
   }
   if (!opts.gym?.length && !opts.python?.length) return null;
-  const pool = new WorkerPool({ python: opts.pythonExe, size: opts.workers, callTimeoutMs: opts.workerTimeoutMs, logger: opts.logger });
-  registry.onClose(() => pool.close());
+  const pool = registry.closes(new WorkerPool({ python: opts.pythonExe, size: opts.workers, callTimeoutMs: opts.workerTimeoutMs, logger: opts.logger }));
   try {
     const ids = await registerHostedEnvs(registry, pool, { gym: opts.gym, python: opts.python });
     opts.logger.info({ envs: ids, python: pool.python, workers: pool.size }, 'hosting python envs');

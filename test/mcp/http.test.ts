@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import sharp from 'sharp';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { originAllowed } from '../../server/mcp/http.ts';
 import { CAMERA_ENV, callErr, callOk, httpClient, startMcpServer, testRegistry } from './helpers.ts';
@@ -29,12 +29,6 @@ async function setup(opts: Parameters<typeof startMcpServer>[0] = {}, token?: st
   clients.push(c);
   return c;
 }
-
-const until = async (cond: () => boolean, ms = 3000) => {
-  const end = Date.now() + ms;
-  while (!cond() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-  return cond();
-};
 
 describe('MCP over Streamable HTTP', () => {
   it("lists the fixed tools and every env's own tools up front, before any session exists", async () => {
@@ -252,7 +246,7 @@ describe('MCP over Streamable HTTP', () => {
   it('releases an idle caller (its sessions close) without the 1.x client ever failing, and reports sessions the core reaped as closed', async () => {
     const c = await setup({ mcp: { idleTimeoutMs: 300 } });
     const id = (await callOk(c, 'make_env', { env_id: CARTPOLE })).session_id as string;
-    expect(await until(() => t!.endpoint.callerCount === 0 && t!.server.core.sessionCount === 0)).toBe(true);
+    await vi.waitFor(() => expect([t!.endpoint.callerCount, t!.server.core.sessionCount]).toEqual([0, 0]), { timeout: 3000, interval: 20 });
     // The same client goes on: a new gymwire connection for the caller, and the session reported closed.
     expect((await callOk(c, 'list_envs')).envs).toBeInstanceOf(Array);
     expect(await callErr(c, 'reset', { session_id: id })).toMatch(
@@ -263,7 +257,7 @@ describe('MCP over Streamable HTTP', () => {
     // The core's own idle reaper (the WebSocket limit) closes idle gymwire sessions of a live caller.
     const c2 = await setup({ limits: { idle_timeout_ms: 200 }, mcp: { idleTimeoutMs: 0 } });
     const id2 = (await callOk(c2, 'make_env', { env_id: CARTPOLE })).session_id as string;
-    expect(await until(() => t!.server.core.sessionCount === 0)).toBe(true);
+    await vi.waitFor(() => expect(t!.server.core.sessionCount).toBe(0), { timeout: 3000, interval: 20 });
     expect(await callErr(c2, 'reset', { session_id: id2 })).toMatch(new RegExp(`^ENV_ERR_UNKNOWN_SESSION: session ${id2} is closed \\(.*idle`));
     expect(t!.endpoint.sessionCount).toBe(0);
   });

@@ -5,7 +5,7 @@ import { Client as ClientV2 } from '@modelcontextprotocol/client';
 import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { startServer } from '../../server/index.ts';
 import type { RunningServer } from '../../server/index.ts';
@@ -80,9 +80,7 @@ describe('MCP over stdio (gymwire mcp --url)', () => {
       await client.close();
     }
     // The bridge closes what it made when its MCP client goes away.
-    const end = Date.now() + 5000;
-    while (server.core.sessionCount > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-    expect(server.core.sessionCount).toBe(0);
+    await vi.waitFor(() => expect(server.core.sessionCount).toBe(0), { timeout: 5000, interval: 20 });
   }, 60_000);
 
   it('speaks 2026-07-28 to the SDK v2 client: server/discover, no initialize', async () => {
@@ -107,18 +105,14 @@ describe('MCP over stdio (gymwire mcp --url)', () => {
     } finally {
       await client.close();
     }
-    const end = Date.now() + 5000;
-    while (server.core.sessionCount > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-    expect(server.core.sessionCount).toBe(0);
+    await vi.waitFor(() => expect(server.core.sessionCount).toBe(0), { timeout: 5000, interval: 20 });
   }, 60_000);
 
   it('enforces the auth token: the bridge exits with the refusal when the token is missing or wrong', async () => {
     for (const token of [null, 'wrong']) {
       const { client, transport, stderr } = bridge(token);
       await expect(client.connect(transport)).rejects.toThrow();
-      const end = Date.now() + 5000;
-      while (!/gymwire mcp: .*auth token/.test(stderr()) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-      expect(stderr()).toMatch(token === null ? /needs an auth token/ : /auth token is wrong/);
+      await vi.waitFor(() => expect(stderr()).toMatch(token === null ? /needs an auth token/ : /auth token is wrong/), { timeout: 5000, interval: 20 });
       await client.close().catch(() => {});
     }
   }, 60_000);

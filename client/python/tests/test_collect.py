@@ -234,7 +234,7 @@ def _ts_collect(url: str, env_id: str, out: Path, episodes: int, sessions: int, 
     ("env_id", "kwargs", "metric", "episodes", "sessions"),
     [(NAVSIM, {}, "pdms", 12, 4), (B2D, B2D_KWARGS, "driving_score", 4, 2)],
 )
-def test_python_and_typescript_collect_the_samerecorded_episodes(
+def test_python_and_typescript_collect_the_same_episodes(
     url: str, tmp_path: Path, env_id: str, kwargs: dict[str, Any], metric: str, episodes: int, sessions: int
 ) -> None:
     # Lock-step on both sides (groups=1): which session starts which episode then follows one fixed order.

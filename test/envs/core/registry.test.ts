@@ -55,4 +55,15 @@ describe('Registry', () => {
     await r.close();
     expect(closed).toBe(1);
   });
+
+  it('closes a resource handed to closes() once, with the registry', async () => {
+    const r = new Registry();
+    let closed = 0;
+    const pool = { close: () => void closed++ };
+    expect(r.closes(pool)).toBe(pool);
+    expect(closed).toBe(0);
+    await r.close();
+    await r.close();
+    expect(closed).toBe(1);
+  });
 });
