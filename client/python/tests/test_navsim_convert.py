@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, ServerProcess
+from conftest import REPO
+from navsim_served import assert_humans_drive_cleanly
 
 from gymwire.navsim_convert import ConversionError, _agent_tracks, convert_logs, find_map, read_log, split_scenes
 
@@ -126,20 +127,5 @@ def test_errors_name_the_file(tmp_path: Path, navsim_data: Path) -> None:
 @pytest.mark.parametrize("version", [1, 2])
 def test_converted_scenes_are_served_and_scored(scenes: Path, version: int) -> None:
     """A real server serves the converted folder (``--data-root``); the logged human drives it cleanly."""
-    import gymwire
-
-    server = ServerProcess("--data-root", str(scenes.parent))
-    try:
-        env = gymwire.make(server.url, f"gymwire/NavsimEnv-v{version}", scene_dir="navtest")
-        try:
-            for token in ("tok003", "tok017"):
-                human = json.loads((scenes / f"{token}.json").read_text())["human_trajectory"]["poses"]
-                env.reset(options={"scene_token": token})
-                _, reward, terminated, _, info = env.step(np.asarray(human, dtype=np.float32))
-                assert terminated
-                assert info["nc"] == 1 and info["dac"] == 1, info
-                assert reward > 0.8, info
-        finally:
-            env.close()
-    finally:
-        server.stop()
+    humans = {token: json.loads((scenes / f"{token}.json").read_text())["human_trajectory"]["poses"] for token in ("tok003", "tok017")}
+    assert_humans_drive_cleanly(scenes.parent, "navtest", humans, version)

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, ServerProcess
+from conftest import REPO
+from navsim_served import assert_humans_drive_cleanly
 
 from gymwire.navsim_convert import ConversionError, _MetricCacheUnpickler, convert_logs, convert_metric_cache, main, read_metric_cache
 
@@ -151,18 +152,4 @@ open({str(tmp_path / "v1.pkl")!r}, "wb").write(lzma.compress(pickle.dumps(Metric
 
 def test_the_scene_from_a_cache_is_served_and_scored(from_cache: dict, data: Path) -> None:
     """A real server serves the converted folder; the logged human drives it cleanly under NAVSIM v2."""
-    import gymwire
-
-    server = ServerProcess("--data-root", str(data / "served"))
-    try:
-        env = gymwire.make(server.url, "gymwire/NavsimEnv-v2", scene_dir="from-cache")
-        try:
-            env.reset(options={"scene_token": "tok003"})
-            _, reward, terminated, _, info = env.step(np.asarray(from_cache["human_trajectory"]["poses"], dtype=np.float32))
-            assert terminated
-            assert info["nc"] == 1 and info["dac"] == 1, info
-            assert reward > 0.8, info
-        finally:
-            env.close()
-    finally:
-        server.stop()
+    assert_humans_drive_cleanly(data / "served", "from-cache", {"tok003": from_cache["human_trajectory"]["poses"]})
