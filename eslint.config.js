@@ -22,4 +22,27 @@ export default tseslint.config(
     files: ['protocol/**/*.ts', 'envs/**/*.ts', 'server/**/*.ts', 'client/ts/**/*.ts'],
     rules: { 'no-console': 'error' },
   },
+  // Imports point one way (docs/DESIGN): protocol imports nothing of ours; runtime imports protocol;
+  // envs import protocol and runtime; server adds envs; the TypeScript client imports protocol and
+  // runtime only. bin/ and conformance/ may import both sides.
+  ...[
+    ['protocol', ['runtime', 'envs', 'server', 'client', 'bin', 'conformance']],
+    ['runtime', ['envs', 'server', 'client', 'bin', 'conformance']],
+    ['envs', ['server', 'client', 'bin', 'conformance']],
+    ['server', ['client', 'bin', 'conformance']],
+    ['client/ts', ['envs', 'server', 'bin', 'conformance']],
+  ].map(([room, forbidden]) => ({
+    files: [`${room}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: forbidden.map((other) => ({
+            group: [`**/${other}/**`],
+            message: `${room}/ may not import ${other}/: imports point one way (docs/DESIGN.md).`,
+          })),
+        },
+      ],
+    },
+  })),
 );

@@ -6,7 +6,7 @@
  */
 import { encode } from '../protocol/codec.ts';
 import { REQUEST_TYPES } from '../protocol/messages.ts';
-import type { Random } from '../protocol/random.ts';
+import type { Random } from '../runtime/random.ts';
 import { Tensor } from '../protocol/tensor.ts';
 
 const FIELDS = [

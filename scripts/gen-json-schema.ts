@@ -2,7 +2,7 @@
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { messageJsonSchemas, renderSchemaFile } from '../protocol/json-schema.ts';
+import { messageJsonSchemas, renderSchemaFile } from './codegen/json-schema.ts';
 
 const dir = join(import.meta.dirname, '..', 'docs', 'schemas');
 mkdirSync(dir, { recursive: true });

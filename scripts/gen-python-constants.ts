@@ -2,7 +2,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { renderPythonConstants } from '../protocol/python-constants.ts';
+import { renderPythonConstants } from './codegen/python-constants.ts';
 
 const file = join(import.meta.dirname, '..', 'client', 'python', 'src', 'gymwire', '_protocol.py');
 writeFileSync(file, renderPythonConstants());

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { DataRoots } from '../envs/core/data-roots.ts';
 import type { Registry } from '../envs/core/registry.ts';
 import { defaultRegistry } from '../envs/index.ts';
-import type { BusyPollSetting } from '../protocol/busy-poll.ts';
+import type { BusyPollSetting } from '../runtime/busy-poll.ts';
 import type { Limits } from '../protocol/messages.ts';
 import type { AdmissionLimits } from './admission.ts';
 import { ServerCore } from './core.ts';
@@ -45,7 +45,7 @@ export interface ServerOptions {
   mountRoutes?: (routes: HttpRoutes, core: ServerCore) => void;
   reapIntervalMs?: number;
   /**
-   * Polling the sockets after each answer instead of sleeping (protocol/busy-poll.ts): 'auto'
+   * Polling the sockets after each answer instead of sleeping (runtime/busy-poll.ts): 'auto'
    * (default: an adaptive window, off for clients whose next request comes late), 0 (off) or a
    * fixed window in µs. The memory transport's default is 0 (client and server share the thread).
    */

@@ -8,7 +8,7 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { MetricObjectWithValues, MetricValueWithName } from 'prom-client';
 
-import type { BusyPoller } from '../protocol/busy-poll.ts';
+import type { BusyPoller } from '../runtime/busy-poll.ts';
 
 /** Counts kept per label value and added to a prom-client counter at scrape time. */
 class LocalCounts {
@@ -172,7 +172,7 @@ export class ServerMetrics {
     this.registry.registerMetric(this.episodeLength as never);
   }
 
-  /** Exports how the server polls its sockets (protocol/busy-poll.ts), read at scrape time. */
+  /** Exports how the server polls its sockets (runtime/busy-poll.ts), read at scrape time. */
   watchPoller(poller: BusyPoller): void {
     new Gauge({
       name: 'gymwire_busy_poll_window_microseconds',

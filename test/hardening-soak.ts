@@ -23,7 +23,7 @@ import { wsConnector } from '../client/ts/transport.ts';
 import { fuzzFrame } from '../conformance/fuzz.ts';
 import { RawConnection, valuesEqual } from '../conformance/suite.ts';
 import { PROTOCOL_VERSION } from '../protocol/messages.ts';
-import { Random } from '../protocol/random.ts';
+import { Random } from '../runtime/random.ts';
 import { servedUrl } from './helpers/serve-url.ts';
 
 const arg = (name: string, fallback: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : fallback);

@@ -25,7 +25,7 @@ import { findImage, spaceHasImage, writeAnimatedWebp } from '../../client/ts/rol
 import { makeAgent, AGENTS as B2D_AGENTS } from '../../envs/bench2drive/agents.ts';
 import type { Agent } from '../../envs/bench2drive/agents.ts';
 import { constantVelocityFromObs } from '../../envs/navsim/agents.ts';
-import { parseBusyPoll } from '../../protocol/busy-poll.ts';
+import { parseBusyPoll } from '../../runtime/busy-poll.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { stderrLogger } from './logger.ts';
 

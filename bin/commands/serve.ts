@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { DataRoots } from '../../envs/core/data-roots.ts';
 import { threadNice } from '../../envs/core/thread-priority.ts';
 import { defaultRegistry } from '../../envs/index.ts';
-import { parseBusyPoll } from '../../protocol/busy-poll.ts';
+import { parseBusyPoll } from '../../runtime/busy-poll.ts';
 import { DEFAULT_ADMISSION_LIMITS } from '../../server/admission.ts';
 import { hostEnvs } from '../../server/hosted/index.ts';
 import { startServer } from '../../server/index.ts';

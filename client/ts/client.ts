@@ -14,8 +14,8 @@
  * const { reward, terminated } = await env.step(1);
  * await client.close();
  */
-import { BusyPoller } from '../../protocol/busy-poll.ts';
-import type { BusyPollSetting } from '../../protocol/busy-poll.ts';
+import { BusyPoller } from '../../runtime/busy-poll.ts';
+import type { BusyPollSetting } from '../../runtime/busy-poll.ts';
 import { decode, encode } from '../../protocol/codec.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
 import { Tensor } from '../../protocol/tensor.ts';
@@ -49,7 +49,7 @@ export interface ClientOptions {
   /** Called for server events (session closed by the reaper, shutdown) and reconnects. */
   onEvent?: (event: ClientEvent) => void;
   /**
-   * Polling the socket after each request instead of sleeping until the answer (protocol/busy-poll.ts):
+   * Polling the socket after each request instead of sleeping until the answer (runtime/busy-poll.ts):
    * 'auto' (default) adapts the window to how soon answers come and stays off when they come late
    * (a server across a network, a slow env); 0 never polls; N polls N µs after every request.
    * It saves waking an idle core for each answer (tens of µs on VMs), which pipelined rollouts

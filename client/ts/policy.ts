@@ -13,8 +13,9 @@
  * policy.check({ observationSpace, actionSpace });
  * const { actions } = await policy.act([obs0, obs1], { sessions: ['s0', 's1'], infos: [{}, {}], episodeStarts: [true, true] });
  */
-import { Random } from '../../protocol/random.ts';
-import { sample, spaceToString } from '../../protocol/spaces.ts';
+import { Random } from '../../runtime/random.ts';
+import { spaceToString } from '../../protocol/spaces.ts';
+import { sample } from '../../runtime/space-sample.ts';
 import type { Space } from '../../protocol/spaces.ts';
 import type { Tensor } from '../../protocol/tensor.ts';
 

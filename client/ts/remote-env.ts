@@ -9,8 +9,8 @@
  * const { rewards, terminations } = await vec.step(Tensor.from('int64', [8], [0, 1, 0, 1, 0, 1, 0, 1]));
  */
 import type { AutoresetMode, MakeResult, ResultOf, ToolDescription } from '../../protocol/messages.ts';
-import { Random } from '../../protocol/random.ts';
-import { sample } from '../../protocol/spaces.ts';
+import { Random } from '../../runtime/random.ts';
+import { sample } from '../../runtime/space-sample.ts';
 import type { Space } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import type { GymwireClient } from './client.ts';

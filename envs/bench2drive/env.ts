@@ -18,7 +18,7 @@ import { z } from 'zod';
 
 import type { Space } from '../../protocol/spaces.ts';
 import { box, dict, discrete, sequence } from '../../protocol/spaces.ts';
-import { Random } from '../../protocol/random.ts';
+import { Random } from '../../runtime/random.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import type { Env, EnvMetadata, EnvTool, Info, ResetOptions, ResetResult, StepResult, ToolContext, Value } from '../core/env.ts';
 import { InvalidActionError, InvalidOptionsError, defineTool } from '../core/env.ts';
@@ -34,8 +34,8 @@ import type { Scenario } from './sim.ts';
 import { DT, MAX_TICKS, World } from './sim.ts';
 import type { Control } from './vehicle.ts';
 import { EGO, WaypointController } from './vehicle.ts';
-import { WAYPOINT_CONTROLLER_NAMES, WAYPOINT_CONTROLLERS } from '../../protocol/waypoint-control.ts';
-import type { WaypointControllerName } from '../../protocol/waypoint-control.ts';
+import { WAYPOINT_CONTROLLER_NAMES, WAYPOINT_CONTROLLERS } from '../../runtime/waypoint-control.ts';
+import type { WaypointControllerName } from '../../runtime/waypoint-control.ts';
 import { privilegedView, restoreWorld, snapshotWorld } from './worldstate.ts';
 
 const DEG = Math.PI / 180;

@@ -8,7 +8,7 @@
  * const sc = buildScenario('ParkedObstacle', 2);
  * ROUTE_IDS.length; // 70
  */
-import { Random } from '../../protocol/random.ts';
+import { Random } from '../../runtime/random.ts';
 import { ABILITIES, ABILITY_NAMES } from './metrics.ts';
 import type { ActorSpec, Scenario, Trigger } from './sim.ts';
 import type { ArmName, Town } from './town.ts';

@@ -13,7 +13,7 @@
  * const world = new World(buildScenario('ParkedObstacle', 0), { backgroundVehicles: 30 });
  * world.step({ throttle: 0.5, steer: 0, brake: 0 });
  */
-import { Random } from '../../protocol/random.ts';
+import { Random } from '../../runtime/random.ts';
 import { boxCorners, convexIntersects } from '../driving/geometry.ts';
 import { idmAcceleration } from '../driving/idm.ts';
 import type { IdmParameters } from '../driving/idm.ts';

@@ -7,7 +7,7 @@
  * follows CARLA's sign: positive turns right. Dimensions are CARLA's Lincoln MKZ 2020.
  *
  * The waypoint controllers that turn predicted waypoints into controls live in
- * protocol/waypoint-control.ts (shared with the SDKs) and are re-exported here.
+ * runtime/waypoint-control.ts (shared with the SDKs) and are re-exported here.
  *
  * @example
  * const s = egoState(0, 0, 0, 5);
@@ -79,4 +79,4 @@ export function stepEgo(s: EgoState, c: Control, dt: number): void {
 }
 
 // The waypoint controllers (Bench2DriveZoo's and TransFuser's) are shared with the SDK through protocol/.
-export { WaypointController, WindowPid } from '../../protocol/waypoint-control.ts';
+export { WaypointController, WindowPid } from '../../runtime/waypoint-control.ts';

@@ -5,7 +5,7 @@
  * Gymnasium does. Initial states are uniform in [-0.05, 0.05] from the session's seeded RNG.
  */
 import { box, discrete } from '../../protocol/spaces.ts';
-import { Random } from '../../protocol/random.ts';
+import { Random } from '../../runtime/random.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import type { Env, EnvMetadata, ResetOptions, ResetResult, StepResult } from '../core/env.ts';
 import { InvalidActionError } from '../core/env.ts';

@@ -10,7 +10,7 @@
 import { z } from 'zod';
 
 import { box, dict, discrete, graph, multiBinary, multiDiscrete, oneOf, sequence, text, tuple } from '../../protocol/spaces.ts';
-import { Random } from '../../protocol/random.ts';
+import { Random } from '../../runtime/random.ts';
 import { DTYPES, Tensor } from '../../protocol/tensor.ts';
 import type { DType } from '../../protocol/tensor.ts';
 import { defineTool, InvalidActionError, InvalidOptionsError } from '../core/env.ts';

@@ -14,7 +14,7 @@
  * [chunk] so RLinf's chunk_step tensors can be rebuilt.
  */
 import { box, dict, text } from '../../protocol/spaces.ts';
-import { Random } from '../../protocol/random.ts';
+import { Random } from '../../runtime/random.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import type { Env, EnvMetadata, Info, ResetOptions, ResetResult, StepResult } from '../core/env.ts';
 import { InvalidActionError, InvalidOptionsError, InvalidStateError } from '../core/env.ts';

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 
-import { Random } from '../../protocol/random.ts';
+import { Random } from '../../runtime/random.ts';
 import type { Space } from '../../protocol/spaces.ts';
 import { box, dict } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';

@@ -9,7 +9,7 @@
  * @example
  * const scene = generateScene('synthetic-test', 17);
  */
-import { Random } from '../../protocol/random.ts';
+import { Random } from '../../runtime/random.ts';
 import type { AgentData } from '../driving/agents.ts';
 import { IDM_PDM_CLOSED, idmAcceleration } from '../driving/idm.ts';
 import type { LaneData, MapData } from '../driving/map.ts';

@@ -14,7 +14,7 @@ import type { Env, ResetOptions, ResetResult, StepResult } from '../../envs/core
 import { defineTool, InvalidStateError } from '../../envs/core/env.ts';
 import type { Registry } from '../../envs/core/registry.ts';
 import { packState, unpackState } from '../../envs/core/state.ts';
-import { Random } from '../../protocol/random.ts';
+import { Random } from '../../runtime/random.ts';
 import { box, discrete } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 

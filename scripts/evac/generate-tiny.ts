@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 
-import { Random } from '../../protocol/random.ts';
+import { Random } from '../../runtime/random.ts';
 import { MANIFEST_FORMAT, sha256 } from '../../envs/evac/contract.ts';
 import type { Manifest } from '../../envs/evac/contract.ts';
 import { DATASET_FORMAT } from '../../envs/evac/dataset.ts';

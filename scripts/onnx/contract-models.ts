@@ -14,7 +14,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { Random } from '../../protocol/random.ts';
+import { Random } from '../../runtime/random.ts';
 import { GraphBuilder } from '../../envs/evac/onnx/writer.ts';
 import { buildMlp, CARTPOLE_MLP, mlpWeights } from './mlp.ts';
 

@@ -7,7 +7,7 @@
 import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 
-import { Random } from '../../protocol/random.ts';
+import { Random } from '../../runtime/random.ts';
 import { GraphBuilder } from '../../envs/evac/onnx/writer.ts';
 
 export interface MlpSpec {

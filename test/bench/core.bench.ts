@@ -19,7 +19,7 @@ import WebSocket from 'ws';
 import { connect } from '../../client/ts/client.ts';
 import { CartPoleEnv } from '../../envs/classic/cartpole.ts';
 import { encode } from '../../protocol/codec.ts';
-import type { BusyPollSetting } from '../../protocol/busy-poll.ts';
+import type { BusyPollSetting } from '../../runtime/busy-poll.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { CLIENT_CORE, onCore, PINNED, SERVER_CORE } from './placement.ts';
 
@@ -33,7 +33,7 @@ function emit(bench: string, metric: string, value: number, unit: string, extra:
 const SEPARATE_CORES = SERVER_CORE;
 const SAME_CORE = CLIENT_CORE;
 
-/** `busyPoll`: the gymwire server's polling setting (protocol/busy-poll.ts); its default is 'auto'. */
+/** `busyPoll`: the gymwire server's polling setting (runtime/busy-poll.ts); its default is 'auto'. */
 async function spawnServer(
   kind: 'gymwire' | 'echo',
   transport: 'ws' | 'uws',
@@ -74,7 +74,7 @@ async function echoRoundTrips(url: string, requestBytes: number, replyBytes: num
 /**
  * Sequential step round trips against a bare echo of the same bytes. The echo does not poll its
  * socket, so gymwire is measured twice: with polling off at both ends (like for like: the target)
- * and with its defaults (adaptive polling, protocol/busy-poll.ts: it opens when answers come back
+ * and with its defaults (adaptive polling, runtime/busy-poll.ts: it opens when answers come back
  * within its limit).
  */
 async function latency(transport: 'ws' | 'uws', cpu: number): Promise<void> {

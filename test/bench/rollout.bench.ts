@@ -30,7 +30,7 @@ import { TrajectoryWriter } from '../../client/ts/dataset/writer.ts';
 import { OnnxPolicy } from '../../client/ts/policies/onnx.ts';
 import { Rollout } from '../../client/ts/rollout/engine.ts';
 import { CartPoleEnv } from '../../envs/classic/cartpole.ts';
-import type { BusyPollSetting } from '../../protocol/busy-poll.ts';
+import type { BusyPollSetting } from '../../runtime/busy-poll.ts';
 import { CARTPOLE_MLP, writeMlp } from '../../scripts/onnx/mlp.ts';
 import { onCore, SERVER_CORE } from './placement.ts';
 
@@ -62,7 +62,7 @@ async function startBenchServer(busyPollUs: BusyPollSetting): Promise<{ url: str
 const { url: localUrl, child } = await startBenchServer('auto');
 /**
  * By default server and client poll their sockets after each answer / request with an adaptive
- * window (protocol/busy-poll.ts). The headline model is also run with other settings: neither
+ * window (runtime/busy-poll.ts). The headline model is also run with other settings: neither
  * polling (the default of sessions 1-4), the server polling a fixed 50 µs (shorter than lock-step's
  * gap between calls, the client acting on 64 sessions, but longer than pipelining's; session 4's
  * opt-in) and a fixed 400 µs (longer than both: lock-step's best).

@@ -3,11 +3,11 @@
  * core. Prints one JSON line {url} on stdout when listening.
  *   tsx test/bench/server-process.ts gymwire ws|uws
  *   tsx test/bench/server-process.ts echo ws|uws
- * BENCH_BUSY_POLL_US=auto|0|50 sets the gymwire server's busy-polling (protocol/busy-poll.ts; default auto).
+ * BENCH_BUSY_POLL_US=auto|0|50 sets the gymwire server's busy-polling (runtime/busy-poll.ts; default auto).
  */
 import { WebSocketServer } from 'ws';
 
-import { parseBusyPoll } from '../../protocol/busy-poll.ts';
+import { parseBusyPoll } from '../../runtime/busy-poll.ts';
 import { startServer } from '../../server/index.ts';
 import { loadUws } from '../../server/transports/uws.ts';
 import { benchRegistry } from './bench-envs.ts';

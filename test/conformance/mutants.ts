@@ -12,8 +12,9 @@
 import { decode, encode } from '../../protocol/codec.ts';
 import { REQUEST_SCHEMAS } from '../../protocol/messages.ts';
 import type { RequestType } from '../../protocol/messages.ts';
-import { Random } from '../../protocol/random.ts';
-import { contains, sample, SpaceSchema } from '../../protocol/spaces.ts';
+import { Random } from '../../runtime/random.ts';
+import { contains, SpaceSchema } from '../../protocol/spaces.ts';
+import { sample } from '../../runtime/space-sample.ts';
 import type { Space } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import type { ClientTransport, Connector } from '../../client/ts/transport.ts';

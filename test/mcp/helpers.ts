@@ -11,7 +11,7 @@ import { defineTool, InvalidActionError } from '../../envs/core/env.ts';
 import type { Env, ResetOptions, StepResult } from '../../envs/core/env.ts';
 import { defaultRegistry } from '../../envs/index.ts';
 import type { Limits } from '../../protocol/messages.ts';
-import { Random } from '../../protocol/random.ts';
+import { Random } from '../../runtime/random.ts';
 import { box, dict } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { startServer } from '../../server/index.ts';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 import { ERROR_CODES } from '../../protocol/errors.ts';
-import { messageJsonSchemas, renderSchemaFile } from '../../protocol/json-schema.ts';
+import { messageJsonSchemas, renderSchemaFile } from '../../scripts/codegen/json-schema.ts';
 import { REQUEST_TYPES } from '../../protocol/messages.ts';
 
 const root = join(import.meta.dirname, '..', '..');

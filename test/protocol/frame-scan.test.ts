@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import { decode, decodeUntrusted, encode } from '../../protocol/codec.ts';
 import { checkFrame, decodedBudget, FrameScanError, frameRequestId, MAX_FRAME_DEPTH } from '../../protocol/frame-scan.ts';
-import { Random } from '../../protocol/random.ts';
+import { Random } from '../../runtime/random.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 
 const bounds = (bytes: Uint8Array) => ({ maxDepth: MAX_FRAME_DEPTH, maxDecodedBytes: decodedBudget(bytes.byteLength) });

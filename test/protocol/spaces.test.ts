@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { decode, encode } from '../../protocol/codec.ts';
-import { Random } from '../../protocol/random.ts';
+import { Random } from '../../runtime/random.ts';
 import {
   box,
   contains,
@@ -11,13 +11,13 @@ import {
   multiBinary,
   multiDiscrete,
   oneOf,
-  sample,
   sequence,
   SpaceSchema,
   spaceToString,
   text,
   tuple,
 } from '../../protocol/spaces.ts';
+import { sample } from '../../runtime/space-sample.ts';
 import type { Space } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 

@@ -10,7 +10,7 @@ import { connect } from '../../client/ts/client.ts';
 import { encode } from '../../protocol/codec.ts';
 import { ERROR_CODES } from '../../protocol/errors.ts';
 import { PROTOCOL_VERSION } from '../../protocol/messages.ts';
-import { Random } from '../../protocol/random.ts';
+import { Random } from '../../runtime/random.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { fuzzFrame } from '../../conformance/fuzz.ts';
 import { RawConnection } from '../../conformance/suite.ts';

@@ -35,7 +35,7 @@ import { Worker } from 'node:worker_threads';
 
 import type { InferenceSession, Tensor as OrtTensor } from 'onnxruntime-node';
 
-import { Random } from '../../../protocol/random.ts';
+import { Random } from '../../../runtime/random.ts';
 import { spaceToString } from '../../../protocol/spaces.ts';
 import type { BoxSpace, Space } from '../../../protocol/spaces.ts';
 import { Tensor } from '../../../protocol/tensor.ts';

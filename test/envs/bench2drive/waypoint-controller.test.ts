@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { Bench2DriveEnv } from '../../../envs/bench2drive/env.ts';
-import { WAYPOINT_CONTROLLER_NAMES, WaypointController } from '../../../protocol/waypoint-control.ts';
+import { WAYPOINT_CONTROLLER_NAMES, WaypointController } from '../../../runtime/waypoint-control.ts';
 import { Tensor } from '../../../protocol/tensor.ts';
 
 /** Six waypoints along a gentle left curve at 6 m/s, 0.5 s apart. */

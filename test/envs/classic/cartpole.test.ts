@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { CartPoleEnv } from '../../../envs/classic/cartpole.ts';
 import { defaultRegistry } from '../../../envs/index.ts';
 import { packState } from '../../../envs/core/state.ts';
-import { Random } from '../../../protocol/random.ts';
+import { Random } from '../../../runtime/random.ts';
 import type { Tensor } from '../../../protocol/tensor.ts';
 
 interface Case {

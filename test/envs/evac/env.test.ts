@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { Random } from '../../../protocol/random.ts';
+import { Random } from '../../../runtime/random.ts';
 import { Tensor } from '../../../protocol/tensor.ts';
 import { contains } from '../../../protocol/spaces.ts';
 import type { Env } from '../../../envs/core/env.ts';

@@ -1,4 +1,4 @@
-# Generated from the TypeScript protocol by `npm run gen:python` (protocol/python-constants.ts).
+# Generated from the TypeScript protocol by `npm run gen:python` (scripts/codegen/python-constants.ts).
 # Do not edit: change protocol/*.ts and regenerate; a test fails when this file is stale.
 """Protocol constants shared with the TypeScript server and SDK."""
 

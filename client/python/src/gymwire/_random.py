@@ -1,4 +1,4 @@
-"""The TypeScript SDK's seeded generator (protocol/random.ts: xoshiro128** seeded through splitmix32), bit for bit.
+"""The TypeScript SDK's seeded generator (runtime/random.ts: xoshiro128** seeded through splitmix32), bit for bit.
 
 Policies that sample (the ONNX policy's Discrete and Gaussian heads) draw from it, so the same seed
 gives the same actions from Python and from TypeScript.

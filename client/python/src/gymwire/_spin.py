@@ -4,7 +4,7 @@ On VMs whose idle cores halt at once (KVM guests with ``guest_halt_poll_ns=0``, 
 gymwire's benchmarks run on), a thread that sleeps in ``poll`` costs tens of µs to wake: the
 server's write has to interrupt the halted core, and the answer waits for it. A caller that polls
 its socket without sleeping for a short window after each request finds an answer that comes back
-within that window at once. The server does the same after its answers (``protocol/busy-poll.ts``);
+within that window at once. The server does the same after its answers (``runtime/busy-poll.ts``);
 this is the client's half, with the same adaptive rule, so that the two ends of a quick exchange
 (a vector env of CartPoles stepped in a loop) keep both cores awake and neither pays a wake-up.
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class SpinOptions:
-    """The adaptive window's constants (seconds and counts); ``protocol/busy-poll.ts`` has the server's."""
+    """The adaptive window's constants (seconds and counts); ``runtime/busy-poll.ts`` has the server's."""
 
     #: Largest window, and the longest gap that counts as "polling would have caught it". A
     #: step_batch of 16 CartPoles takes the server 40-100 µs on an idle 2-core VM.

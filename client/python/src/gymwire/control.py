@@ -1,7 +1,7 @@
 """Waypoint controllers: predicted ego-frame waypoints to CARLA controls, as the driving benchmarks' reference agents do it.
 
 The same controllers as the server's Bench2Drive env and the TypeScript SDK
-(``protocol/waypoint-control.ts``), with their constants generated from it into
+(``runtime/waypoint-control.ts``), with their constants generated from it into
 :data:`gymwire._protocol.WAYPOINT_CONTROLLERS`:
 
 - ``"bench2drive"``: Bench2DriveZoo's ``control_pid`` (``team_code/pid_controller.py``, its UniAD

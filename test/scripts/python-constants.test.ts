@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 import { SdkErrorCode } from '../../client/ts/errors.ts';
-import { renderPythonConstants } from '../../protocol/python-constants.ts';
+import { renderPythonConstants } from '../../scripts/codegen/python-constants.ts';
 import { SDK_ERROR_CODES } from '../../protocol/sdk-errors.ts';
 
 const root = join(import.meta.dirname, '..', '..');

@@ -10,8 +10,8 @@
  */
 import { z } from 'zod';
 
-import { EventSchema, ErrorResponseSchema, REQUEST_SCHEMAS, RequestIdSchema, RESULT_SCHEMAS } from './messages.ts';
-import { DTYPES, TENSOR_EXT_TYPE } from './tensor.ts';
+import { EventSchema, ErrorResponseSchema, REQUEST_SCHEMAS, RequestIdSchema, RESULT_SCHEMAS } from '../../protocol/messages.ts';
+import { DTYPES, TENSOR_EXT_TYPE } from '../../protocol/tensor.ts';
 
 /** How the msgpack-only values are described (by their zod meta id). */
 const MSGPACK_TYPES: Record<string, Record<string, unknown>> = {

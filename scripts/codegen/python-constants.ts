@@ -2,15 +2,15 @@
  * Renders the Python SDK's protocol constants (client/python/src/gymwire/_protocol.py) from the
  * TypeScript protocol, the single source of truth: versions, dtypes, the tensor extension type,
  * close codes, wire error codes with their fault and summary, the SDK's local error codes, and the
- * waypoint controllers' constants (protocol/waypoint-control.ts).
+ * waypoint controllers' constants (runtime/waypoint-control.ts).
  * `npm run gen:python` writes the file; a test fails when the committed copy is stale.
  */
-import { CLOSE_CODES, FATAL_CLOSE_CODES } from './close-codes.ts';
-import { ERROR_CODES } from './errors.ts';
-import { AUTORESET_MODES, PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from './messages.ts';
-import { SDK_ERROR_CODES } from './sdk-errors.ts';
-import { DTYPES, TENSOR_EXT_TYPE } from './tensor.ts';
-import { WAYPOINT_CONTROLLERS } from './waypoint-control.ts';
+import { CLOSE_CODES, FATAL_CLOSE_CODES } from '../../protocol/close-codes.ts';
+import { ERROR_CODES } from '../../protocol/errors.ts';
+import { AUTORESET_MODES, PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../../protocol/messages.ts';
+import { SDK_ERROR_CODES } from '../../protocol/sdk-errors.ts';
+import { DTYPES, TENSOR_EXT_TYPE } from '../../protocol/tensor.ts';
+import { WAYPOINT_CONTROLLERS } from '../../runtime/waypoint-control.ts';
 
 const py = (value: unknown): string => JSON.stringify(value);
 /** A Python tuple literal (a one-element tuple keeps its comma). */
@@ -29,7 +29,7 @@ const snake = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c.toLo
 
 export function renderPythonConstants(): string {
   const lines: string[] = [
-    '# Generated from the TypeScript protocol by `npm run gen:python` (protocol/python-constants.ts).',
+    '# Generated from the TypeScript protocol by `npm run gen:python` (scripts/codegen/python-constants.ts).',
     '# Do not edit: change protocol/*.ts and regenerate; a test fails when this file is stale.',
     '"""Protocol constants shared with the TypeScript server and SDK."""',
     '',

@@ -3,8 +3,8 @@ import { join } from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
-import { WAYPOINT_CONTROLLER_NAMES, WaypointController } from '../../protocol/waypoint-control.ts';
-import type { WaypointControllerName } from '../../protocol/waypoint-control.ts';
+import { WAYPOINT_CONTROLLER_NAMES, WaypointController } from '../../runtime/waypoint-control.ts';
+import type { WaypointControllerName } from '../../runtime/waypoint-control.ts';
 
 interface Tick {
   waypoints: [number, number][];

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 
-import { ADAPTIVE_DEFAULTS, BusyPoller, parseBusyPoll } from '../../protocol/busy-poll.ts';
+import { ADAPTIVE_DEFAULTS, BusyPoller, parseBusyPoll } from '../../runtime/busy-poll.ts';
 
 /** Two check phases: the poller's pending immediate has run (and re-armed or not). */
 const turn = () => new Promise<void>((r) => setImmediate(() => setImmediate(r)));
