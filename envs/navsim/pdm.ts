@@ -34,6 +34,7 @@ import {
 import type { Lane } from '../driving/map.ts';
 import { DrivingMap } from '../driving/map.ts';
 import { baselineHeadings, polygonDistance } from './pdm-path.ts';
+import { correctedRoute } from './route-correction.ts';
 import type { Scene } from './scene.ts';
 
 export type Version = 1 | 2;
@@ -338,13 +339,16 @@ export function redLightObjects(scene: Scene, map: DrivingMap, routeIds: Readonl
  * Builds the scoring world for a scene (NAVSIM's metric cache): observation frames from the logged
  * future (v1: 51 frames to 5.0 s, v2: 41 to 4.0 s, less the objects touching the ego at t = 0, see
  * {@link withoutStartOverlaps}), for v2 the red on-route lane connectors of each
- * frame (sampled at 2 Hz as `_interpolate_traffic_light_status` does), route lanes, PDM-Closed's
- * centreline and the drivable-area map.
+ * frame (sampled at 2 Hz as `_interpolate_traffic_light_status` does), route lanes (of the route
+ * as PDM-Closed repairs it, see route-correction.ts), PDM-Closed's centreline and the drivable-area map.
  */
 export function buildWorld(scene: Scene, version: Version, map: DrivingMap = new DrivingMap(scene.map)): ScoringWorld {
   const tracks = scene.agents.map((a) => makeTrack(a));
   const nFrames = version === 1 ? 51 : 41;
-  const routeIds = new Set(routeLanes(map, scene.route_roadblock_ids).map((l) => l.id));
+  const route = correctedRoute(map, scene.route_roadblock_ids, scene.ego);
+  const routeIds = new Set(routeLanes(map, route).map((l) => l.id));
+  // v2's observation takes its red lights from the route as logged (`_load_route_dicts` in metric caching).
+  const loggedRouteIds = new Set(routeLanes(map, scene.route_roadblock_ids).map((l) => l.id));
   const unique = new Map<string, UniqueObject>();
   const frames: FrameObject[][] = [];
   for (let f = 0; f < nFrames; f++) {
@@ -365,7 +369,7 @@ export function buildWorld(scene: Scene, version: Version, map: DrivingMap = new
         unique.set(tr.token, { type: tr.type, heading: h, speed: stat ? 0 : Math.hypot(tr.s[5 * k + 3] as number, tr.s[5 * k + 4] as number), isStatic: stat });
       }
     }
-    if (version === 2) objs.push(...redLightObjects(scene, map, routeIds, Math.floor(f / 5) * 0.5));
+    if (version === 2) objs.push(...redLightObjects(scene, map, loggedRouteIds, Math.floor(f / 5) * 0.5));
     frames.push(objs);
   }
   if (version === 2) {
@@ -373,7 +377,7 @@ export function buildWorld(scene: Scene, version: Version, map: DrivingMap = new
     frames.splice(0, frames.length, ...filtered.frames);
     for (const token of filtered.removed) unique.delete(token);
   }
-  const centerline = routeCenterline(map, scene.route_roadblock_ids, scene.ego);
+  const centerline = routeCenterline(map, route, scene.ego);
   const areaMap = proximalAreaMap(map, egoCenter(scene.ego));
   return {
     map,

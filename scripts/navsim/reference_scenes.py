@@ -324,9 +324,50 @@ def fork() -> Dict[str, Any]:
     return doc
 
 
+def junction_road() -> Dict[str, Any]:
+    """One lane east: roadblock rb_a (x < 40), a junction with roadblock connector rbc_j, roadblock rb_b (x > 60)."""
+    return {
+        "name": "junction-road",
+        "roadblocks": [
+            {"id": "rb_a", "kind": "roadblock", "polygon": rect(-60, -3.5, 40, 0), "incoming": [], "outgoing": ["rbc_j"]},
+            {"id": "rbc_j", "kind": "roadblock_connector", "polygon": rect(40, -3.5, 60, 0), "incoming": ["rb_a"], "outgoing": ["rb_b"]},
+            {"id": "rb_b", "kind": "roadblock", "polygon": rect(60, -3.5, 220, 0), "incoming": ["rbc_j"], "outgoing": []},
+        ],
+        "lanes": [
+            {"id": "a", "roadblock_id": "rb_a", "polygon": rect(-60, -3.5, 40, 0), "centerline": line(-60, 40, -1.75), "speed_limit_mps": 15.0, "incoming": [], "outgoing": ["k"]},
+            {"id": "k", "roadblock_id": "rbc_j", "polygon": rect(40, -3.5, 60, 0), "centerline": line(40, 60, -1.75), "speed_limit_mps": 15.0, "incoming": ["a"], "outgoing": ["b"]},
+            {"id": "b", "roadblock_id": "rb_b", "polygon": rect(60, -3.5, 220, 0), "centerline": line(60, 220, -1.75), "speed_limit_mps": 15.0, "incoming": ["k"], "outgoing": []},
+        ],
+        "intersections": [{"id": "junction", "polygon": rect(40, -3.5, 60, 0)}],
+        "carparks": [],
+        "drivable_areas": [],
+    }
+
+
+def route_repair(name: str, route: List[str], description: str) -> Dict[str, Any]:
+    # The logged route misses roadblocks NAVSIM's PDM-Closed puts back before planning
+    # (`route_roadblock_correction`); its centreline, and the on-route lanes the scorer tests, use the
+    # repaired route.
+    doc = scene(
+        name,
+        description,
+        junction_road(),
+        [agent("ahead", "vehicle", (4.6, 1.9, 1.6), lambda t: (95.0 + 8.0 * t, -1.75, 0.0, 8.0, 0.0))],
+        {"x": 20.0},
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t - 0.3 * t * t, 0.0, 0.0)),
+        route_roadblock_ids=route,
+    )
+    doc["ego_history"] = [{**h, "x": h["x"] + 20.0} for h in history([10.0, 10.0, 10.0])]
+    return doc
+
+
 def main() -> None:
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
-    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), overlap_at_start(), fork()):
+    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), overlap_at_start(), fork(),
+        route_repair("route_gap", ["rb_a", "rb_b"], "the logged route skips the junction's roadblock connector; the agent drives through it at 10 m/s"),
+        route_repair("route_ahead", ["rb_b"], "the logged route starts beyond the junction, ahead of the ego; the agent drives through it at 10 m/s"),
+    ):
         (out / f"{doc['name']}.json").write_text(json.dumps(doc) + "\n")
         print(out / f"{doc['name']}.json")
 

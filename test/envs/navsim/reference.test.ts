@@ -28,28 +28,37 @@ function maxDiff(a: Float64Array, rows: number[][]): number {
   return m;
 }
 
-describe.each(['follow_safe', 'rear_end', 'cut_in', 'off_road_human', 'red_light_turn', 'carpark_exit', 'kerb_edge', 'overlap_at_start', 'fork'])(
-  'NAVSIM reference vector %s',
-  (name) => {
-    const scene = parseScene(load(`${name}.json`), `${name}.json`);
-    const poses = scene.agent_trajectory?.poses ?? [];
-    for (const version of [1, 2] as const) {
-      it(`matches v${version} sub-metrics, states and PDM-Closed progress`, () => {
-        const exp = load(`${name}.expected-v${version}.json`) as Expected;
-        const r = scoreScene(scene, poses, { version });
-        expect(maxDiff(r.referenceStates, exp.agent_reference_states.values)).toBeLessThan(1e-9);
-        expect(maxDiff(r.simulatedStates, exp.simulated_states.values)).toBeLessThan(1e-6);
-        expect(maxDiff(r.pdmClosed.states, exp.pdm_closed.simulated_states.values)).toBeLessThan(1e-6);
-        expect(r.pdmClosedProgressM).toBeCloseTo(exp.raw.progress_m.pdm_closed, 6);
-        expect(r.progressRawM).toBeCloseTo(exp.raw.progress_m.agent, 6);
-        const m = r.metrics as unknown as Record<string, number | null>;
-        for (const k of version === 1 ? ['nc', 'dac', 'ddc', 'ttc', 'ep', 'comfort', 'pdms'] : ['nc', 'dac', 'ddc', 'tlc', 'ep', 'ttc', 'lk', 'hc', 'pdms']) {
-          expect(m[k], k).toBeCloseTo(exp.metrics[k] as number, 6);
-        }
-        if (version === 2) expect(r.metrics.epdms).toBeCloseTo(exp.metrics.epdms_with_ec_1 as number, 6);
-        expect(r.collisionTimeS === null ? null : Number(r.collisionTimeS.toFixed(6))).toBe(exp.raw.time_to_at_fault_collision_s);
-        expect(r.ttcTimeS === null ? null : Number(r.ttcTimeS.toFixed(6))).toBe(exp.raw.time_to_ttc_infraction_s);
-      });
-    }
-  },
-);
+describe.each([
+  'follow_safe',
+  'rear_end',
+  'cut_in',
+  'off_road_human',
+  'red_light_turn',
+  'carpark_exit',
+  'kerb_edge',
+  'overlap_at_start',
+  'fork',
+  'route_gap',
+  'route_ahead',
+])('NAVSIM reference vector %s', (name) => {
+  const scene = parseScene(load(`${name}.json`), `${name}.json`);
+  const poses = scene.agent_trajectory?.poses ?? [];
+  for (const version of [1, 2] as const) {
+    it(`matches v${version} sub-metrics, states and PDM-Closed progress`, () => {
+      const exp = load(`${name}.expected-v${version}.json`) as Expected;
+      const r = scoreScene(scene, poses, { version });
+      expect(maxDiff(r.referenceStates, exp.agent_reference_states.values)).toBeLessThan(1e-9);
+      expect(maxDiff(r.simulatedStates, exp.simulated_states.values)).toBeLessThan(1e-6);
+      expect(maxDiff(r.pdmClosed.states, exp.pdm_closed.simulated_states.values)).toBeLessThan(1e-6);
+      expect(r.pdmClosedProgressM).toBeCloseTo(exp.raw.progress_m.pdm_closed, 6);
+      expect(r.progressRawM).toBeCloseTo(exp.raw.progress_m.agent, 6);
+      const m = r.metrics as unknown as Record<string, number | null>;
+      for (const k of version === 1 ? ['nc', 'dac', 'ddc', 'ttc', 'ep', 'comfort', 'pdms'] : ['nc', 'dac', 'ddc', 'tlc', 'ep', 'ttc', 'lk', 'hc', 'pdms']) {
+        expect(m[k], k).toBeCloseTo(exp.metrics[k] as number, 6);
+      }
+      if (version === 2) expect(r.metrics.epdms).toBeCloseTo(exp.metrics.epdms_with_ec_1 as number, 6);
+      expect(r.collisionTimeS === null ? null : Number(r.collisionTimeS.toFixed(6))).toBe(exp.raw.time_to_at_fault_collision_s);
+      expect(r.ttcTimeS === null ? null : Number(r.ttcTimeS.toFixed(6))).toBe(exp.raw.time_to_ttc_infraction_s);
+    });
+  }
+});
