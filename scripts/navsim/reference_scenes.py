@@ -362,11 +362,72 @@ def route_repair(name: str, route: List[str], description: str) -> Dict[str, Any
     return doc
 
 
+def rotated(doc: Dict[str, Any], angle: float) -> Dict[str, Any]:
+    """The scene turned by `angle` about the origin: map, ego, history and agents (poses are ego-relative)."""
+    c, s = math.cos(angle), math.sin(angle)
+
+    def pt(p: List[float]) -> List[float]:
+        return [c * p[0] - s * p[1], s * p[0] + c * p[1]]
+
+    def wrap(h: float) -> float:
+        return math.atan2(math.sin(h + angle), math.cos(h + angle))
+
+    m = doc["map"]
+    for group in ("roadblocks", "lanes", "intersections", "carparks", "drivable_areas"):
+        for o in m[group]:
+            o["polygon"] = [pt(p) for p in o["polygon"]]
+            if "centerline" in o:
+                o["centerline"] = [pt(p) for p in o["centerline"]]
+    for e in [doc["ego"], *doc.get("ego_history", [])]:
+        e["x"], e["y"] = pt([e["x"], e["y"]])
+        e["heading"] = wrap(e["heading"])
+    for a in doc["agents"]:
+        a["states"] = [[t, *pt([x, y]), wrap(h), *pt([vx, vy])] for t, x, y, h, vx, vy in a["states"]]
+    return doc
+
+
+def westbound_weave() -> Dict[str, Any]:
+    # The two-lane road turned to run west (heading pi): the agent weaves into the left lane and
+    # back, so its heading, the LQR's heading error, the comfort metrics' unwrapped yaw and
+    # PDM-Closed's path headings all cross +-pi. A car ahead pulls away.
+    weave = lambda t: (10.0 * t, 1.75 * (1 - math.cos(math.pi * t / 2)) / 2, 0.25 * math.sin(math.pi * t / 2))  # noqa: E731
+    doc = scene(
+        "westbound_weave",
+        "the straight road turned to run west; the agent weaves into the left lane and back across heading +-pi",
+        straight_road(),
+        [agent("lead", "vehicle", (4.6, 1.9, 1.6), lambda t: (35.0 + 11.0 * t, -1.75, 0.0, 11.0, 0.0))],
+        {},
+        poses(weave),
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+    )
+    return rotated(doc, math.pi)
+
+
+def pop_in() -> Dict[str, Any]:
+    # Agents outside the first and last frames: a car first seen 12 m ahead at 1.0 s and last seen at
+    # 3.0 s (NAVSIM interpolates it only between its first and last 2 Hz samples), and a pedestrian
+    # seen once, at 2.0 s (NAVSIM keeps a single sample in every frame, from t = 0).
+    car = agent("late_car", "vehicle", (4.6, 1.9, 1.6), lambda t: (22.0 + 8.0 * t, -1.75, 0.0, 8.0, 0.0), until=5.0)
+    car["states"] = [st for st in car["states"] if 1.0 - 1e-9 <= st[0] <= 3.0 + 1e-9]
+    walker = {"token": "walker", "type": "pedestrian", "length": 0.6, "width": 0.6, "height": 1.7, "states": [[2.0, 30.0, 2.6, 0.0, 0.0, 0.0]]}
+    return scene(
+        "pop_in",
+        "a car is seen only from 1.0 s to 3.0 s, 12 m ahead; a pedestrian at the left kerb is seen once, at 2.0 s; the agent brakes gently",
+        straight_road(),
+        [car, walker],
+        {},
+        poses(lambda t: (10.0 * t - 0.5 * t * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t - 0.5 * t * t, 0.0, 0.0)),
+    )
+
+
 def main() -> None:
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), overlap_at_start(), fork(),
         route_repair("route_gap", ["rb_a", "rb_b"], "the logged route skips the junction's roadblock connector; the agent drives through it at 10 m/s"),
         route_repair("route_ahead", ["rb_b"], "the logged route starts beyond the junction, ahead of the ego; the agent drives through it at 10 m/s"),
+        westbound_weave(),
+        pop_in(),
     ):
         (out / f"{doc['name']}.json").write_text(json.dumps(doc) + "\n")
         print(out / f"{doc['name']}.json")

@@ -40,6 +40,8 @@ describe.each([
   'fork',
   'route_gap',
   'route_ahead',
+  'westbound_weave',
+  'pop_in',
 ])('NAVSIM reference vector %s', (name) => {
   const scene = parseScene(load(`${name}.json`), `${name}.json`);
   const poses = scene.agent_trajectory?.poses ?? [];
