@@ -427,11 +427,16 @@ export interface ScoreOptions {
 
 const D2R = Math.PI / 180;
 
+/**
+ * nuPlan's `get_agent_relative_angle`, in its order of operations (norm as sqrt(x² + y²), the unit
+ * vector before the dot product): where rounding takes the cosine past 1 it is NaN there too, and an
+ * agent exactly in line is then neither ahead nor behind, as in nuPlan.
+ */
 function relativeAngle(ex: number, ey: number, eh: number, ax: number, ay: number): number {
   const vx = ax - ex,
     vy = ay - ey;
-  const n = Math.hypot(vx, vy);
-  return Math.acos((Math.cos(eh) * vx + Math.sin(eh) * vy) / n);
+  const n = Math.sqrt(vx * vx + vy * vy);
+  return Math.acos(Math.cos(eh) * (vx / n) + Math.sin(eh) * (vy / n));
 }
 
 function egoGeometry(states: Float64Array, v: VehicleParameters): { corners: Float64Array[]; cx: Float64Array; cy: Float64Array } {
