@@ -421,6 +421,27 @@ def pop_in() -> Dict[str, Any]:
     )
 
 
+def standstill() -> Dict[str, Any]:
+    # The ego waits behind a stopped car 1.5 m ahead and is run into from behind: a stopped ego is
+    # never at fault, TTC skips a stopped ego, and with PDM-Closed held by the car too, no proposal
+    # makes 5 m of progress (EP by NAVSIM's threshold branch). The LQR starts from rest.
+    front = 4.049
+    doc = scene(
+        "standstill",
+        "the ego waits behind a stopped car; a car from behind runs into it at about 1.9 s",
+        straight_road(),
+        [
+            agent("stopped", "vehicle", (4.6, 1.9, 1.6), lambda t: (front + 1.5 + 2.3, -1.75, 0.0, 0.0, 0.0)),
+            agent("rear", "vehicle", (4.6, 1.9, 1.6), lambda t: (-15.0 + 6.0 * t, -1.75, 0.0, 6.0, 0.0)),
+        ],
+        {"vx": 0.0},
+        poses(lambda t: (0.0, 0.0, 0.0)),
+        poses(lambda t: (0.0, 0.0, 0.0)),
+    )
+    doc["ego_history"] = [{**h, "x": 0.0, "vx": 0.0} for h in history([0.0, 0.0, 0.0])]
+    return doc
+
+
 def main() -> None:
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), overlap_at_start(), fork(),
@@ -428,6 +449,7 @@ def main() -> None:
         route_repair("route_ahead", ["rb_b"], "the logged route starts beyond the junction, ahead of the ego; the agent drives through it at 10 m/s"),
         westbound_weave(),
         pop_in(),
+        standstill(),
     ):
         (out / f"{doc['name']}.json").write_text(json.dumps(doc) + "\n")
         print(out / f"{doc['name']}.json")

@@ -42,6 +42,7 @@ describe.each([
   'route_ahead',
   'westbound_weave',
   'pop_in',
+  'standstill',
 ])('NAVSIM reference vector %s', (name) => {
   const scene = parseScene(load(`${name}.json`), `${name}.json`);
   const poses = scene.agent_trajectory?.poses ?? [];
