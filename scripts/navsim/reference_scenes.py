@@ -344,7 +344,7 @@ def junction_road() -> Dict[str, Any]:
     }
 
 
-def route_repair(name: str, route: List[str], description: str) -> Dict[str, Any]:
+def route_repair(name: str, route: List[str], description: str, x0: float = 20.0) -> Dict[str, Any]:
     # The logged route misses roadblocks NAVSIM's PDM-Closed puts back before planning
     # (`route_roadblock_correction`); its centreline, and the on-route lanes the scorer tests, use the
     # repaired route.
@@ -353,12 +353,12 @@ def route_repair(name: str, route: List[str], description: str) -> Dict[str, Any
         description,
         junction_road(),
         [agent("ahead", "vehicle", (4.6, 1.9, 1.6), lambda t: (95.0 + 8.0 * t, -1.75, 0.0, 8.0, 0.0))],
-        {"x": 20.0},
+        {"x": x0},
         poses(lambda t: (10.0 * t, 0.0, 0.0)),
         poses(lambda t: (10.0 * t - 0.3 * t * t, 0.0, 0.0)),
         route_roadblock_ids=route,
     )
-    doc["ego_history"] = [{**h, "x": h["x"] + 20.0} for h in history([10.0, 10.0, 10.0])]
+    doc["ego_history"] = [{**h, "x": h["x"] + x0} for h in history([10.0, 10.0, 10.0])]
     return doc
 
 
@@ -447,6 +447,12 @@ def main() -> None:
     for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), overlap_at_start(), fork(),
         route_repair("route_gap", ["rb_a", "rb_b"], "the logged route skips the junction's roadblock connector; the agent drives through it at 10 m/s"),
         route_repair("route_ahead", ["rb_b"], "the logged route starts beyond the junction, ahead of the ego; the agent drives through it at 10 m/s"),
+        route_repair(
+            "route_in_junction",
+            ["rb_a", "rb_b"],
+            "the ego starts inside the junction, whose roadblock connector the logged route leaves out; the agent drives on at 10 m/s",
+            x0=48.0,
+        ),
         westbound_weave(),
         pop_in(),
         standstill(),

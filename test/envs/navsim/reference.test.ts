@@ -40,6 +40,7 @@ describe.each([
   'fork',
   'route_gap',
   'route_ahead',
+  'route_in_junction',
   'westbound_weave',
   'pop_in',
   'standstill',
