@@ -94,8 +94,15 @@ export function bounds(p: Coords): [number, number, number, number] {
   return [minX, minY, maxX, maxY];
 }
 
-/** Even-odd point-in-polygon; points on the boundary count as inside (shapely's `intersects`). */
-export function pointInPolygon(px: number, py: number, p: Coords): boolean {
+/**
+ * Where a point on a polygon's boundary falls: `'inside'` as shapely's `intersects` (and nuPlan's
+ * occupancy-map queries) count it, `'outside'` as shapely's `contains` and `within` do (NAVSIM's
+ * drivable-area, lane and intersection tests). Points within 1e-9 m of an edge count as on it.
+ */
+export type Edge = 'inside' | 'outside';
+
+/** Even-odd point-in-polygon; `edge` says where boundary points fall (inside by default). */
+export function pointInPolygon(px: number, py: number, p: Coords, edge: Edge = 'inside'): boolean {
   const n = vertexCount(p);
   let inside = false;
   for (let i = 0, j = n - 1; i < n; j = i++) {
@@ -103,7 +110,7 @@ export function pointInPolygon(px: number, py: number, p: Coords): boolean {
       yi = p[2 * i + 1] as number;
     const xj = p[2 * j] as number,
       yj = p[2 * j + 1] as number;
-    // Boundary test only near the edge (cheap comparisons first): shapely's intersects counts it.
+    // Boundary test only near the edge (cheap comparisons first).
     if (
       px >= (xi < xj ? xi : xj) - 1e-9 &&
       px <= (xi > xj ? xi : xj) + 1e-9 &&
@@ -111,7 +118,7 @@ export function pointInPolygon(px: number, py: number, p: Coords): boolean {
       py <= (yi > yj ? yi : yj) + 1e-9 &&
       pointOnSegment(px, py, xi, yi, xj, yj)
     )
-      return true;
+      return edge === 'inside';
     if (yi > py !== yj > py && px < ((xj - xi) * (py - yi)) / (yj - yi) + xi) inside = !inside;
   }
   return inside;
@@ -489,19 +496,21 @@ export class PreparedPolygon {
     [this.minX, this.minY, this.maxX, this.maxY] = bounds(coords);
   }
 
-  contains(px: number, py: number): boolean {
+  /** True when the point lies in the polygon; `edge` says where boundary points fall (see {@link Edge}). */
+  contains(px: number, py: number, edge: Edge = 'inside'): boolean {
     if (px < this.minX || px > this.maxX || py < this.minY || py > this.maxY) return false;
     // Small polygons and the first few queries go straight to the exact test.
     if (this.raster === null) {
-      if (++this.queries < 8 || vertexCount(this.coords) < 12) return pointInPolygon(px, py, this.coords);
+      if (++this.queries < 8 || vertexCount(this.coords) < 12) return pointInPolygon(px, py, this.coords, edge);
       this.build();
     }
     const c = Math.floor((px - this.minX) / this.cell),
       r = Math.floor((py - this.minY) / this.cell);
     const v = (this.raster as Uint8Array)[r * this.cols + c];
+    // Inside cells lie a whole cell away from every edge, so the edge rule only matters in boundary cells.
     if (v === 1) return true;
     if (v === 0) return false;
-    return pointInPolygon(px, py, this.coords);
+    return pointInPolygon(px, py, this.coords, edge);
   }
 
   private build(): void {

@@ -7,7 +7,8 @@
  *
  * `onDrivableArea` is the union of roadblocks, roadblock connectors, intersections, carparks and
  * `drivable_areas` (what is drawn as road). NAVSIM's scoring uses its own, narrower layers
- * (`proximalAreaMap` in envs/navsim/pdm.ts). Points on a boundary count as inside.
+ * (`proximalAreaMap` in envs/navsim/pdm.ts). Points on a boundary count as inside unless a query
+ * is asked for `'outside'` (NAVSIM's scorer tests points with shapely's `contains`).
  *
  * @example
  * const map = new DrivingMap(data);
@@ -15,7 +16,7 @@
  * map.nearestLane(10, -1.2)?.lane.id; // 'a_r'
  * map.onDrivableArea(10, 20);         // false
  */
-import type { Coords } from './geometry.ts';
+import type { Coords, Edge } from './geometry.ts';
 import { GridIndex, Polyline, PreparedPolygon, bounds, coordsFrom, polygonsIntersect } from './geometry.ts';
 
 /** [x, y] pairs, as scene files store them. */
@@ -171,11 +172,11 @@ export class DrivingMap {
     return this.lanes.get(id);
   }
 
-  /** Ids of lanes / lane connectors whose polygon contains the point. */
-  lanesAt(x: number, y: number): string[] {
+  /** Ids of lanes / lane connectors whose polygon contains the point (`edge`: where boundary points fall). */
+  lanesAt(x: number, y: number, edge: Edge = 'inside'): string[] {
     const out: string[] = [];
     for (const i of this.laneIndex.queryPoint(x, y, this.scratch)) {
-      if ((this.lanePrepared[i] as PreparedPolygon).contains(x, y)) out.push((this.laneList[i] as Lane).id);
+      if ((this.lanePrepared[i] as PreparedPolygon).contains(x, y, edge)) out.push((this.laneList[i] as Lane).id);
     }
     return out;
   }
@@ -218,10 +219,10 @@ export class DrivingMap {
     return false;
   }
 
-  /** True when the point lies in an intersection polygon. */
-  inIntersection(x: number, y: number): boolean {
+  /** True when the point lies in an intersection polygon (`edge`: where boundary points fall). */
+  inIntersection(x: number, y: number, edge: Edge = 'inside'): boolean {
     for (const i of this.intersectionIndex.queryPoint(x, y, this.scratch)) {
-      if ((this.intersectionPrepared[i] as PreparedPolygon).contains(x, y)) return true;
+      if ((this.intersectionPrepared[i] as PreparedPolygon).contains(x, y, edge)) return true;
     }
     return false;
   }

@@ -13,7 +13,7 @@
 import { isStaticType, makeTrack, sampleIndex } from '../driving/agents.ts';
 import { bounds, boxCorners, convexIntersects, normalizeAngle, pointInPolygon } from '../driving/geometry.ts';
 import type { FrameObject, ScoringWorld, UniqueObject } from './pdm.ts';
-import { egoCenter, MAP_RADIUS, redLightObjects } from './pdm.ts';
+import { egoCenter, egoFootprint, MAP_RADIUS, redLightObjects } from './pdm.ts';
 import type { Scene } from './scene.ts';
 
 /** `MAX_DYNAMIC_OBJECTS` and `MAX_STATIC_OBJECTS` of NAVSIM's object manager. */
@@ -115,8 +115,7 @@ export function forecastWorld(scene: Scene, logged: ScoringWorld): ScoringWorld 
   const frames = Array.from({ length: FORECAST_FRAMES }, (_v, i) => samples[Math.floor(i / SAMPLE_RESOLUTION)] as FrameObject[]);
 
   // What the ego overlaps at t = 0; a red light only when the ego lies wholly inside its connector.
-  const v = logged.vehicle;
-  const footprint = boxCorners({ x: center.x, y: center.y, heading: scene.ego.heading, length: v.front + v.rear, width: v.width });
+  const footprint = egoFootprint(scene.ego, logged.vehicle);
   const ignored = new Set<string>();
   for (const o of samples[0] ?? []) {
     if (o.redLight) {

@@ -34,6 +34,7 @@ import {
 import type { Lane } from '../driving/map.ts';
 import { DrivingMap } from '../driving/map.ts';
 import { baselineHeadings, polygonDistance } from './pdm-path.ts';
+import { correctedRoute } from './route-correction.ts';
 import type { Scene } from './scene.ts';
 
 export type Version = 1 | 2;
@@ -110,8 +111,9 @@ export function routeLanes(map: DrivingMap, route: readonly string[]): Lane[] {
 
 /**
  * PDM-Closed's starting lane (`_get_starting_lane`): among the on-route lanes containing the rear
- * axle, the one whose nearest baseline point points most like the ego; otherwise the first route
- * lane containing the ego centre, else the route lane nearest the ego's footprint.
+ * axle (boundary included: the drivable map's `intersects`), the one whose nearest baseline point
+ * points most like the ego; otherwise the first route lane strictly containing the ego centre
+ * (nuPlan's `contains_point`), else the route lane nearest the ego's footprint.
  */
 export function startingLane(
   map: DrivingMap,
@@ -145,17 +147,10 @@ export function startingLane(
   }
   if (best) return best;
   const center = egoCenter(ego, v);
-  const toCenter = (v.front + v.rear) / 2 - v.rear;
-  const footprint = boxCorners({
-    x: ego.x + toCenter * Math.cos(ego.heading),
-    y: ego.y + toCenter * Math.sin(ego.heading),
-    heading: ego.heading,
-    length: v.front + v.rear,
-    width: v.width,
-  });
+  const footprint = egoFootprint(ego, v);
   let closest = Infinity;
   for (const lane of routeLaneList) {
-    if (pointInPolygon(center.x, center.y, lane.polygon)) return lane;
+    if (pointInPolygon(center.x, center.y, lane.polygon, 'outside')) return lane;
     const d = polygonDistance(lane.polygon, footprint);
     if (d < closest) {
       closest = d;
@@ -165,34 +160,79 @@ export function startingLane(
   return best;
 }
 
+/** `_get_discrete_centerline`'s search depth: the target is this many route roadblocks on from the start. */
+export const CENTERLINE_SEARCH_DEPTH = 30;
+
 /**
- * PDM-Closed's centreline: from its starting lane, follow successors inside the route to its end
- * (nuPlan's route-following Dijkstra reduces to this on a route without forks), concatenating
- * centrelines. `line` merges the lane-join points (projection is the same either way); PDM-Closed's
- * own paths keep both copies (see pdm-path.ts).
+ * The lanes of PDM-Closed's centreline, as `_get_discrete_centerline` finds them with NAVSIM's
+ * `Dijkstra` (`utils/graph_search/dijkstra.py`): the target is the route roadblock
+ * {@link CENTERLINE_SEARCH_DEPTH} - 1 places on from the starting lane's roadblock (the route's last on
+ * shorter routes); the search runs over route lanes only, a lane costs its centreline length and the
+ * starting lane 1; the cheapest queued lane is expanded next, the one queued first on ties; the
+ * first lane popped in the target roadblock ends the path. When none is reached, the path ends at
+ * the cheapest of the deepest lanes expanded. At a fork this takes the shorter branch, not the
+ * first-listed successor.
+ */
+export function centerlineLanes(map: DrivingMap, route: readonly string[], start: Lane, depth = CENTERLINE_SEARCH_DEPTH): Lane[] {
+  const blocks = [...new Set(route)].filter((id) => map.roadblocks.has(id));
+  const startIdx = Math.max(0, blocks.indexOf(start.roadblockId));
+  const window = blocks.slice(startIdx, startIdx + depth);
+  const target = window[window.length - 1];
+  const candidates = new Set(routeLanes(map, blocks).map((l) => l.id));
+  const parent = new Map<string, Lane | null>([[start.id, null]]);
+  const queue: { lane: Lane; dist: number; depth: number }[] = [{ lane: start, dist: 1, depth: 1 }];
+  const expanded: { lane: Lane; dist: number; depth: number }[] = [];
+  const expandedIds = new Set<string>();
+  let end: Lane | null = null;
+  while (queue.length > 0) {
+    let k = 0;
+    for (let i = 1; i < queue.length; i++) if ((queue[i] as { dist: number }).dist < (queue[k] as { dist: number }).dist) k = i;
+    const cur = queue.splice(k, 1)[0] as { lane: Lane; dist: number; depth: number };
+    if (cur.lane.roadblockId === target) {
+      end = cur.lane;
+      break;
+    }
+    expanded.push(cur);
+    expandedIds.add(cur.lane.id);
+    for (const id of cur.lane.outgoing) {
+      const next = map.lane(id);
+      if (!next || !candidates.has(id)) continue;
+      const alt = cur.dist + next.centerline.length;
+      const queued = queue.find((q) => q.lane.id === id);
+      if (!expandedIds.has(id) && !queued) {
+        parent.set(id, cur.lane);
+        queue.push({ lane: next, dist: alt, depth: cur.depth + 1 });
+      } else if (queued && alt < queued.dist) {
+        parent.set(id, cur.lane);
+        queued.dist = alt;
+        queued.depth = cur.depth + 1;
+      }
+    }
+  }
+  if (!end) {
+    const deepest = Math.max(...expanded.map((e) => e.depth));
+    let best: { lane: Lane; dist: number } | null = null;
+    for (const e of expanded) if (e.depth === deepest && (!best || e.dist < best.dist)) best = e;
+    end = (best as { lane: Lane }).lane;
+  }
+  const lanes: Lane[] = [];
+  for (let l: Lane | null | undefined = end; l; l = parent.get(l.id)) lanes.push(l);
+  return lanes.reverse();
+}
+
+/**
+ * PDM-Closed's centreline: the centrelines of {@link centerlineLanes} from its starting lane,
+ * concatenated. `line` merges the lane-join points (projection is the same either way);
+ * PDM-Closed's own paths keep both copies (see pdm-path.ts).
  */
 export function routeCenterline(map: DrivingMap, route: readonly string[], ego: { x: number; y: number; heading: number }): { line: Polyline; lanes: Lane[] } {
-  const routeSet = new Set(route);
   let start = startingLane(map, route, ego);
   if (!start) {
     const n = map.nearestLane(ego.x, ego.y, ego.heading, 1e6);
     if (!n) throw new Error('no lane near the ego');
     start = n.lane;
   }
-  const lanes: Lane[] = [start];
-  const seen = new Set([start.id]);
-  for (let i = 0; i < 200; i++) {
-    const cur = lanes[lanes.length - 1] as Lane;
-    const next = cur.outgoing.map((id) => map.lane(id)).filter((l): l is Lane => !!l && !seen.has(l.id));
-    if (next.length === 0) break;
-    const onRoute = next.filter((l) => routeSet.has(l.roadblockId));
-    if (onRoute.length === 0) break;
-    // Prefer the successor whose roadblock comes earliest on the route after the current one.
-    onRoute.sort((a, b) => route.indexOf(a.roadblockId) - route.indexOf(b.roadblockId));
-    const n = onRoute[0] as Lane;
-    seen.add(n.id);
-    lanes.push(n);
-  }
+  const lanes = centerlineLanes(map, route, start);
   const pts: number[] = [];
   for (const l of lanes) {
     const c = l.centerline.coords;
@@ -221,6 +261,24 @@ export const MAP_RADIUS = 100;
 export function egoCenter(ego: { x: number; y: number; heading: number }, v: VehicleParameters = PACIFICA): { x: number; y: number } {
   const toCenter = (v.front + v.rear) / 2 - v.rear;
   return { x: ego.x + toCenter * Math.cos(ego.heading), y: ego.y + toCenter * Math.sin(ego.heading) };
+}
+
+/** The ego's box at a rear-axle pose (nuPlan's `car_footprint`), corners FL, RL, RR, FR. */
+export function egoFootprint(ego: { x: number; y: number; heading: number }, v: VehicleParameters = PACIFICA): Coords {
+  const c = egoCenter(ego, v);
+  return boxCorners({ x: c.x, y: c.y, heading: ego.heading, length: v.front + v.rear, width: v.width });
+}
+
+/**
+ * NAVSIM v2's log-replay traffic (`LogReplayTrafficAgents.simulate_environment`, run by
+ * `pdm_score.py` before scoring): every object whose box touches the ego's footprint at t = 0 is
+ * removed from every frame. v1 scores the logged frames as they are.
+ */
+export function withoutStartOverlaps(frames: FrameObject[][], footprint: Coords): { frames: FrameObject[][]; removed: Set<string> } {
+  const b = bounds(footprint);
+  const removed = new Set((frames[0] ?? []).filter((o) => !o.redLight && hits(footprint, o, b)).map((o) => o.token));
+  if (removed.size === 0) return { frames, removed };
+  return { frames: frames.map((f) => f.filter((o) => o.redLight || !removed.has(o.token))), removed };
 }
 
 /**
@@ -279,14 +337,18 @@ export function redLightObjects(scene: Scene, map: DrivingMap, routeIds: Readonl
 
 /**
  * Builds the scoring world for a scene (NAVSIM's metric cache): observation frames from the logged
- * future (v1: 51 frames to 5.0 s, v2: 41 to 4.0 s), for v2 the red on-route lane connectors of each
- * frame (sampled at 2 Hz as `_interpolate_traffic_light_status` does), route lanes, PDM-Closed's
- * centreline and the drivable-area map.
+ * future (v1: 51 frames to 5.0 s, v2: 41 to 4.0 s, less the objects touching the ego at t = 0, see
+ * {@link withoutStartOverlaps}), for v2 the red on-route lane connectors of each
+ * frame (sampled at 2 Hz as `_interpolate_traffic_light_status` does), route lanes (of the route
+ * as PDM-Closed repairs it, see route-correction.ts), PDM-Closed's centreline and the drivable-area map.
  */
 export function buildWorld(scene: Scene, version: Version, map: DrivingMap = new DrivingMap(scene.map)): ScoringWorld {
   const tracks = scene.agents.map((a) => makeTrack(a));
   const nFrames = version === 1 ? 51 : 41;
-  const routeIds = new Set(routeLanes(map, scene.route_roadblock_ids).map((l) => l.id));
+  const route = correctedRoute(map, scene.route_roadblock_ids, scene.ego);
+  const routeIds = new Set(routeLanes(map, route).map((l) => l.id));
+  // v2's observation takes its red lights from the route as logged (`_load_route_dicts` in metric caching).
+  const loggedRouteIds = new Set(routeLanes(map, scene.route_roadblock_ids).map((l) => l.id));
   const unique = new Map<string, UniqueObject>();
   const frames: FrameObject[][] = [];
   for (let f = 0; f < nFrames; f++) {
@@ -307,10 +369,15 @@ export function buildWorld(scene: Scene, version: Version, map: DrivingMap = new
         unique.set(tr.token, { type: tr.type, heading: h, speed: stat ? 0 : Math.hypot(tr.s[5 * k + 3] as number, tr.s[5 * k + 4] as number), isStatic: stat });
       }
     }
-    if (version === 2) objs.push(...redLightObjects(scene, map, routeIds, Math.floor(f / 5) * 0.5));
+    if (version === 2) objs.push(...redLightObjects(scene, map, loggedRouteIds, Math.floor(f / 5) * 0.5));
     frames.push(objs);
   }
-  const centerline = routeCenterline(map, scene.route_roadblock_ids, scene.ego);
+  if (version === 2) {
+    const filtered = withoutStartOverlaps(frames, egoFootprint(scene.ego));
+    frames.splice(0, frames.length, ...filtered.frames);
+    for (const token of filtered.removed) unique.delete(token);
+  }
+  const centerline = routeCenterline(map, route, scene.ego);
   const areaMap = proximalAreaMap(map, egoCenter(scene.ego));
   return {
     map,
@@ -360,11 +427,16 @@ export interface ScoreOptions {
 
 const D2R = Math.PI / 180;
 
+/**
+ * nuPlan's `get_agent_relative_angle`, in its order of operations (norm as sqrt(x² + y²), the unit
+ * vector before the dot product): where rounding takes the cosine past 1 it is NaN there too, and an
+ * agent exactly in line is then neither ahead nor behind, as in nuPlan.
+ */
 function relativeAngle(ex: number, ey: number, eh: number, ax: number, ay: number): number {
   const vx = ax - ex,
     vy = ay - ey;
-  const n = Math.hypot(vx, vy);
-  return Math.acos((Math.cos(eh) * vx + Math.sin(eh) * vy) / n);
+  const n = Math.sqrt(vx * vx + vy * vy);
+  return Math.acos(Math.cos(eh) * (vx / n) + Math.sin(eh) * (vy / n));
 }
 
 function egoGeometry(states: Float64Array, v: VehicleParameters): { corners: Float64Array[]; cx: Float64Array; cy: Float64Array } {
@@ -391,7 +463,12 @@ function hits(poly: Coords, o: FrameObject, b: [number, number, number, number])
   return o.redLight ? polygonsIntersect(poly, o.polygon) : convexIntersects(poly, o.polygon);
 }
 
-/** Scores one proposal's simulated states (41 x 11, flat) against the world. */
+/**
+ * Scores one proposal's simulated states (41 x 11, flat) against the world. Every point test (corners
+ * in lanes and drivable polygons, the centre in route lanes and intersections) counts boundary points
+ * as outside, as NAVSIM's `points_in_polygons` (shapely `contains`) and `is_in_layer` (`within`) do:
+ * an ego whose corner lies exactly on the road edge is off the drivable area.
+ */
 export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts: ScoreOptions): ProposalMetrics {
   const n = states.length / STATE_SIZE;
   const map = world.areaMap;
@@ -408,7 +485,7 @@ export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts:
     for (let k = 0; k < 4; k++) {
       const px = c[2 * k] as number,
         py = c[2 * k + 1] as number;
-      for (const id of map.lanesAt(px, py)) {
+      for (const id of map.lanesAt(px, py, 'outside')) {
         const j = laneIds.indexOf(id);
         if (j < 0) {
           laneIds.push(id);
@@ -417,7 +494,7 @@ export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts:
       }
       let inside = false;
       for (const j of world.dacIndex.queryPoint(px, py, scratch))
-        if ((world.dacPolygons[j] as PreparedPolygon).contains(px, py)) {
+        if ((world.dacPolygons[j] as PreparedPolygon).contains(px, py, 'outside')) {
           inside = true;
           break;
         }
@@ -425,7 +502,7 @@ export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts:
     }
     multiple[i] = laneIds.length > 1 && !counts.includes(4) ? 1 : 0;
     nonDrivable[i] = inDrivable < 4 ? 1 : 0;
-    oncoming[i] = map.lanesAt(cx[i] as number, cy[i] as number).some((id) => world.routeLaneIds.has(id)) ? 0 : 1;
+    oncoming[i] = map.lanesAt(cx[i] as number, cy[i] as number, 'outside').some((id) => world.routeLaneIds.has(id)) ? 0 : 1;
   }
 
   // NC
@@ -476,7 +553,7 @@ export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts:
   const oncomingProgress = new Float64Array(n);
   for (let i = 1; i < n; i++) {
     if (!oncoming[i]) continue;
-    if (opts.version === 2 && map.inIntersection(cx[i] as number, cy[i] as number)) continue;
+    if (opts.version === 2 && map.inIntersection(cx[i] as number, cy[i] as number, 'outside')) continue;
     oncomingProgress[i] = Math.hypot((cx[i] as number) - (cx[i - 1] as number), (cy[i] as number) - (cy[i - 1] as number));
   }
   let maxOncoming = 0;
@@ -521,7 +598,7 @@ export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts:
         const angle = relativeAngle(ex, ey, h, o.cx, o.cy);
         const ahead = angle < PDM.aheadDeg * D2R;
         const behind = angle > PDM.behindDeg * D2R;
-        const risky = multiple[i] === 1 || nonDrivable[i] === 1 || map.inIntersection(ex, ey);
+        const risky = multiple[i] === 1 || nonDrivable[i] === 1 || map.inIntersection(ex, ey, 'outside');
         if (ahead || (risky && !behind)) {
           ttc = 0;
           ttcStep = ttcStep === null ? i : Math.min(ttcStep, i);
@@ -544,7 +621,7 @@ export function proposalMetrics(states: Float64Array, world: ScoringWorld, opts:
   let lk = 1;
   let run = 0;
   for (let i = 0; i < n && opts.version === 2; i++) {
-    if (map.inIntersection(cx[i] as number, cy[i] as number)) continue;
+    if (map.inIntersection(cx[i] as number, cy[i] as number, 'outside')) continue;
     const d = Math.sqrt(world.centerline.project(cx[i] as number, cy[i] as number).dist2);
     run = d > PDM.lkDeviation ? run + 1 : 0;
     if (run >= PDM.lkSteps) {

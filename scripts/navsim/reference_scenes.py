@@ -225,9 +225,238 @@ def carpark_exit() -> Dict[str, Any]:
     return doc
 
 
+def kerb_edge() -> Dict[str, Any]:
+    # The road narrows 25 m ahead: the kerb steps in from y = -4.0 to y = -3.5, exactly where the
+    # agent's right corners run (its rear axle is half the ego width inside the kerb, heading 0, so
+    # the corners' y is -3.5 to the last bit). NAVSIM's inside test (shapely `contains`) puts points
+    # on the edge outside: DAC 0. The human brakes and never reaches the narrowing.
+    half_width = 2.297 / 2
+    y0 = -3.5 + half_width
+    kerb = [[-60.0, -4.0], [25.0, -4.0], [25.0, -3.5], [100.0, -3.5]]
+    m = straight_road()
+    m["name"] = "kerb-narrowing"
+    m["roadblocks"][0]["polygon"] = kerb + [[100.0, 3.5], [-60.0, 3.5], [-60.0, -4.0]]
+    m["lanes"][0]["polygon"] = kerb + [[100.0, 0.0], [-60.0, 0.0], [-60.0, -4.0]]
+    doc = scene(
+        "kerb_edge",
+        "the agent drives straight with its right corners exactly on the kerb where the road narrows; the human brakes short of it",
+        m,
+        [agent("lead", "vehicle", (4.6, 1.9, 1.6), lambda t: (60.0 + 10.0 * t, 1.75, 0.0, 10.0, 0.0))],
+        {"y": y0},
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * min(t, 10 / 3) - 1.5 * min(t, 10 / 3) ** 2, 0.0, 0.0)),
+    )
+    doc["ego_history"] = history([10.0, 10.0, 10.0], y=y0)
+    return doc
+
+
+def overlap_at_start() -> Dict[str, Any]:
+    # A car whose rear overlaps the ego's front bumper at t = 0 and pulls away, and a cone pressed
+    # against the ego's left side. NAVSIM v2's log-replay traffic drops both from every frame before
+    # scoring; v1 scores them (an at-fault front collision at t = 0). Synthetic, so the v2 human
+    # filter (whose human overlaps them too) cannot lift the agent's NC and TTC.
+    front = 4.049
+    doc = scene(
+        "overlap_at_start",
+        "a car overlapping the ego's front bumper at t = 0 pulls away; a cone overlaps its left side",
+        straight_road(),
+        [
+            agent("tailgated", "vehicle", (4.6, 1.9, 1.6), lambda t: (front + 2.3 - 0.3 + 10.5 * t, -1.75, 0.0, 10.5, 0.0)),
+            agent("cone", "traffic_cone", (0.5, 0.5, 0.8), lambda t: (1.0, -1.75 + 2.297 / 2 + 0.2, 0.0, 0.0, 0.0)),
+        ],
+        {},
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+        scene_type="synthetic",
+    )
+    return doc
+
+
+def fork() -> Dict[str, Any]:
+    # One lane forks into two lane connectors, listed left first: the left one swings over to the
+    # left lane (longer), the right one runs straight on. NAVSIM's Dijkstra takes the shorter, so
+    # PDM-Closed's centreline runs straight; the first-listed successor would veer left.
+    def s_curve(x: float) -> float:
+        u = x / 30.0
+        return -1.75 + 3.5 * (3 * u * u - 2 * u * u * u)
+
+    xs = [float(i) for i in range(31)]
+    centre = [[x, s_curve(x)] for x in xs]
+
+    def offset(d: float) -> List[List[float]]:
+        out = []
+        for i, (x, y) in enumerate(centre):
+            (xa, ya), (xb, yb) = centre[max(0, i - 1)], centre[min(len(centre) - 1, i + 1)]
+            n = math.hypot(xb - xa, yb - ya)
+            out.append([x - d * (yb - ya) / n, y + d * (xb - xa) / n])
+        return out
+
+    left_poly = offset(-1.75) + list(reversed(offset(1.75)))
+    left_poly.append(left_poly[0])
+    m = {
+        "name": "fork",
+        "roadblocks": [
+            {"id": "rb_a", "kind": "roadblock", "polygon": rect(-80, -3.5, 0, 0), "incoming": [], "outgoing": ["rbc_fork"]},
+            {"id": "rbc_fork", "kind": "roadblock_connector", "polygon": rect(0, -3.5, 30, 3.5), "incoming": ["rb_a"], "outgoing": ["rb_b"]},
+            {"id": "rb_b", "kind": "roadblock", "polygon": rect(30, -3.5, 200, 3.5), "incoming": ["rbc_fork"], "outgoing": []},
+        ],
+        "lanes": [
+            {"id": "a", "roadblock_id": "rb_a", "polygon": rect(-80, -3.5, 0, 0), "centerline": line(-80, 0, -1.75), "speed_limit_mps": 15.0, "incoming": [], "outgoing": ["k_left", "k_straight"]},
+            {"id": "k_left", "roadblock_id": "rbc_fork", "polygon": left_poly, "centerline": centre, "speed_limit_mps": 15.0, "incoming": ["a"], "outgoing": ["b_l"]},
+            {"id": "k_straight", "roadblock_id": "rbc_fork", "polygon": rect(0, -3.5, 30, 0), "centerline": line(0, 30, -1.75), "speed_limit_mps": 15.0, "incoming": ["a"], "outgoing": ["b_r"]},
+            {"id": "b_l", "roadblock_id": "rb_b", "polygon": rect(30, 0, 200, 3.5), "centerline": line(30, 200, 1.75), "speed_limit_mps": 15.0, "incoming": ["k_left"], "outgoing": []},
+            {"id": "b_r", "roadblock_id": "rb_b", "polygon": rect(30, -3.5, 200, 0), "centerline": line(30, 200, -1.75), "speed_limit_mps": 15.0, "incoming": ["k_straight"], "outgoing": []},
+        ],
+        "intersections": [{"id": "fork_area", "polygon": rect(0, -3.5, 30, 3.5)}],
+        "carparks": [],
+        "drivable_areas": [],
+    }
+    doc = scene(
+        "fork",
+        "one lane forks into a left connector (listed first, longer) and a straight one; the agent drives straight on at 10 m/s",
+        m,
+        [agent("ahead", "vehicle", (4.6, 1.9, 1.6), lambda t: (70.0 + 8.0 * t, -1.75, 0.0, 8.0, 0.0))],
+        {"x": -12.0},
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t - 0.2 * t * t, 0.0, 0.0)),
+    )
+    doc["ego_history"] = [{**h, "x": h["x"] - 12.0} for h in history([10.0, 10.0, 10.0])]
+    return doc
+
+
+def junction_road() -> Dict[str, Any]:
+    """One lane east: roadblock rb_a (x < 40), a junction with roadblock connector rbc_j, roadblock rb_b (x > 60)."""
+    return {
+        "name": "junction-road",
+        "roadblocks": [
+            {"id": "rb_a", "kind": "roadblock", "polygon": rect(-60, -3.5, 40, 0), "incoming": [], "outgoing": ["rbc_j"]},
+            {"id": "rbc_j", "kind": "roadblock_connector", "polygon": rect(40, -3.5, 60, 0), "incoming": ["rb_a"], "outgoing": ["rb_b"]},
+            {"id": "rb_b", "kind": "roadblock", "polygon": rect(60, -3.5, 220, 0), "incoming": ["rbc_j"], "outgoing": []},
+        ],
+        "lanes": [
+            {"id": "a", "roadblock_id": "rb_a", "polygon": rect(-60, -3.5, 40, 0), "centerline": line(-60, 40, -1.75), "speed_limit_mps": 15.0, "incoming": [], "outgoing": ["k"]},
+            {"id": "k", "roadblock_id": "rbc_j", "polygon": rect(40, -3.5, 60, 0), "centerline": line(40, 60, -1.75), "speed_limit_mps": 15.0, "incoming": ["a"], "outgoing": ["b"]},
+            {"id": "b", "roadblock_id": "rb_b", "polygon": rect(60, -3.5, 220, 0), "centerline": line(60, 220, -1.75), "speed_limit_mps": 15.0, "incoming": ["k"], "outgoing": []},
+        ],
+        "intersections": [{"id": "junction", "polygon": rect(40, -3.5, 60, 0)}],
+        "carparks": [],
+        "drivable_areas": [],
+    }
+
+
+def route_repair(name: str, route: List[str], description: str, x0: float = 20.0) -> Dict[str, Any]:
+    # The logged route misses roadblocks NAVSIM's PDM-Closed puts back before planning
+    # (`route_roadblock_correction`); its centreline, and the on-route lanes the scorer tests, use the
+    # repaired route.
+    doc = scene(
+        name,
+        description,
+        junction_road(),
+        [agent("ahead", "vehicle", (4.6, 1.9, 1.6), lambda t: (95.0 + 8.0 * t, -1.75, 0.0, 8.0, 0.0))],
+        {"x": x0},
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t - 0.3 * t * t, 0.0, 0.0)),
+        route_roadblock_ids=route,
+    )
+    doc["ego_history"] = [{**h, "x": h["x"] + x0} for h in history([10.0, 10.0, 10.0])]
+    return doc
+
+
+def rotated(doc: Dict[str, Any], angle: float) -> Dict[str, Any]:
+    """The scene turned by `angle` about the origin: map, ego, history and agents (poses are ego-relative)."""
+    c, s = math.cos(angle), math.sin(angle)
+
+    def pt(p: List[float]) -> List[float]:
+        return [c * p[0] - s * p[1], s * p[0] + c * p[1]]
+
+    def wrap(h: float) -> float:
+        return math.atan2(math.sin(h + angle), math.cos(h + angle))
+
+    m = doc["map"]
+    for group in ("roadblocks", "lanes", "intersections", "carparks", "drivable_areas"):
+        for o in m[group]:
+            o["polygon"] = [pt(p) for p in o["polygon"]]
+            if "centerline" in o:
+                o["centerline"] = [pt(p) for p in o["centerline"]]
+    for e in [doc["ego"], *doc.get("ego_history", [])]:
+        e["x"], e["y"] = pt([e["x"], e["y"]])
+        e["heading"] = wrap(e["heading"])
+    for a in doc["agents"]:
+        a["states"] = [[t, *pt([x, y]), wrap(h), *pt([vx, vy])] for t, x, y, h, vx, vy in a["states"]]
+    return doc
+
+
+def westbound_weave() -> Dict[str, Any]:
+    # The two-lane road turned to run west (heading pi): the agent weaves into the left lane and
+    # back, so its heading, the LQR's heading error, the comfort metrics' unwrapped yaw and
+    # PDM-Closed's path headings all cross +-pi. A car ahead pulls away.
+    weave = lambda t: (10.0 * t, 1.75 * (1 - math.cos(math.pi * t / 2)) / 2, 0.25 * math.sin(math.pi * t / 2))  # noqa: E731
+    doc = scene(
+        "westbound_weave",
+        "the straight road turned to run west; the agent weaves into the left lane and back across heading +-pi",
+        straight_road(),
+        [agent("lead", "vehicle", (4.6, 1.9, 1.6), lambda t: (35.0 + 11.0 * t, -1.75, 0.0, 11.0, 0.0))],
+        {},
+        poses(weave),
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+    )
+    return rotated(doc, math.pi)
+
+
+def pop_in() -> Dict[str, Any]:
+    # Agents outside the first and last frames: a car first seen 12 m ahead at 1.0 s and last seen at
+    # 3.0 s (NAVSIM interpolates it only between its first and last 2 Hz samples), and a pedestrian
+    # seen once, at 2.0 s (NAVSIM keeps a single sample in every frame, from t = 0).
+    car = agent("late_car", "vehicle", (4.6, 1.9, 1.6), lambda t: (22.0 + 8.0 * t, -1.75, 0.0, 8.0, 0.0), until=5.0)
+    car["states"] = [st for st in car["states"] if 1.0 - 1e-9 <= st[0] <= 3.0 + 1e-9]
+    walker = {"token": "walker", "type": "pedestrian", "length": 0.6, "width": 0.6, "height": 1.7, "states": [[2.0, 30.0, 2.6, 0.0, 0.0, 0.0]]}
+    return scene(
+        "pop_in",
+        "a car is seen only from 1.0 s to 3.0 s, 12 m ahead; a pedestrian at the left kerb is seen once, at 2.0 s; the agent brakes gently",
+        straight_road(),
+        [car, walker],
+        {},
+        poses(lambda t: (10.0 * t - 0.5 * t * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t - 0.5 * t * t, 0.0, 0.0)),
+    )
+
+
+def standstill() -> Dict[str, Any]:
+    # The ego waits behind a stopped car 1.5 m ahead and is run into from behind: a stopped ego is
+    # never at fault, TTC skips a stopped ego, and with PDM-Closed held by the car too, no proposal
+    # makes 5 m of progress (EP by NAVSIM's threshold branch). The LQR starts from rest.
+    front = 4.049
+    doc = scene(
+        "standstill",
+        "the ego waits behind a stopped car; a car from behind runs into it at about 1.9 s",
+        straight_road(),
+        [
+            agent("stopped", "vehicle", (4.6, 1.9, 1.6), lambda t: (front + 1.5 + 2.3, -1.75, 0.0, 0.0, 0.0)),
+            agent("rear", "vehicle", (4.6, 1.9, 1.6), lambda t: (-15.0 + 6.0 * t, -1.75, 0.0, 6.0, 0.0)),
+        ],
+        {"vx": 0.0},
+        poses(lambda t: (0.0, 0.0, 0.0)),
+        poses(lambda t: (0.0, 0.0, 0.0)),
+    )
+    doc["ego_history"] = [{**h, "x": 0.0, "vx": 0.0} for h in history([0.0, 0.0, 0.0])]
+    return doc
+
+
 def main() -> None:
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
-    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit()):
+    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), overlap_at_start(), fork(),
+        route_repair("route_gap", ["rb_a", "rb_b"], "the logged route skips the junction's roadblock connector; the agent drives through it at 10 m/s"),
+        route_repair("route_ahead", ["rb_b"], "the logged route starts beyond the junction, ahead of the ego; the agent drives through it at 10 m/s"),
+        route_repair(
+            "route_in_junction",
+            ["rb_a", "rb_b"],
+            "the ego starts inside the junction, whose roadblock connector the logged route leaves out; the agent drives on at 10 m/s",
+            x0=48.0,
+        ),
+        westbound_weave(),
+        pop_in(),
+        standstill(),
+    ):
         (out / f"{doc['name']}.json").write_text(json.dumps(doc) + "\n")
         print(out / f"{doc['name']}.json")
 

@@ -28,7 +28,23 @@ function maxDiff(a: Float64Array, rows: number[][]): number {
   return m;
 }
 
-describe.each(['follow_safe', 'rear_end', 'cut_in', 'off_road_human', 'red_light_turn', 'carpark_exit'])('NAVSIM reference vector %s', (name) => {
+describe.each([
+  'follow_safe',
+  'rear_end',
+  'cut_in',
+  'off_road_human',
+  'red_light_turn',
+  'carpark_exit',
+  'kerb_edge',
+  'overlap_at_start',
+  'fork',
+  'route_gap',
+  'route_ahead',
+  'route_in_junction',
+  'westbound_weave',
+  'pop_in',
+  'standstill',
+])('NAVSIM reference vector %s', (name) => {
   const scene = parseScene(load(`${name}.json`), `${name}.json`);
   const poses = scene.agent_trajectory?.poses ?? [];
   for (const version of [1, 2] as const) {
