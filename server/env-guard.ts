@@ -15,7 +15,7 @@
  */
 import type { Env, EnvTool, RenderFrame, ResetOptions, ResetResult, StepResult } from '../envs/core/env.ts';
 import { unwrap, Wrapper } from '../envs/core/wrappers.ts';
-import { ProtocolError } from '../protocol/errors.ts';
+import { previewValue, ProtocolError } from '../protocol/errors.ts';
 import { withDeadline } from '../runtime/channel.ts';
 
 /** How long one env call may take by default before its session is lost (ms). */
@@ -48,11 +48,30 @@ export class EnvGuard extends Wrapper {
   }
 
   override reset(opts?: ResetOptions): ResetResult | Promise<ResetResult> {
-    return this.guard('reset', () => this.env.reset(opts));
+    const out = this.guard('reset', () => this.env.reset(opts));
+    return out instanceof Promise ? out.then(this.checkReset) : this.checkReset(out);
   }
 
   override step(action: unknown): StepResult | Promise<StepResult> {
-    return this.guard('step', () => this.env.step(action));
+    const out = this.guard('step', () => this.env.step(action));
+    return out instanceof Promise ? out.then(this.checkStep) : this.checkStep(out);
+  }
+
+  /** A step answer the wire can carry: an env that returns anything else is at fault, not the server or the client. */
+  private readonly checkStep = (r: StepResult): StepResult => {
+    if (typeof r !== 'object' || r === null || typeof r.reward !== 'number' || typeof r.terminated !== 'boolean' || typeof r.truncated !== 'boolean') {
+      throw this.garbage('step', r, '{obs, reward: number, terminated: boolean, truncated: boolean, info}');
+    }
+    return r;
+  };
+
+  private readonly checkReset = (r: ResetResult): ResetResult => {
+    if (typeof r !== 'object' || r === null || !('obs' in r)) throw this.garbage('reset', r, '{obs, info}');
+    return r;
+  };
+
+  private garbage(what: string, value: unknown, expected: string): ProtocolError {
+    return new ProtocolError('ENV_ERR_ENV_FAILURE', `${what} of the env ${this.envId} returned ${previewValue(value)}, not ${expected}`, { side: 'env' });
   }
 
   override render(): RenderFrame | null | Promise<RenderFrame | null> {

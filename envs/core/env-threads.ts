@@ -24,6 +24,7 @@ import type { Env, EnvMetadata, EnvTool, RenderFrame, ResetOptions, ResetResult,
 import { ProtocolError } from '../../protocol/errors.ts';
 import type { Space } from '../../protocol/spaces.ts';
 import { Channel, describeThrown } from '../../runtime/channel.ts';
+import type { Outcome } from '../../runtime/channel.ts';
 import { startModuleWorker } from './threads.ts';
 import { packValue, unpackError, unpackValue } from './thread-values.ts';
 import type { PackedError } from './thread-values.ts';
@@ -53,6 +54,8 @@ export interface EnvThreadPoolOptions {
 
 /** How long one call on an env thread may take by default (ms) before the thread counts as hung. */
 export const DEFAULT_THREAD_CALL_TIMEOUT_MS = 60_000;
+/** How much longer `make` may take: a thread's first call also loads its modules. */
+const MAKE_GRACE_MS = 60_000;
 
 class EnvThread {
   envs = 0;
@@ -76,7 +79,8 @@ class EnvThread {
     if (generation !== this.generation) return Promise.reject(lostEnvError(`env thread ${this.index} was restarted after a call on it failed or hung`));
     const channel = this.ensure();
     this.worker!.ref();
-    return channel.request({ envId, method, args: args.map((a) => packValue(a)) }, { what: method });
+    const deadlineMs = method === 'make' ? this.callTimeoutMs + MAKE_GRACE_MS : this.callTimeoutMs;
+    return channel.request({ envId, method, args: args.map((a) => packValue(a)) }, { what: method, deadlineMs });
   }
 
   async close(): Promise<void> {
@@ -102,8 +106,14 @@ class EnvThread {
         this.loggers.get(res.log.envId)?.[res.log.level](res.log.fields, res.log.message);
         return;
       }
-      if (res.ok) channel.settle(res.id, { ok: true, value: unpackValue(res.value) });
-      else channel.settle(res.id, { ok: false, error: unpackError(res.error) });
+      if (typeof res !== 'object' || res === null || typeof res.id !== 'number') return channel.noteGarbage();
+      let outcome: Outcome;
+      try {
+        outcome = res.ok === true ? { ok: true, value: unpackValue(res.value) } : { ok: false, error: unpackError(res.error) };
+      } catch (err) {
+        outcome = { ok: false, error: err };
+      }
+      channel.settle(res.id, outcome);
       if (channel.pending === 0) worker.unref();
     });
     worker.on('error', (err) => this.lose(worker, describeThrown(err)));
