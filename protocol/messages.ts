@@ -52,47 +52,64 @@ const AckSchema = z
   .int()
   .optional()
   .describe('optional: every request with an id up to this one has been answered and received; the server may forget those answers');
-const req = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
-  z.object({ id: RequestIdSchema, type: z.literal(type), ack: AckSchema, ...shape }).strict();
+/**
+ * What a request declares about itself, next to its schema: whether running it changes a session or
+ * the server (running it twice differs from running it once), and whether the server keeps its
+ * answer for a retry after a reconnect (so a retried request is answered from memory, never run twice).
+ */
+export interface MessageFacts {
+  readonly changesState: boolean;
+  readonly answerKept: boolean;
+}
+const READS: MessageFacts = { changesState: false, answerKept: false };
+const CHANGES: MessageFacts = { changesState: true, answerKept: true };
 
-export const HelloRequestSchema = req('hello', {
-  protocol_version: z.number().int().positive(),
-  client_name: z.string().max(256).optional(),
-  token: z.string().max(4096).optional().describe('auth token, required when the server was started with one'),
-  resume_token: z.string().max(256).optional().describe('from an earlier welcome: re-attaches that client’s sessions'),
-});
-export const ListEnvsRequestSchema = req('list_envs', {});
-export const MakeRequestSchema = req('make', {
+const req = <T extends string, S extends z.ZodRawShape>(type: T, facts: MessageFacts, shape: S) =>
+  Object.assign(z.object({ id: RequestIdSchema, type: z.literal(type), ack: AckSchema, ...shape }).strict(), { facts });
+
+// hello attaches a client (state) but is never answered from memory: a reconnect sends a new one.
+export const HelloRequestSchema = req(
+  'hello',
+  { changesState: true, answerKept: false },
+  {
+    protocol_version: z.number().int().positive(),
+    client_name: z.string().max(256).optional(),
+    token: z.string().max(4096).optional().describe('auth token, required when the server was started with one'),
+    resume_token: z.string().max(256).optional().describe('from an earlier welcome: re-attaches that client’s sessions'),
+  },
+);
+export const ListEnvsRequestSchema = req('list_envs', READS, {});
+export const MakeRequestSchema = req('make', CHANGES, {
   env_id: z.string().min(1).max(256),
   kwargs: z.record(z.string(), z.unknown()).optional(),
 });
-export const ResetRequestSchema = req('reset', { session_id: SessionIdSchema, seed: SeedSchema, options: OptionsSchema });
-export const StepRequestSchema = req('step', { session_id: SessionIdSchema, action: ValueSchema });
-export const ResetBatchRequestSchema = req('reset_batch', {
+export const ResetRequestSchema = req('reset', CHANGES, { session_id: SessionIdSchema, seed: SeedSchema, options: OptionsSchema });
+export const StepRequestSchema = req('step', CHANGES, { session_id: SessionIdSchema, action: ValueSchema });
+export const ResetBatchRequestSchema = req('reset_batch', CHANGES, {
   session_ids: z.array(SessionIdSchema).min(1),
   seeds: z.array(SeedSchema).nullable().optional().describe('one seed per session, or absent'),
   options: OptionsSchema,
 });
-export const StepBatchRequestSchema = req('step_batch', {
+export const StepBatchRequestSchema = req('step_batch', CHANGES, {
   session_ids: z.array(SessionIdSchema).min(1),
   actions: ValueSchema.describe('a tensor whose first dimension is the number of sessions, or an array of one action per session'),
   autoreset_mode: AutoresetModeSchema.default('next_step'),
 });
-export const RenderRequestSchema = req('render', {
+export const RenderRequestSchema = req('render', READS, {
   session_id: SessionIdSchema,
   format: z.enum(RENDER_FORMATS).default('tensor'),
   quality: z.number().int().min(1).max(100).optional().describe('JPEG quality'),
 });
-export const ListToolsRequestSchema = req('list_tools', { session_id: SessionIdSchema });
-export const ExecuteRequestSchema = req('execute', {
+export const ListToolsRequestSchema = req('list_tools', READS, { session_id: SessionIdSchema });
+export const ExecuteRequestSchema = req('execute', CHANGES, {
   session_id: SessionIdSchema,
   tool: z.string().min(1),
   args: z.record(z.string(), z.unknown()).default({}),
 });
-export const GetStateRequestSchema = req('get_state', { session_id: SessionIdSchema });
-export const SetStateRequestSchema = req('set_state', { session_id: SessionIdSchema, state: BytesSchema });
-export const CloseRequestSchema = req('close', { session_id: SessionIdSchema });
-export const PingRequestSchema = req('ping', { payload: ValueSchema.optional() });
+export const GetStateRequestSchema = req('get_state', READS, { session_id: SessionIdSchema });
+export const SetStateRequestSchema = req('set_state', CHANGES, { session_id: SessionIdSchema, state: BytesSchema });
+export const CloseRequestSchema = req('close', CHANGES, { session_id: SessionIdSchema });
+export const PingRequestSchema = req('ping', READS, { payload: ValueSchema.optional() });
 
 export const REQUEST_SCHEMAS = {
   hello: HelloRequestSchema,
@@ -112,6 +129,11 @@ export const REQUEST_SCHEMAS = {
 } as const;
 export type RequestType = keyof typeof REQUEST_SCHEMAS;
 export const REQUEST_TYPES = Object.keys(REQUEST_SCHEMAS) as RequestType[];
+
+/** The facts of a request type, as its schema declares them. */
+export function requestFacts(type: RequestType): MessageFacts {
+  return REQUEST_SCHEMAS[type].facts;
+}
 
 export const RequestSchema = z.discriminatedUnion('type', [
   HelloRequestSchema,

@@ -16,9 +16,6 @@ import type { FramePool } from './frame-pool.ts';
 export const REPLY_CACHE_ENTRIES = 1024;
 export const REPLY_CACHE_BYTES = 16 * 1024 * 1024;
 
-/** Ops whose retry after a reconnect must not act twice. */
-export const CACHED_OPS: ReadonlySet<RequestType> = new Set(['make', 'reset', 'step', 'reset_batch', 'step_batch', 'execute', 'set_state', 'close']);
-
 interface CachedReply {
   /** The request's type: a later request that reuses the id for another type is refused, not answered from here. */
   type: RequestType;

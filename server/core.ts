@@ -17,6 +17,7 @@ import type { Env } from '../envs/core/env.ts';
 import { defaultRegistry } from '../envs/index.ts';
 import type { Registry } from '../envs/core/registry.ts';
 import { BusyPoller } from '../runtime/busy-poll.ts';
+import { describeThrown } from '../runtime/channel.ts';
 import type { BusyPollSetting } from '../runtime/busy-poll.ts';
 import { encode } from '../protocol/codec.ts';
 import { ProtocolError } from '../protocol/errors.ts';
@@ -27,6 +28,7 @@ import type { AdmissionLimits } from './admission.ts';
 import { boundDepartedReplies, MemoryBudget } from './budgets.ts';
 import type { ClientState } from './client-state.ts';
 import { Connection } from './connection.ts';
+import { DEFAULT_ENV_CALL_TIMEOUT_MS } from './env-guard.ts';
 import { FramePool } from './frame-pool.ts';
 import type { FramePoolOptions } from './frame-pool.ts';
 import { OriginPolicy } from './origin.ts';
@@ -54,6 +56,9 @@ export interface SessionSummary {
 }
 
 type RenderFrameOf = Tensor | string;
+
+/** How long close waits for a session's call in progress by default (ms). */
+export const DEFAULT_CLOSE_WAIT_MS = 5_000;
 
 export const DEFAULT_LIMITS: Limits = {
   max_frame_bytes: 64 * 1024 * 1024,
@@ -88,6 +93,14 @@ export interface ServerCoreOptions {
   maxDepartedReplyBytes?: number;
   /** Bounds on the frame pool's idle memory. */
   framePool?: FramePoolOptions;
+  /**
+   * How long one call into an env may take (ms; default 60 s; 0: no limit) before its request fails
+   * with ENV_ERR_ENV_FAILURE (`details.timed_out`) and its session is lost (server/env-guard.ts).
+   * Python workers and env threads keep their own deadline instead.
+   */
+  envCallTimeoutMs?: number;
+  /** How long `close` waits for the session's call in progress (ms; default 5 s) before it answers anyway; the env closes once that call ends. */
+  closeWaitMs?: number;
 }
 
 const tokenDigest = (token: string): Buffer => createHash('sha256').update(token).digest();
@@ -123,6 +136,10 @@ export class ServerCore {
   private shuttingDown = false;
   /** @internal Requests whose handler is still running asynchronously (env work in flight); counted by the request path. */
   inFlight = 0;
+  /** @internal The deadline of one env call (server/env-guard.ts). */
+  readonly envCallTimeoutMs: number;
+  /** @internal How long close waits for a call in progress. */
+  readonly closeWaitMs: number;
   /** @internal Viewers listening (server/viewer/events.ts): only then do steps record actions and observations for them. */
   viewers = 0;
 
@@ -132,6 +149,8 @@ export class ServerCore {
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
     this.tokenDigest = opts.token === undefined || opts.token === null ? null : tokenDigest(opts.token);
     this.checkEnvs = opts.checkEnvs ?? false;
+    this.envCallTimeoutMs = opts.envCallTimeoutMs ?? DEFAULT_ENV_CALL_TIMEOUT_MS;
+    this.closeWaitMs = opts.closeWaitMs ?? DEFAULT_CLOSE_WAIT_MS;
     this.admission = new Admission(opts.admission);
     // With a token, every route that reveals or changes sessions asks for it: any Host may be served.
     this.origins = new OriginPolicy({ checkHost: this.tokenDigest === null, ...opts.origins });
@@ -268,8 +287,8 @@ export class ServerCore {
   }
 
   // -------------------------------------------------------------------------------------------
-  /** @internal Closes a session: frees its budget, tells its client unless `notify` is false, closes its env. */
-  async closeSession(s: Session, reason: string, notify = true): Promise<void> {
+  /** @internal Closes a session: frees its budget, tells its client unless `notify` is false, closes its env (after `callEnded`, when a call is still in progress). */
+  async closeSession(s: Session, reason: string, notify = true, callEnded?: Promise<void>): Promise<void> {
     if (s.closed) return;
     s.closed = true;
     this.sessions.delete(s.id);
@@ -283,9 +302,10 @@ export class ServerCore {
       client.connection.send(encode(event));
     }
     try {
+      if (callEnded) await callEnded;
       await s.env.close?.();
     } catch (err) {
-      s.log.warn({ err }, 'env close failed');
+      s.log.warn({ err: describeThrown(err) }, 'env close failed');
     }
   }
 

@@ -58,6 +58,10 @@ export interface ServerOptions {
   maxDepartedReplyBytes?: number;
   /** See ServerCoreOptions.framePool. */
   framePool?: FramePoolOptions;
+  /** See ServerCoreOptions.envCallTimeoutMs (default 60 s). */
+  envCallTimeoutMs?: number;
+  /** See ServerCoreOptions.closeWaitMs (default 5 s). */
+  closeWaitMs?: number;
 }
 
 export interface RunningServer {
@@ -91,6 +95,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     origins: opts.origins,
     maxDepartedReplyBytes: opts.maxDepartedReplyBytes,
     framePool: opts.framePool,
+    envCallTimeoutMs: opts.envCallTimeoutMs,
+    closeWaitMs: opts.closeWaitMs,
   });
   const name = opts.transport ?? 'ws';
   let transport: ServerTransport;

@@ -21,7 +21,10 @@ import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 
 import type { Env, EnvMetadata, EnvTool, RenderFrame, ResetOptions, ResetResult, StepResult } from './env.ts';
+import { ProtocolError } from '../../protocol/errors.ts';
 import type { Space } from '../../protocol/spaces.ts';
+import { Channel, describeThrown } from '../../runtime/channel.ts';
+import type { Outcome } from '../../runtime/channel.ts';
 import { startModuleWorker } from './threads.ts';
 import { packValue, unpackError, unpackValue } from './thread-values.ts';
 import type { PackedError } from './thread-values.ts';
@@ -45,13 +48,22 @@ export interface EnvThreadPoolOptions {
   threads?: number;
   /** The threads' niceness (default: thread-priority.ts's, `GYMWIRE_THREAD_NICE` or 10). */
   nice?: number;
+  /** How long one env call may take (ms; default 60 s) before its thread is ended and its envs' sessions are lost. */
+  callTimeoutMs?: number;
 }
+
+/** How long one call on an env thread may take by default (ms) before the thread counts as hung. */
+export const DEFAULT_THREAD_CALL_TIMEOUT_MS = 60_000;
+/** How much longer `make` may take: a thread's first call also loads its modules. */
+const MAKE_GRACE_MS = 60_000;
 
 class EnvThread {
   envs = 0;
   private worker: Worker | null = null;
-  private readonly waiting = new Map<number, { resolve(value: unknown): void; reject(err: Error): void }>();
-  private nextId = 1;
+  /** Calls and their answers (runtime/channel.ts); a new one for each worker the thread starts. */
+  private channel: Channel<Omit<EnvThreadRequest, 'id'>> | null = null;
+  /** Counts the workers this thread lost: an env lives on the one it was made on, and is gone with it. */
+  generation = 0;
   /** The logger of each env that has one, for what it logs on the thread. */
   readonly loggers = new Map<number, Logger>();
 
@@ -59,56 +71,71 @@ class EnvThread {
     private readonly entry: URL,
     private readonly callerUrl: string,
     private readonly nice: number | undefined,
+    private readonly callTimeoutMs: number,
+    readonly index: number,
   ) {}
 
-  call(envId: number, method: EnvThreadRequest['method'], args: unknown[]): Promise<unknown> {
-    const worker = this.ensure();
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
-      worker.ref();
-      worker.postMessage({ id, envId, method, args: args.map((a) => packValue(a)) } satisfies EnvThreadRequest);
-    });
+  call(envId: number, method: EnvThreadRequest['method'], args: unknown[], generation = this.generation): Promise<unknown> {
+    if (generation !== this.generation) return Promise.reject(lostEnvError(`env thread ${this.index} was restarted after a call on it failed or hung`));
+    const channel = this.ensure();
+    this.worker!.ref();
+    const deadlineMs = method === 'make' ? this.callTimeoutMs + MAKE_GRACE_MS : this.callTimeoutMs;
+    return channel.request({ envId, method, args: args.map((a) => packValue(a)) }, { what: method, deadlineMs });
   }
 
   async close(): Promise<void> {
     const worker = this.worker;
     this.worker = null;
-    this.failAll(new Error('the env thread pool is closed'));
+    this.channel?.fail('the env thread pool is closed');
     if (worker) await worker.terminate();
   }
 
-  private ensure(): Worker {
-    if (this.worker) return this.worker;
+  private ensure(): Channel<Omit<EnvThreadRequest, 'id'>> {
+    if (this.channel && this.worker) return this.channel;
     const worker = startModuleWorker(this.entry, this.callerUrl, this.nice);
     worker.unref();
+    const channel = new Channel<Omit<EnvThreadRequest, 'id'>>({
+      name: `env thread ${this.index}`,
+      send: (id, body) => worker.postMessage({ id, ...body } satisfies EnvThreadRequest),
+      limits: { deadlineMs: this.callTimeoutMs },
+      // A call that never returns holds the thread and every env on it: end it; its envs are lost, later ones get a fresh thread.
+      onDeadline: ({ what }) => this.lose(worker, `a ${what} call did not return within ${this.callTimeoutMs} ms`),
+    });
     worker.on('message', (res: EnvThreadResponse) => {
       if ('log' in res) {
         this.loggers.get(res.log.envId)?.[res.log.level](res.log.fields, res.log.message);
         return;
       }
-      const w = this.waiting.get(res.id);
-      this.waiting.delete(res.id);
-      if (this.waiting.size === 0) worker.unref();
-      if (!w) return;
-      if (res.ok) w.resolve(unpackValue(res.value));
-      else w.reject(unpackError(res.error));
+      if (typeof res !== 'object' || res === null || typeof res.id !== 'number') return channel.noteGarbage();
+      let outcome: Outcome;
+      try {
+        outcome = res.ok === true ? { ok: true, value: unpackValue(res.value) } : { ok: false, error: unpackError(res.error) };
+      } catch (err) {
+        outcome = { ok: false, error: err };
+      }
+      channel.settle(res.id, outcome);
+      if (channel.pending === 0) worker.unref();
     });
-    worker.on('error', (err) => this.failAll(err));
-    worker.on('exit', (code) => {
-      if (this.worker !== worker) return;
-      // Its envs are gone with it: their calls fail from now on (each session's own fault, not the server's).
-      this.worker = null;
-      this.failAll(new Error(`env thread exited with code ${code}`));
-    });
+    worker.on('error', (err) => this.lose(worker, describeThrown(err)));
+    // Its envs are gone with it: their calls fail from now on (each session's own fault, not the server's).
+    worker.on('exit', (code) => this.lose(worker, `env thread exited with code ${code}`));
     this.worker = worker;
-    return worker;
+    this.channel = channel;
+    return channel;
   }
 
-  private failAll(err: Error): void {
-    for (const w of this.waiting.values()) w.reject(err);
-    this.waiting.clear();
+  private lose(worker: Worker, reason: string): void {
+    if (this.worker !== worker) return;
+    this.worker = null;
+    this.generation++;
+    this.channel?.fail(reason);
+    this.channel = null;
+    void worker.terminate();
   }
+}
+
+function lostEnvError(reason: string): ProtocolError {
+  return new ProtocolError('ENV_ERR_ENV_FAILURE', `${reason}; this session is lost: close it and make a new one`, { session_lost: true });
 }
 
 export class EnvThreadPool {
@@ -119,7 +146,8 @@ export class EnvThreadPool {
   /** `entry`: the family's thread module (it calls serveEnvThread), as a `.ts` URL next to `callerUrl`. */
   constructor(entry: URL, callerUrl: string, opts: EnvThreadPoolOptions = {}) {
     const n = opts.threads ?? Math.max(1, Math.min(4, availableParallelism() - 1));
-    this.threads = Array.from({ length: n }, () => new EnvThread(entry, callerUrl, opts.nice));
+    const timeout = opts.callTimeoutMs ?? DEFAULT_THREAD_CALL_TIMEOUT_MS;
+    this.threads = Array.from({ length: n }, (_, i) => new EnvThread(entry, callerUrl, opts.nice, timeout, i));
   }
 
   /**
@@ -132,14 +160,17 @@ export class EnvThreadPool {
     const envId = this.nextEnvId++;
     thread.envs++;
     if (log) thread.loggers.set(envId, log);
+    let generation: number;
     try {
-      await thread.call(envId, 'make', [args]);
+      const made = thread.call(envId, 'make', [args]);
+      generation = thread.generation;
+      await made;
     } catch (err) {
       thread.envs--;
       thread.loggers.delete(envId);
       throw err;
     }
-    return new ThreadedEnv(shell, thread, envId);
+    return new ThreadedEnv(shell, thread, envId, generation);
   }
 
   async close(): Promise<void> {
@@ -156,6 +187,8 @@ export class ThreadedEnv implements Env {
   readonly renderMode: string | null;
   readonly tools: readonly EnvTool<never>[];
   readonly maxEpisodeSteps: number | null;
+  /** The thread's channel has the call deadline. */
+  readonly boundsOwnCalls = true;
   private closed = false;
 
   /** @internal Made by EnvThreadPool.make. */
@@ -163,6 +196,7 @@ export class ThreadedEnv implements Env {
     shell: Env,
     private readonly thread: EnvThread,
     private readonly envId: number,
+    private readonly generation: number,
   ) {
     this.observationSpace = shell.observationSpace;
     this.actionSpace = shell.actionSpace;
@@ -170,27 +204,30 @@ export class ThreadedEnv implements Env {
     this.renderMode = shell.renderMode ?? null;
     this.maxEpisodeSteps = shell.maxEpisodeSteps ?? null;
     // Same names, descriptions and schemas (arguments are validated here); the work runs on the thread.
-    this.tools = (shell.tools ?? []).map((t) => ({ ...t, handler: (args: never) => this.thread.call(this.envId, 'tool', [t.name, args]) as never }));
+    this.tools = (shell.tools ?? []).map((t) => ({
+      ...t,
+      handler: (args: never) => this.thread.call(this.envId, 'tool', [t.name, args], this.generation) as never,
+    }));
   }
 
   reset(opts?: ResetOptions): Promise<ResetResult> {
-    return this.thread.call(this.envId, 'reset', [opts ?? {}]) as Promise<ResetResult>;
+    return this.thread.call(this.envId, 'reset', [opts ?? {}], this.generation) as Promise<ResetResult>;
   }
 
   step(action: unknown): Promise<StepResult> {
-    return this.thread.call(this.envId, 'step', [action]) as Promise<StepResult>;
+    return this.thread.call(this.envId, 'step', [action], this.generation) as Promise<StepResult>;
   }
 
   render(): Promise<RenderFrame | null> {
-    return this.thread.call(this.envId, 'render', []) as Promise<RenderFrame | null>;
+    return this.thread.call(this.envId, 'render', [], this.generation) as Promise<RenderFrame | null>;
   }
 
   getState(): Promise<Uint8Array> {
-    return this.thread.call(this.envId, 'getState', []) as Promise<Uint8Array>;
+    return this.thread.call(this.envId, 'getState', [], this.generation) as Promise<Uint8Array>;
   }
 
   setState(state: Uint8Array): Promise<void> {
-    return this.thread.call(this.envId, 'setState', [state]) as Promise<void>;
+    return this.thread.call(this.envId, 'setState', [state], this.generation) as Promise<void>;
   }
 
   async close(): Promise<void> {
@@ -198,7 +235,8 @@ export class ThreadedEnv implements Env {
     this.closed = true;
     this.thread.envs--;
     try {
-      await this.thread.call(this.envId, 'close', []);
+      // An env whose thread was restarted is gone already.
+      if (this.generation === this.thread.generation) await this.thread.call(this.envId, 'close', [], this.generation);
     } finally {
       this.thread.loggers.delete(this.envId);
     }

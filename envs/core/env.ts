@@ -89,6 +89,11 @@ export interface Env<Obs = Value, Act = Value> {
    * registry time limit wraps the env.
    */
   readonly maxEpisodeSteps?: number | null;
+  /**
+   * Set by envs that reach their work over a link with its own deadline (a Python worker, an env
+   * thread): the server then adds none of its own to their calls.
+   */
+  readonly boundsOwnCalls?: boolean;
 
   /**
    * reset and step hand their observation to the server: a tensor of a megabyte or more is sent

@@ -71,6 +71,8 @@ export class HostedEnv implements Env {
   readonly tools: readonly EnvTool<never>[];
   readonly getState?: () => Promise<Uint8Array>;
   readonly setState?: (state: Uint8Array) => Promise<void>;
+  /** The worker's channel has the call deadline (--worker-timeout). */
+  readonly boundsOwnCalls = true;
   private closed = false;
 
   constructor(

@@ -26,6 +26,10 @@ export interface PoolOptions {
   size?: number;
   /** How long one call may take before its worker counts as hung (ms); default 60 s. */
   callTimeoutMs?: number;
+  /** Longest stdout/stderr line of a worker logged whole (bytes); default 64 KiB. */
+  maxOutputLineBytes?: number;
+  /** Largest frame read from a worker (bytes); default 1 GiB. */
+  maxFrameBytes?: number;
   logger: Logger;
 }
 
@@ -39,6 +43,7 @@ export class WorkerPool {
   readonly python: string;
   readonly size: number;
   readonly callTimeoutMs: number;
+  private readonly workerLimits: Pick<PoolOptions, 'maxOutputLineBytes' | 'maxFrameBytes'>;
   private readonly slots: (PythonWorker | null)[];
   private readonly log: Logger;
   private started = 0;
@@ -49,6 +54,7 @@ export class WorkerPool {
     this.size = opts.size ?? defaultPoolSize();
     if (!Number.isInteger(this.size) || this.size < 1) throw new Error(`the worker pool needs at least 1 worker, got ${this.size}`);
     this.callTimeoutMs = opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    this.workerLimits = { maxOutputLineBytes: opts.maxOutputLineBytes, maxFrameBytes: opts.maxFrameBytes };
     this.slots = new Array<PythonWorker | null>(this.size).fill(null);
     this.log = opts.logger.child({ component: 'python-workers' });
   }
@@ -100,6 +106,7 @@ export class WorkerPool {
       python: this.python,
       index: this.started++,
       callTimeoutMs: this.callTimeoutMs,
+      ...this.workerLimits,
       logger: this.log,
       onExit: (w, reason) => this.onExit(slot, w, reason),
     });

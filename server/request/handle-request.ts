@@ -7,8 +7,8 @@ import type { EncodedFrame } from '../../protocol/codec.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
 import { frameRequestId } from '../../protocol/frame-scan.ts';
 import type { RequestOf, RequestType, ResultOf } from '../../protocol/messages.ts';
+import { requestFacts } from '../../protocol/messages.ts';
 import { PRE_HELLO_MAX_FRAME_BYTES } from '../admission.ts';
-import { CACHED_OPS } from '../client-state.ts';
 import type { ClientState } from '../client-state.ts';
 import type { Connection } from '../connection.ts';
 import type { ServerCore } from '../core.ts';
@@ -74,7 +74,7 @@ export function handleFrame(core: ServerCore, conn: Connection, frame: Uint8Arra
   if (core.isShuttingDown)
     return refuse(core, conn, req.id, new ProtocolError('ENV_ERR_SHUTTING_DOWN', 'the server is shutting down and accepts no new requests'));
 
-  const cacheable = CACHED_OPS.has(req.type);
+  const cacheable = requestFacts(req.type).answerKept;
   if (cacheable && answeredFromCache(core, conn, client, req)) return;
   client.highestId = Math.max(client.highestId, req.id);
   if (req.ack !== undefined) client.forgetUpTo(req.ack);

@@ -11,6 +11,7 @@ import type { RequestOf, ResultOf } from '../../protocol/messages.ts';
 import { spaceBytes } from '../../protocol/spaces.ts';
 import type { ClientState } from '../client-state.ts';
 import type { Connection } from '../connection.ts';
+import { EnvGuard } from '../env-guard.ts';
 import type { ServerCore } from '../core.ts';
 import { Session } from '../session.ts';
 import { toolDescriptions } from '../tools.ts';
@@ -35,7 +36,7 @@ export async function make(core: ServerCore, conn: Connection, client: ClientSta
   client.reserved++;
   let env: Env;
   try {
-    env = await core.registry.make(req.env_id, req.kwargs ?? {}, { check: core.checkEnvs });
+    env = new EnvGuard(await core.registry.make(req.env_id, req.kwargs ?? {}, { check: core.checkEnvs }), req.env_id, core.envCallTimeoutMs);
   } catch (err) {
     core.memory.release(id);
     throw err;

@@ -112,9 +112,14 @@ export async function closeRequest(core: ServerCore, client: ClientState, req: R
   const s = core.sessions.get(req.session_id);
   // Closing twice (or closing a reaped session) is not an error: close is idempotent.
   if (!s || s.closed || s.ownerId !== client.id) return { closed: false };
-  await s.lock.acquire();
-  s.lock.release();
-  await core.closeSession(s, 'closed by the client', false);
+  // Requests queued before close run first; a call that does not end within closeWaitMs (a hung
+  // env) does not hold close: the session closes now and its env once that call ends.
+  const locked = s.lock.acquire().then(() => s.lock.release());
+  let waited: NodeJS.Timeout | undefined;
+  const inTime = await Promise.race([locked.then(() => true), new Promise<false>((r) => (waited = setTimeout(r, core.closeWaitMs, false)))]);
+  clearTimeout(waited);
+  if (inTime) await core.closeSession(s, 'closed by the client', false);
+  else void core.closeSession(s, 'closed by the client while a call was in progress', false, locked);
   return { closed: true };
 }
 

@@ -58,4 +58,20 @@ describe('FrameChannel', () => {
     await tick();
     expect(errors).toHaveLength(1);
   });
+
+  it('refuses a frame header larger than its limit, and buffers nothing after it', async () => {
+    const socket = new PassThrough();
+    const errors: Error[] = [];
+    const channel = new FrameChannel(
+      socket,
+      () => undefined,
+      (e) => errors.push(e),
+      1024,
+    );
+    socket.write(Buffer.from([0, 8, 0, 0, 1, 2, 3])); // announces 2048 bytes
+    socket.write(Buffer.alloc(4096));
+    await tick();
+    expect(errors.map((e) => e.message)).toEqual(['a frame of 2048 bytes is larger than the limit of 1024']);
+    expect(channel.send({ id: 1 })).toBe(true);
+  });
 });
