@@ -30,6 +30,8 @@ import { Connection } from './connection.ts';
 import { FramePool } from './frame-pool.ts';
 import type { FramePoolOptions } from './frame-pool.ts';
 import { OriginPolicy } from './origin.ts';
+import { DEFAULT_OUTBOUND_LIMITS } from './outbound.ts';
+import type { OutboundLimits } from './outbound.ts';
 import type { OriginPolicyOptions } from './origin.ts';
 import { ServerMetrics } from './metrics.ts';
 import { handleFrame } from './request/handle-request.ts';
@@ -88,6 +90,8 @@ export interface ServerCoreOptions {
   maxDepartedReplyBytes?: number;
   /** Bounds on the frame pool's idle memory. */
   framePool?: FramePoolOptions;
+  /** The bound on answers waiting to be written to one connection (server/outbound.ts). */
+  outbound?: Partial<OutboundLimits>;
 }
 
 const tokenDigest = (token: string): Buffer => createHash('sha256').update(token).digest();
@@ -105,6 +109,8 @@ export class ServerCore {
   readonly origins: OriginPolicy;
   /** What sessions hold, as their envs estimate it, against the memory limits. */
   readonly memory: MemoryBudget;
+  /** The bound on answers waiting to be written to one connection. */
+  readonly outbound: OutboundLimits;
   private readonly maxDepartedReplyBytes: number;
   /** Null when busyPollUs is 0 (or unset). */
   readonly poller: BusyPoller | null;
@@ -133,6 +139,7 @@ export class ServerCore {
     this.tokenDigest = opts.token === undefined || opts.token === null ? null : tokenDigest(opts.token);
     this.checkEnvs = opts.checkEnvs ?? false;
     this.admission = new Admission(opts.admission);
+    this.outbound = { ...DEFAULT_OUTBOUND_LIMITS, ...opts.outbound };
     // With a token, every route that reveals or changes sessions asks for it: any Host may be served.
     this.origins = new OriginPolicy({ checkHost: this.tokenDigest === null, ...opts.origins });
     this.frames = new FramePool(opts.framePool);

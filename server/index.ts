@@ -21,6 +21,7 @@ import type { OriginPolicyOptions } from './origin.ts';
 import type { ServerTransport } from './transport.ts';
 import { MemoryTransport } from './transports/memory.ts';
 import type { FramePoolOptions } from './frame-pool.ts';
+import type { OutboundLimits } from './outbound.ts';
 import { UwsTransport } from './transports/uws.ts';
 import { WsTransport } from './transports/ws.ts';
 
@@ -58,6 +59,8 @@ export interface ServerOptions {
   maxDepartedReplyBytes?: number;
   /** See ServerCoreOptions.framePool. */
   framePool?: FramePoolOptions;
+  /** See ServerCoreOptions.outbound. */
+  outbound?: Partial<OutboundLimits>;
 }
 
 export interface RunningServer {
@@ -91,6 +94,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     origins: opts.origins,
     maxDepartedReplyBytes: opts.maxDepartedReplyBytes,
     framePool: opts.framePool,
+    outbound: opts.outbound,
   });
   const name = opts.transport ?? 'ws';
   let transport: ServerTransport;

@@ -10,6 +10,7 @@ import { DEFAULT_ADMISSION_LIMITS } from '../../server/admission.ts';
 import { hostEnvs } from '../../server/hosted/index.ts';
 import { startServer } from '../../server/index.ts';
 import { MCP_DEFAULTS, mountMcp } from '../../server/mcp/index.ts';
+import { DEFAULT_OUTBOUND_LIMITS } from '../../server/outbound.ts';
 import { mountViewer } from '../../server/viewer/index.ts';
 import type { TransportName } from '../../server/index.ts';
 import { stderrLogger } from './logger.ts';
@@ -32,6 +33,8 @@ export interface ServeOptions {
   maxMemoryPerClient: string;
   maxMemory: string;
   maxDepartedReplyBytes: string;
+  maxOutboundBytes: string;
+  outboundDrainTimeout: string;
   check?: boolean;
   allowOrigin?: string[];
   allowHost?: string[];
@@ -102,6 +105,16 @@ export function registerServe(program: Command): void {
       '--max-departed-reply-bytes <size>',
       'answers kept for disconnected clients to resume with, all together; those that left first lose theirs',
       '256m',
+    )
+    .option(
+      '--max-outbound-bytes <size>',
+      'answers waiting to be written to one connection past which the server stops reading from it (0: no bound)',
+      String(DEFAULT_OUTBOUND_LIMITS.maxBytes),
+    )
+    .option(
+      '--outbound-drain-timeout <duration>',
+      'how long a connection over --max-outbound-bytes has to read its answers before it is closed (code 4008)',
+      String(DEFAULT_OUTBOUND_LIMITS.drainTimeoutMs),
     )
     .option('--check', 'check every observation against its space (slower; for env development)')
     .option(
@@ -217,6 +230,10 @@ export function registerServe(program: Command): void {
         checkEnvs: opts.check ?? false,
         busyPollUs,
         maxDepartedReplyBytes: parseBytes('--max-departed-reply-bytes', opts.maxDepartedReplyBytes),
+        outbound: {
+          maxBytes: parseBytes('--max-outbound-bytes', opts.maxOutboundBytes),
+          drainTimeoutMs: parseDuration('--outbound-drain-timeout', opts.outboundDrainTimeout),
+        },
         limits,
         admission,
         origins: { allowedOrigins, allowedHosts: opts.allowHost ?? [] },
