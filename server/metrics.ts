@@ -126,6 +126,11 @@ export class ServerMetrics {
     help: 'Connections closed because their client left more than --max-outbound-bytes unread for --outbound-drain-timeout',
     registers: [this.registry],
   });
+  readonly slowViewerStreams = new Counter({
+    name: 'gymwire_viewer_slow_streams_closed_total',
+    help: 'Viewer event streams closed because their reader left more than --viewer-max-backlog unread for --outbound-drain-timeout',
+    registers: [this.registry],
+  });
   private readonly steps: Counter = new Counter({
     name: 'gymwire_steps_total',
     help: 'Env steps taken (batched steps count each session)',

@@ -11,6 +11,7 @@ import { hostEnvs } from '../../server/hosted/index.ts';
 import { startServer } from '../../server/index.ts';
 import { MCP_DEFAULTS, mountMcp } from '../../server/mcp/index.ts';
 import { DEFAULT_OUTBOUND_LIMITS } from '../../server/outbound.ts';
+import { DEFAULT_VIEWER_MAX_BACKLOG_BYTES } from '../../server/viewer/events.ts';
 import { mountViewer } from '../../server/viewer/index.ts';
 import type { TransportName } from '../../server/index.ts';
 import { stderrLogger } from './logger.ts';
@@ -35,6 +36,7 @@ export interface ServeOptions {
   maxDepartedReplyBytes: string;
   maxOutboundBytes: string;
   outboundDrainTimeout: string;
+  viewerMaxBacklog: string;
   check?: boolean;
   allowOrigin?: string[];
   allowHost?: string[];
@@ -115,6 +117,11 @@ export function registerServe(program: Command): void {
       '--outbound-drain-timeout <duration>',
       'how long a connection over --max-outbound-bytes has to read its answers before it is closed (code 4008)',
       String(DEFAULT_OUTBOUND_LIMITS.drainTimeoutMs),
+    )
+    .option(
+      '--viewer-max-backlog <size>',
+      'updates one viewer event stream may leave unread before it gets no more (skipped ones fold into the next); past --outbound-drain-timeout it is closed',
+      String(DEFAULT_VIEWER_MAX_BACKLOG_BYTES),
     )
     .option('--check', 'check every observation against its space (slower; for env development)')
     .option(
@@ -199,6 +206,7 @@ export function registerServe(program: Command): void {
         maxSessionsPerCaller: parseCount('--mcp-max-sessions-per-caller', opts.mcpMaxSessionsPerCaller),
         maxBodyBytes: parseBytes('--mcp-max-body-bytes', opts.mcpMaxBodyBytes),
       };
+      const viewerMaxBacklog = parseBytes('--viewer-max-backlog', opts.viewerMaxBacklog);
       const hosted = hostedOptions(opts);
       const logger = stderrLogger(opts.logLevel);
       // Signals are handled from here on, before env threads and the server start: a SIGTERM that
@@ -240,7 +248,7 @@ export function registerServe(program: Command): void {
         // MCP (and the viewer) need HTTP routes, which the ws transport serves.
         mountRoutes: (routes, core) => {
           void mountMcp(routes, core, { logger, allowedOrigins, ...mcpLimits });
-          mountViewer(routes, core);
+          mountViewer(routes, core, { maxBacklogBytes: viewerMaxBacklog });
         },
       });
       process.stdout.write(`gymwire serving ${server.core.registry.ids().length} envs on ${server.url} (transport ${opts.transport})\n`);
