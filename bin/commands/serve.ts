@@ -8,6 +8,7 @@ import { defaultRegistry } from '../../envs/index.ts';
 import { parseBusyPoll } from '../../runtime/busy-poll.ts';
 import { DEFAULT_ADMISSION_LIMITS } from '../../server/admission.ts';
 import { hostEnvs } from '../../server/hosted/index.ts';
+import { DEFAULT_PLUGIN_TIMEOUT_MS } from '../../server/hosted/plugins.ts';
 import { startServer } from '../../server/index.ts';
 import { MCP_DEFAULTS, mountMcp } from '../../server/mcp/index.ts';
 import { DEFAULT_OUTBOUND_LIMITS } from '../../server/outbound.ts';
@@ -52,6 +53,7 @@ export interface ServeOptions {
   python?: string[];
   id?: string[];
   plugin?: string[];
+  pluginTimeout: string;
   pythonExe?: string;
   workers?: string;
   workerTimeout: string;
@@ -165,6 +167,11 @@ export function registerServe(program: Command): void {
     .option('--python <module:callable...>', 'also serve these callables returning a gymnasium.Env (kwargs from make) as python/<module:callable>')
     .option('--id <name...>', 'ids for the --python callables, in order')
     .option('--plugin <file...>', 'load TS/JS modules whose register(registry) export registers envs')
+    .option(
+      '--plugin-timeout <duration>',
+      'how long each --plugin may take to import and register its envs before serve stops, naming it',
+      String(DEFAULT_PLUGIN_TIMEOUT_MS),
+    )
     .option('--python-exe <path>', 'the Python that runs hosted envs (also GYMWIRE_PYTHON; default python3)')
     .option('--workers <n>', 'Python worker processes at most (default: one per core)')
     .option('--worker-timeout <duration>', 'kill and restart a Python worker that takes longer than this to answer', '60s')
@@ -271,6 +278,7 @@ function hostedOptions(opts: ServeOptions) {
     gym: opts.gym,
     python: python.map((target, i) => ({ target, id: ids[i] })),
     plugins: opts.plugin,
+    pluginTimeoutMs: parseDuration('--plugin-timeout', opts.pluginTimeout),
     pythonExe: opts.pythonExe ?? process.env.GYMWIRE_PYTHON,
     workers,
     workerTimeoutMs,
