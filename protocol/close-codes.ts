@@ -17,6 +17,12 @@ export const CLOSE_CODES = {
   MESSAGE_TOO_BIG: 1009,
   /** An unexpected server fault. */
   INTERNAL_ERROR: 1011,
+  /**
+   * The client left more answers unread than the server holds for one connection (gymwire serve
+   * --max-outbound-bytes) for longer than --outbound-drain-timeout: read answers as they come (or
+   * ask for fewer at once) and reconnect.
+   */
+  SLOW_READER: 4008,
 } as const;
 
 export type CloseCode = (typeof CLOSE_CODES)[keyof typeof CLOSE_CODES];

@@ -19,8 +19,28 @@ export interface FrameBounds {
   maxDecodedBytes: number;
 }
 
-/** Nesting the protocol's messages never come near; deep enough for any observation or ping payload. */
+/**
+ * Nesting the protocol's messages never come near; deep enough for any observation or ping payload.
+ * The one depth limit for every input the server takes: frames, and JSON (/mcp bodies, the make
+ * kwargs and reset options in them) through {@link nestsDeeperThan}.
+ */
 export const MAX_FRAME_DEPTH = 512;
+
+/**
+ * Whether `value` (parsed JSON, decoded msgpack) nests arrays and objects deeper than `maxDepth`
+ * levels. Walks without recursion, so a value too deep for a recursive reader (a schema check,
+ * an encoder) is measured without overflowing the stack.
+ */
+export function nestsDeeperThan(value: unknown, maxDepth = MAX_FRAME_DEPTH): boolean {
+  const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  while (stack.length > 0) {
+    const { value: v, depth } = stack.pop()!;
+    if (typeof v !== 'object' || v === null || ArrayBuffer.isView(v)) continue;
+    if (depth + 1 > maxDepth) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push({ value: child, depth: depth + 1 });
+  }
+  return false;
+}
 
 /**
  * The decoded size a frame may reach: 16 bytes of heap per wire byte plus 1 MiB. Plain numbers

@@ -12,6 +12,7 @@ import { frameRequestId } from '../protocol/frame-scan.ts';
 import type { AdmissionPass } from './admission.ts';
 import type { ClientState } from './client-state.ts';
 import type { ServerCore } from './core.ts';
+import { OutboundGate } from './outbound.ts';
 import type { ConnectionHandler, TransportConnection } from './transport.ts';
 
 /** One transport connection. */
@@ -20,15 +21,44 @@ export class Connection implements ConnectionHandler {
   closed = false;
   /** Its place in the connection counts (null: not counted, as when it was refused). */
   admission: AdmissionPass | null = null;
+  /** Bounds what waits to be written to this peer (server/outbound.ts). */
+  private readonly outbound: OutboundGate;
 
   constructor(
     readonly id: string,
     readonly transport: TransportConnection,
     readonly log: Logger,
     private readonly core: ServerCore,
-  ) {}
+  ) {
+    this.outbound = new OutboundGate(transport, core.outbound, {
+      handle: (frame) => this.handle(frame),
+      closed: () => this.closed,
+      onSlowReader: (info) => {
+        core.metrics.slowReaders.inc();
+        this.log.warn(
+          { buffered_bytes: info.bufferedBytes, max_outbound_bytes: info.maxBytes, outbound_drain_timeout_ms: info.drainTimeoutMs },
+          'client did not read its answers in time; closing it (SLOW_READER)',
+        );
+      },
+    });
+  }
 
   onFrame(frame: Uint8Array): void {
+    if (this.outbound.intercept(frame)) return;
+    this.handle(frame);
+    this.outbound.afterWrite();
+  }
+
+  /** Whether the server has stopped reading from this peer until it reads its answers. */
+  get readingPaused(): boolean {
+    return this.outbound.isPaused;
+  }
+
+  onDrain(): void {
+    this.outbound.onDrain();
+  }
+
+  private handle(frame: Uint8Array): void {
     this.core.poller?.arrived();
     try {
       this.core.handleFrame(this, frame);
@@ -45,6 +75,7 @@ export class Connection implements ConnectionHandler {
   onClose(): void {
     if (this.closed) return;
     this.closed = true;
+    this.outbound.dispose();
     this.core.handleDisconnect(this);
   }
 
@@ -59,15 +90,15 @@ export class Connection implements ConnectionHandler {
       // cannot write parts (an in-process link) gets one buffer.
       if (this.transport.sendParts) this.transport.sendParts(bytes.parts);
       else this.transport.send(bytes.join());
-      return;
+    } else {
+      const frames = this.core.frames;
+      if (!frames.isPooled(bytes)) this.transport.send(bytes);
+      else {
+        frames.retain(bytes);
+        this.transport.send(bytes, () => frames.release(bytes));
+      }
     }
-    const frames = this.core.frames;
-    if (!frames.isPooled(bytes)) {
-      this.transport.send(bytes);
-      return;
-    }
-    frames.retain(bytes);
-    this.transport.send(bytes, () => frames.release(bytes));
+    this.outbound.afterWrite();
   }
 
   sendError(id: number | null, err: ProtocolError): void {

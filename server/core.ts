@@ -32,6 +32,8 @@ import { DEFAULT_ENV_CALL_TIMEOUT_MS } from './env-guard.ts';
 import { FramePool } from './frame-pool.ts';
 import type { FramePoolOptions } from './frame-pool.ts';
 import { OriginPolicy } from './origin.ts';
+import { DEFAULT_OUTBOUND_LIMITS } from './outbound.ts';
+import type { OutboundLimits } from './outbound.ts';
 import type { OriginPolicyOptions } from './origin.ts';
 import { ServerMetrics } from './metrics.ts';
 import { handleFrame } from './request/handle-request.ts';
@@ -101,6 +103,8 @@ export interface ServerCoreOptions {
   envCallTimeoutMs?: number;
   /** How long `close` waits for the session's call in progress (ms; default 5 s) before it answers anyway; the env closes once that call ends. */
   closeWaitMs?: number;
+  /** The bound on answers waiting to be written to one connection (server/outbound.ts). */
+  outbound?: Partial<OutboundLimits>;
 }
 
 const tokenDigest = (token: string): Buffer => createHash('sha256').update(token).digest();
@@ -118,6 +122,8 @@ export class ServerCore {
   readonly origins: OriginPolicy;
   /** What sessions hold, as their envs estimate it, against the memory limits. */
   readonly memory: MemoryBudget;
+  /** The bound on answers waiting to be written to one connection. */
+  readonly outbound: OutboundLimits;
   private readonly maxDepartedReplyBytes: number;
   /** Null when busyPollUs is 0 (or unset). */
   readonly poller: BusyPoller | null;
@@ -152,6 +158,7 @@ export class ServerCore {
     this.envCallTimeoutMs = opts.envCallTimeoutMs ?? DEFAULT_ENV_CALL_TIMEOUT_MS;
     this.closeWaitMs = opts.closeWaitMs ?? DEFAULT_CLOSE_WAIT_MS;
     this.admission = new Admission(opts.admission);
+    this.outbound = { ...DEFAULT_OUTBOUND_LIMITS, ...opts.outbound };
     // With a token, every route that reveals or changes sessions asks for it: any Host may be served.
     this.origins = new OriginPolicy({ checkHost: this.tokenDigest === null, ...opts.origins });
     this.frames = new FramePool(opts.framePool);

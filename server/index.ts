@@ -21,6 +21,7 @@ import type { OriginPolicyOptions } from './origin.ts';
 import type { ServerTransport } from './transport.ts';
 import { MemoryTransport } from './transports/memory.ts';
 import type { FramePoolOptions } from './frame-pool.ts';
+import type { OutboundLimits } from './outbound.ts';
 import { UwsTransport } from './transports/uws.ts';
 import { WsTransport } from './transports/ws.ts';
 
@@ -62,6 +63,8 @@ export interface ServerOptions {
   envCallTimeoutMs?: number;
   /** See ServerCoreOptions.closeWaitMs (default 5 s). */
   closeWaitMs?: number;
+  /** See ServerCoreOptions.outbound. */
+  outbound?: Partial<OutboundLimits>;
 }
 
 export interface RunningServer {
@@ -97,6 +100,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     framePool: opts.framePool,
     envCallTimeoutMs: opts.envCallTimeoutMs,
     closeWaitMs: opts.closeWaitMs,
+    outbound: opts.outbound,
   });
   const name = opts.transport ?? 'ws';
   let transport: ServerTransport;

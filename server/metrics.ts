@@ -121,6 +121,16 @@ export class ServerMetrics {
   private readonly requestCounts = new LocalCounts();
   readonly openSessions = new Gauge({ name: 'gymwire_open_sessions', help: 'Open sessions', labelNames: ['env_id'], registers: [this.registry] });
   readonly connections = new Gauge({ name: 'gymwire_connections', help: 'Open client connections', registers: [this.registry] });
+  readonly slowReaders = new Counter({
+    name: 'gymwire_slow_reader_closes_total',
+    help: 'Connections closed because their client left more than --max-outbound-bytes unread for --outbound-drain-timeout',
+    registers: [this.registry],
+  });
+  readonly slowViewerStreams = new Counter({
+    name: 'gymwire_viewer_slow_streams_closed_total',
+    help: 'Viewer event streams closed because their reader left more than --viewer-max-backlog unread for --outbound-drain-timeout',
+    registers: [this.registry],
+  });
   private readonly steps: Counter = new Counter({
     name: 'gymwire_steps_total',
     help: 'Env steps taken (batched steps count each session)',

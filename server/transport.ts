@@ -25,6 +25,15 @@ export interface TransportConnection {
   close(code?: number, reason?: string): void;
   /** Drops the connection without a closing handshake (dead peers). */
   terminate(): void;
+  /**
+   * Bytes handed to this connection that the peer has not read yet (in the library's and the
+   * socket's buffers). Transports without it (in-process ones) are never held back.
+   */
+  bufferedBytes?(): number;
+  /** Stops reading from the peer (TCP then pushes back on it), for a peer that does not read its answers. */
+  pauseReading?(): void;
+  /** Reads from the peer again. */
+  resumeReading?(): void;
   readonly remoteAddress: string;
   /** The peer's IP address alone, for per-address limits (default: remoteAddress). */
   readonly remoteIp?: string;
@@ -36,6 +45,8 @@ export interface ConnectionHandler {
   onClose(): void;
   /** Called by transports that run their own heartbeats when the peer answered a ping. */
   onPong?(): void;
+  /** Called when the transport's outgoing buffer drained (some or all of it). */
+  onDrain?(): void;
 }
 
 export interface ListenOptions {

@@ -8,8 +8,11 @@ import { defaultRegistry } from '../../envs/index.ts';
 import { parseBusyPoll } from '../../runtime/busy-poll.ts';
 import { DEFAULT_ADMISSION_LIMITS } from '../../server/admission.ts';
 import { hostEnvs } from '../../server/hosted/index.ts';
+import { DEFAULT_PLUGIN_TIMEOUT_MS } from '../../server/hosted/plugins.ts';
 import { startServer } from '../../server/index.ts';
 import { MCP_DEFAULTS, mountMcp } from '../../server/mcp/index.ts';
+import { DEFAULT_OUTBOUND_LIMITS } from '../../server/outbound.ts';
+import { DEFAULT_VIEWER_MAX_BACKLOG_BYTES } from '../../server/viewer/events.ts';
 import { mountViewer } from '../../server/viewer/index.ts';
 import type { TransportName } from '../../server/index.ts';
 import { stderrLogger } from './logger.ts';
@@ -32,6 +35,9 @@ export interface ServeOptions {
   maxMemoryPerClient: string;
   maxMemory: string;
   maxDepartedReplyBytes: string;
+  maxOutboundBytes: string;
+  outboundDrainTimeout: string;
+  viewerMaxBacklog: string;
   check?: boolean;
   allowOrigin?: string[];
   allowHost?: string[];
@@ -47,6 +53,7 @@ export interface ServeOptions {
   python?: string[];
   id?: string[];
   plugin?: string[];
+  pluginTimeout: string;
   pythonExe?: string;
   workers?: string;
   workerTimeout: string;
@@ -103,6 +110,21 @@ export function registerServe(program: Command): void {
       'answers kept for disconnected clients to resume with, all together; those that left first lose theirs',
       '256m',
     )
+    .option(
+      '--max-outbound-bytes <size>',
+      'answers waiting to be written to one connection past which the server stops reading from it (0: no bound)',
+      String(DEFAULT_OUTBOUND_LIMITS.maxBytes),
+    )
+    .option(
+      '--outbound-drain-timeout <duration>',
+      'how long a connection over --max-outbound-bytes has to read its answers before it is closed (code 4008)',
+      String(DEFAULT_OUTBOUND_LIMITS.drainTimeoutMs),
+    )
+    .option(
+      '--viewer-max-backlog <size>',
+      'updates one viewer event stream may leave unread before it gets no more (skipped ones fold into the next); past --outbound-drain-timeout it is closed',
+      String(DEFAULT_VIEWER_MAX_BACKLOG_BYTES),
+    )
     .option('--check', 'check every observation against its space (slower; for env development)')
     .option(
       '--allow-origin <origin...>',
@@ -145,6 +167,11 @@ export function registerServe(program: Command): void {
     .option('--python <module:callable...>', 'also serve these callables returning a gymnasium.Env (kwargs from make) as python/<module:callable>')
     .option('--id <name...>', 'ids for the --python callables, in order')
     .option('--plugin <file...>', 'load TS/JS modules whose register(registry) export registers envs')
+    .option(
+      '--plugin-timeout <duration>',
+      'how long each --plugin may take to import and register its envs before serve stops, naming it',
+      String(DEFAULT_PLUGIN_TIMEOUT_MS),
+    )
     .option('--python-exe <path>', 'the Python that runs hosted envs (also GYMWIRE_PYTHON; default python3)')
     .option('--workers <n>', 'Python worker processes at most (default: one per core)')
     .option('--worker-timeout <duration>', 'kill and restart a Python worker that takes longer than this to answer', '60s')
@@ -186,6 +213,7 @@ export function registerServe(program: Command): void {
         maxSessionsPerCaller: parseCount('--mcp-max-sessions-per-caller', opts.mcpMaxSessionsPerCaller),
         maxBodyBytes: parseBytes('--mcp-max-body-bytes', opts.mcpMaxBodyBytes),
       };
+      const viewerMaxBacklog = parseBytes('--viewer-max-backlog', opts.viewerMaxBacklog);
       const hosted = hostedOptions(opts);
       const logger = stderrLogger(opts.logLevel);
       // Signals are handled from here on, before env threads and the server start: a SIGTERM that
@@ -217,13 +245,17 @@ export function registerServe(program: Command): void {
         checkEnvs: opts.check ?? false,
         busyPollUs,
         maxDepartedReplyBytes: parseBytes('--max-departed-reply-bytes', opts.maxDepartedReplyBytes),
+        outbound: {
+          maxBytes: parseBytes('--max-outbound-bytes', opts.maxOutboundBytes),
+          drainTimeoutMs: parseDuration('--outbound-drain-timeout', opts.outboundDrainTimeout),
+        },
         limits,
         admission,
         origins: { allowedOrigins, allowedHosts: opts.allowHost ?? [] },
         // MCP (and the viewer) need HTTP routes, which the ws transport serves.
         mountRoutes: (routes, core) => {
           void mountMcp(routes, core, { logger, allowedOrigins, ...mcpLimits });
-          mountViewer(routes, core);
+          mountViewer(routes, core, { maxBacklogBytes: viewerMaxBacklog });
         },
       });
       process.stdout.write(`gymwire serving ${server.core.registry.ids().length} envs on ${server.url} (transport ${opts.transport})\n`);
@@ -246,6 +278,7 @@ function hostedOptions(opts: ServeOptions) {
     gym: opts.gym,
     python: python.map((target, i) => ({ target, id: ids[i] })),
     plugins: opts.plugin,
+    pluginTimeoutMs: parseDuration('--plugin-timeout', opts.pluginTimeout),
     pythonExe: opts.pythonExe ?? process.env.GYMWIRE_PYTHON,
     workers,
     workerTimeoutMs,

@@ -20,6 +20,8 @@ export interface HostEnvsOptions {
   gym?: readonly string[];
   python?: readonly { target: string; id?: string }[];
   plugins?: readonly string[];
+  /** How long each plugin's import and register() may take (ms; default 30 s). */
+  pluginTimeoutMs?: number;
   /** The Python interpreter; default $GYMWIRE_PYTHON or python3. */
   pythonExe?: string;
   /** Python worker processes at most; default one per core. */
@@ -32,7 +34,7 @@ export interface HostEnvsOptions {
 /** Registers the hosted and plugin envs; returns the pool when Python envs are hosted (the registry closes it). */
 export async function hostEnvs(registry: Registry, opts: HostEnvsOptions): Promise<WorkerPool | null> {
   for (const plugin of opts.plugins ?? []) {
-    const ids = await loadPlugin(registry, plugin);
+    const ids = await loadPlugin(registry, plugin, opts.pluginTimeoutMs);
     opts.logger.info({ plugin, envs: ids }, 'plugin registered envs');
   }
   if (!opts.gym?.length && !opts.python?.length) return null;

@@ -17,17 +17,55 @@ import type { Registry } from '../../envs/core/registry.ts';
 /** What a plugin module exports. */
 export type RegisterPlugin = (registry: Registry) => void | Promise<void>;
 
-/** Imports a plugin and lets it register its envs; returns the ids it added. */
-export async function loadPlugin(registry: Registry, path: string): Promise<string[]> {
-  const url = /^[a-z]+:/i.test(path) && !/^[a-z]:[\\/]/i.test(path) ? path : pathToFileURL(resolve(path)).href;
-  const mod = (await import(url)) as { register?: unknown; default?: unknown };
-  const register = typeof mod.register === 'function' ? mod.register : mod.default;
-  if (typeof register !== 'function') {
-    throw new Error(`plugin ${path} exports no register(registry) function (export function register, or export default)`);
+/** How long a plugin's import and register() may take together (gymwire serve --plugin-timeout). */
+export const DEFAULT_PLUGIN_TIMEOUT_MS = 30_000;
+
+/** What a thrown value says, whatever it is (a null-prototype object, a throwing toString). */
+function reasonOf(err: unknown): string {
+  try {
+    if (err instanceof Error) return `${err.name}: ${err.message}`;
+    return typeof err === 'object' && err !== null ? JSON.stringify(err) : String(err);
+  } catch {
+    return 'a value that cannot be shown';
   }
-  const before = new Set(registry.ids());
-  await (register as RegisterPlugin)(registry);
-  const added = registry.ids().filter((id) => !before.has(id));
-  if (added.length === 0) throw new Error(`plugin ${path} registered no envs`);
-  return added;
+}
+
+/**
+ * Imports a plugin and lets it register its envs; returns the ids it added. Whatever goes wrong
+ * (the import throws, register() throws or registers nothing, either never settles within
+ * `timeoutMs`) rejects with an Error that names the plugin and the reason: a top-level await that
+ * never settles would otherwise end the process with exit code 13 and no message.
+ */
+export async function loadPlugin(registry: Registry, path: string, timeoutMs = DEFAULT_PLUGIN_TIMEOUT_MS): Promise<string[]> {
+  const url = /^[a-z]+:/i.test(path) && !/^[a-z]:[\\/]/i.test(path) ? path : pathToFileURL(resolve(path)).href;
+  let step = 'import';
+  const load = async (): Promise<string[]> => {
+    const mod = (await import(url)) as { register?: unknown; default?: unknown };
+    const register = typeof mod.register === 'function' ? mod.register : mod.default;
+    if (typeof register !== 'function') {
+      throw new Error(`plugin ${path} exports no register(registry) function (export function register, or export default)`);
+    }
+    const before = new Set(registry.ids());
+    step = 'register(registry)';
+    await (register as RegisterPlugin)(registry);
+    const added = registry.ids().filter((id) => !before.has(id));
+    if (added.length === 0) throw new Error(`plugin ${path} registered no envs`);
+    return added;
+  };
+  let timer: NodeJS.Timeout | undefined;
+  // The timer also keeps the process alive while a never-settling import is all that is left.
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`plugin ${path} did not finish its ${step} within ${timeoutMs} ms (a top-level await or register() that never settles?)`)),
+      timeoutMs,
+    );
+  });
+  try {
+    return await Promise.race([load(), deadline]);
+  } catch (err) {
+    if (err instanceof Error && err.message.startsWith(`plugin ${path} `)) throw err;
+    throw new Error(`plugin ${path} failed in its ${step}: ${reasonOf(err)}`, { cause: err });
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -9,9 +9,15 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-export type BoundedBody = { kind: 'json'; value: unknown } | { kind: 'too_large' } | { kind: 'not_json' };
+import { MAX_FRAME_DEPTH, nestsDeeperThan } from '../../protocol/frame-scan.ts';
 
-/** Reads the whole body as JSON unless it is larger than `maxBytes`. */
+export type BoundedBody = { kind: 'json'; value: unknown } | { kind: 'too_large' } | { kind: 'not_json' } | { kind: 'too_deep'; maxDepth: number };
+
+/**
+ * Reads the whole body as JSON unless it is larger than `maxBytes` or nests deeper than the
+ * protocol's depth limit (MAX_FRAME_DEPTH, as for frames): the MCP SDK's schema checks recurse,
+ * and a body too deep for them must be refused before it reaches them.
+ */
 export function readBoundedJson(req: IncomingMessage, maxBytes: number): Promise<BoundedBody> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) return Promise.resolve({ kind: 'too_large' });
@@ -38,11 +44,13 @@ export function readBoundedJson(req: IncomingMessage, maxBytes: number): Promise
     };
     const onEnd = () => {
       stop();
+      let value: unknown;
       try {
-        resolve({ kind: 'json', value: JSON.parse(Buffer.concat(chunks, size).toString('utf8')) as unknown });
+        value = JSON.parse(Buffer.concat(chunks, size).toString('utf8')) as unknown;
       } catch {
-        resolve({ kind: 'not_json' });
+        return resolve({ kind: 'not_json' });
       }
+      resolve(nestsDeeperThan(value, MAX_FRAME_DEPTH) ? { kind: 'too_deep', maxDepth: MAX_FRAME_DEPTH } : { kind: 'json', value });
     };
     const onError = (err: Error) => {
       stop();

@@ -116,6 +116,10 @@ export function mountMcp(routes: HttpRoutes, core: ServerCore, opts: McpHttpOpti
       jsonRpcError(res, 400, -32700, 'Parse error: the body is not JSON');
       return undefined;
     }
+    if (body.kind === 'too_deep') {
+      jsonRpcError(res, 400, -32600, `Invalid Request: the body nests arrays and objects deeper than ${body.maxDepth} levels`);
+      return undefined;
+    }
     return { value: body.value };
   }
 

@@ -46,6 +46,7 @@ export class UwsOutbox {
   private readonly queue: Item[] = [];
   private scheduled = false;
   private closed = false;
+  private queued = 0;
 
   constructor(private readonly ws: UwsSendSocket) {}
 
@@ -54,13 +55,21 @@ export class UwsOutbox {
     return this.queue.length;
   }
 
+  /** Bytes of the messages waiting here, not yet handed to uWS. */
+  get queuedBytes(): number {
+    return this.queued;
+  }
+
   /**
    * One whole message: sent at once (uWS copies it) unless a split message is still leaving.
    * `onDone` runs once uWS has its copy (or the socket closed first).
    */
   send(frame: Uint8Array, onDone?: () => void): void {
     if (this.closed) return onDone?.();
-    if (this.queue.length > 0) return void this.queue.push({ kind: 'frame', frame, onDone });
+    if (this.queue.length > 0) {
+      this.queued += frame.byteLength;
+      return void this.queue.push({ kind: 'frame', frame, onDone });
+    }
     this.ws.send(frame, true, false);
     onDone?.();
   }
@@ -70,6 +79,7 @@ export class UwsOutbox {
     if (this.closed) return;
     const chunks = fragmentsOf(parts);
     if (chunks.length <= 1) return this.send(chunks[0] ?? new Uint8Array(0), undefined);
+    for (const chunk of chunks) this.queued += chunk.byteLength;
     this.queue.push({ kind: 'parts', chunks, next: 0 });
     if (this.queue.length === 1) this.pump();
   }
@@ -86,6 +96,7 @@ export class UwsOutbox {
   /** The socket closed: nothing more is written. */
   dispose(): void {
     this.closed = true;
+    this.queued = 0;
     for (const item of this.queue.splice(0)) if (item.kind === 'frame') item.onDone?.();
   }
 
@@ -102,8 +113,10 @@ export class UwsOutbox {
         this.ws.send(item.frame, true, false);
         item.onDone?.();
         budget -= item.frame.byteLength;
+        this.queued -= item.frame.byteLength;
       } else if (item.kind === 'close') {
         this.queue.length = 0;
+        this.queued = 0;
         this.closed = true;
         this.ws.end(item.code, item.reason);
         return;
@@ -113,6 +126,7 @@ export class UwsOutbox {
         else if (item.next === item.chunks.length - 1) this.ws.sendLastFragment(chunk, false);
         else this.ws.sendFragment(chunk, false);
         budget -= chunk.byteLength;
+        this.queued -= chunk.byteLength;
         if (++item.next === item.chunks.length) this.queue.shift();
       }
     }

@@ -59,7 +59,8 @@ export class UwsTransport implements ServerTransport {
       // uWS caps payloads per app, not per socket: before hello the core refuses (and closes on)
       // any frame over PRE_HELLO_MAX_FRAME_BYTES without decoding it.
       maxPayloadLength: core.limits.max_frame_bytes * 2,
-      maxBackpressure: 256 * 1024 * 1024,
+      // uWS drops messages past this; the core's outbound bound closes a slow reader well before.
+      maxBackpressure: Math.max(256 * 1024 * 1024, 2 * core.outbound.maxBytes),
       idleTimeout,
       sendPingsAutomatically: true,
       upgrade: (res, req, context) => {
@@ -106,6 +107,8 @@ export class UwsTransport implements ServerTransport {
           terminate: () => {
             if (!data.closed) ws.close();
           },
+          // uWS has no way to stop reading one socket: frames that arrive meanwhile wait in the core, bounded.
+          bufferedBytes: () => (data.closed ? 0 : ws.getBufferedAmount() + outbox.queuedBytes),
           remoteAddress: remote,
           remoteIp: remote,
         });
@@ -119,7 +122,11 @@ export class UwsTransport implements ServerTransport {
         // uWS reuses the message buffer after this callback returns; decoded tensors are views, so copy.
         conn.onFrame(new Uint8Array(message.slice(0)));
       },
-      drain: (ws) => ws.getUserData().outbox?.pump(),
+      drain: (ws) => {
+        const data = ws.getUserData();
+        data.outbox?.pump();
+        data.conn?.onDrain();
+      },
       close: (ws) => {
         const data = ws.getUserData();
         data.closed = true;

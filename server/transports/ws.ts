@@ -124,6 +124,10 @@ export class WsTransport implements ServerTransport {
         },
         close: (code, reason) => ws.close(code, reason),
         terminate: () => ws.terminate(),
+        // ws's own queue (while it frames a message) and the socket's unwritten bytes.
+        bufferedBytes: () => ws.bufferedAmount,
+        pauseReading: () => ws.pause(),
+        resumeReading: () => ws.resume(),
         remoteAddress: remote,
         remoteIp: req.socket.remoteAddress ?? '?',
       });
@@ -140,6 +144,7 @@ export class WsTransport implements ServerTransport {
           capIncoming(ws, maxPayload);
         }
       });
+      socket.on('drain', () => conn.onDrain());
       ws.on('close', () => {
         closed = true;
         this.tracked.delete(entry);
@@ -157,6 +162,11 @@ export class WsTransport implements ServerTransport {
     if (core.limits.heartbeat_ms > 0) {
       this.heartbeat = setInterval(() => {
         for (const t of this.tracked) {
+          // A peer we stopped reading cannot answer pings; its drain deadline judges it instead.
+          if (t.conn.readingPaused) {
+            t.alive = true;
+            continue;
+          }
           if (!t.alive) {
             t.conn.log.info('no heartbeat from peer; dropping the connection');
             t.ws.terminate();

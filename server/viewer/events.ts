@@ -18,6 +18,8 @@ import { infoSummary, listFrames } from './frames.ts';
 const OVERVIEW_WINDOW_MS = 60_000;
 /** An idle stream still gets an update this often, so step rates fall to 0 and proxies keep it open. */
 const IDLE_UPDATE_MS = 2_000;
+/** Bytes of updates one stream may leave unread (gymwire serve --viewer-max-backlog). */
+export const DEFAULT_VIEWER_MAX_BACKLOG_BYTES = 1024 * 1024;
 
 export interface EnvOverview {
   env_id: string;
@@ -150,8 +152,13 @@ class Subscription {
   }
 }
 
-/** Serves one SSE stream until the client goes away. */
-export function serveEvents(core: ServerCore, req: IncomingMessage, res: ServerResponse): void {
+/**
+ * Serves one SSE stream until the client goes away. A reader that leaves more than `maxBacklogBytes`
+ * unread gets no new update until it has read its way below (each update carries everything since
+ * the last one it got, so skipped ticks coalesce into the next); one that stays over the bound for
+ * the server's outbound drain timeout is disconnected.
+ */
+export function serveEvents(core: ServerCore, req: IncomingMessage, res: ServerResponse, maxBacklogBytes = DEFAULT_VIEWER_MAX_BACKLOG_BYTES): void {
   const url = new URL(req.url ?? '/', 'http://viewer');
   const sessionId = url.searchParams.get('session');
   const interval = Math.min(5000, Math.max(50, Number(url.searchParams.get('interval_ms')) || 250));
@@ -160,8 +167,19 @@ export function serveEvents(core: ServerCore, req: IncomingMessage, res: ServerR
   res.write(`retry: 1000\n\n`);
   let busy = false;
   let lastWrite = Date.now();
+  let backedUpSince: number | null = null;
   const push = async (): Promise<void> => {
     if (busy || res.writableEnded) return;
+    if (res.writableLength > maxBacklogBytes) {
+      backedUpSince ??= Date.now();
+      if (Date.now() - backedUpSince > core.outbound.drainTimeoutMs) {
+        core.metrics.slowViewerStreams.inc();
+        core.log.info({ unread_bytes: res.writableLength, max_backlog_bytes: maxBacklogBytes }, 'viewer stream left its updates unread; closing it');
+        res.destroy();
+      }
+      return;
+    }
+    backedUpSince = null;
     busy = true;
     try {
       const payload = await sub.next(Date.now() - lastWrite >= IDLE_UPDATE_MS);

@@ -57,7 +57,12 @@ function guarded(core: ServerCore, handler: HttpHandler): HttpHandler {
   };
 }
 
-export function mountViewer(routes: HttpRoutes, core: ServerCore): void {
+export interface ViewerOptions {
+  /** Bytes of updates one /api/events stream may leave unread before updates are held back (default 1 MiB). */
+  maxBacklogBytes?: number;
+}
+
+export function mountViewer(routes: HttpRoutes, core: ServerCore, opts: ViewerOptions = {}): void {
   const page = readFileSync(new URL('index.html', STATIC));
   const app = readFileSync(new URL('app.js', STATIC));
   const uplot = { js: readUplot('uPlot.iife.min.js'), css: readUplot('uPlot.min.css') };
@@ -78,7 +83,7 @@ export function mountViewer(routes: HttpRoutes, core: ServerCore): void {
     .add('/viewer/uplot.css', asset(uplot.css, 'text/css; charset=utf-8'))
     .add(
       '/api/events',
-      guarded(core, (req, res) => serveEvents(core, req, res)),
+      guarded(core, (req, res) => serveEvents(core, req, res, opts.maxBacklogBytes)),
     )
     .add(
       '/api/envs',

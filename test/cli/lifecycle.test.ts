@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -83,4 +84,31 @@ describe('gymwire serve lifecycle', () => {
     expect(outcome.closeCode).toBe(1001);
     expect(await exited).toBe(0);
   }, 120_000);
+
+  it('`npm start` stops on SIGTERM and frees its port', async () => {
+    // npm signals its script's shell; `exec` in the script makes that shell the server itself.
+    const child = spawn('npm', ['start', '--', '--port', '0', '--log-level', 'warn'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    started.push(child);
+    let port = 0;
+    for await (const line of createInterface({ input: child.stdout! })) {
+      const m = /^gymwire serving .* on ws:\/\/127\.0\.0\.1:(\d+) /.exec(line);
+      if (m) {
+        port = Number(m[1]);
+        break;
+      }
+    }
+    expect(port).toBeGreaterThan(0);
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+    const listens = () =>
+      new Promise<boolean>((resolve) => {
+        const probe = createServer();
+        probe.once('error', () => resolve(false));
+        probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+      });
+    const deadline = Date.now() + 15_000;
+    while (!(await listens()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(await listens()).toBe(true);
+  }, 60_000);
 });

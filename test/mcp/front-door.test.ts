@@ -7,6 +7,7 @@ import { request } from 'node:http';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterEach, describe, expect, it } from 'vitest';
 
+import { MAX_FRAME_DEPTH } from '../../protocol/frame-scan.ts';
 import { callErr, callOk, httpClient, startMcpServer } from './helpers.ts';
 import type { McpTestServer } from './helpers.ts';
 import { INITIALIZE, jsonRpcAnswer, rawPost } from './raw-http.ts';
@@ -89,6 +90,30 @@ describe('MCP request bodies', () => {
     const answer = await rawPost(t.mcpUrl, { bodyBytes: 1000 });
     expect(answer.status).toBe(400);
     expect(JSON.parse(answer.body)).toMatchObject({ error: { code: -32700 } });
+  });
+
+  it('refuses JSON nested past the protocol depth limit with a JSON-RPC error, in the envelope or in make_env kwargs', async () => {
+    t = await startMcpServer();
+    const c = await client();
+    const id = (await callOk(c, 'make_env', { env_id: CARTPOLE })).session_id as string;
+    // A 10 KB body 5,000 deep, and make_env kwargs 2,000 deep: refused before anything recursive reads them.
+    const deepBody = await rawPost(t.mcpUrl, { text: '['.repeat(5000) + ']'.repeat(5000) });
+    const kwargs = '{"a":'.repeat(2000) + '1' + '}'.repeat(2000);
+    const deepKwargs = await rawPost(t.mcpUrl, {
+      headers: { 'mcp-protocol-version': '2025-11-25' },
+      text: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"make_env","arguments":{"env_id":"${CARTPOLE}","kwargs":${kwargs}}}}`,
+    });
+    for (const answer of [deepBody, deepKwargs]) {
+      expect(answer.status).toBe(400);
+      expect(JSON.parse(answer.body)).toMatchObject({
+        error: { code: -32600, message: `Invalid Request: the body nests arrays and objects deeper than ${MAX_FRAME_DEPTH} levels` },
+      });
+    }
+    // Kwargs within the limit get the env's own typed answer; the caller's session is unharmed.
+    let shallow: unknown = 1;
+    for (let i = 0; i < 100; i++) shallow = { a: shallow };
+    expect(await callErr(c, 'make_env', { env_id: CARTPOLE, kwargs: { x: shallow } })).toMatch(/^ENV_ERR_INVALID_KWARGS: /);
+    expect(await callOk(c, 'reset', { session_id: id, seed: 0 })).toMatchObject({ session_id: id });
   });
 });
 

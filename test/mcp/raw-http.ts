@@ -19,6 +19,8 @@ export interface RawPostOptions {
   bodyBytes?: number;
   /** Send this JSON instead. */
   json?: unknown;
+  /** Send this text as it is (JSON too deep for JSON.stringify). */
+  text?: string;
   /** Send the headers only and never the body (the declared content-length is a lie). */
   withholdBody?: boolean;
   localAddress?: string;
@@ -51,8 +53,8 @@ export function rawPost(url: string, opts: RawPostOptions = {}): Promise<RawAnsw
     req.on('error', (err) => {
       if (!answered) reject(err);
     });
-    if (opts.json !== undefined) {
-      const text = JSON.stringify(opts.json);
+    if (opts.json !== undefined || opts.text !== undefined) {
+      const text = opts.text ?? JSON.stringify(opts.json);
       sent = Buffer.byteLength(text);
       req.end(text);
       return;

@@ -6,27 +6,20 @@
  * bounds the peers of one address, and a frame declared larger is refused at its header.
  * Measured on a real `gymwire serve --transport uws` process through /proc (Linux).
  */
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { rssOf, serveProcess } from '../helpers/serve-process.ts';
 import { servedUrl } from '../helpers/serve-url.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAX_FRAME_BYTES = 4 * 1024 * 1024;
 const PREAUTH_PER_IP = 6;
-
-function rssOf(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? NaN) * 1024;
-}
 
 /** A masked binary frame header (mask key 0: the payload goes as is) declaring `length` bytes. */
 function frameHeader(length: number): Buffer {
@@ -54,12 +47,8 @@ describe('an unauthenticated uws peer', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gymwire-preauth-'));
     writeFileSync(join(dir, 'token'), 'sekrit\n');
-    // GYMWIRE_NO_REEXEC: the spawned process is the server itself, whose /proc figures we read.
-    child = spawn(
-      process.execPath,
+    child = serveProcess(
       [
-        'bin/gymwire.js',
-        'serve',
         '--port',
         '0',
         '--transport',
@@ -75,7 +64,7 @@ describe('an unauthenticated uws peer', () => {
         '--log-level',
         'warn',
       ],
-      { cwd: ROOT, env: { ...process.env, GYMWIRE_NO_REEXEC: '1', GYMWIRE_TOKEN: '' }, stdio: ['ignore', 'pipe', 'inherit'] },
+      { env: { GYMWIRE_TOKEN: '' }, stderr: 'inherit' },
     );
     url = await servedUrl(child);
   }, 120_000);

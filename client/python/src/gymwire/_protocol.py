@@ -20,6 +20,7 @@ CLOSE_PROTOCOL_ERROR: Final = 1002
 CLOSE_POLICY_VIOLATION: Final = 1008
 CLOSE_MESSAGE_TOO_BIG: Final = 1009
 CLOSE_INTERNAL_ERROR: Final = 1011
+CLOSE_SLOW_READER: Final = 4008
 FATAL_CLOSE_CODES: Final = (1002, 1008)
 
 #: Every wire error code: who is at fault ("client", "server" or "env") and what it means.
