@@ -198,8 +198,6 @@ export async function hostTorchWorldModel(registry: Registry, opts: TorchWorldMo
     .catch((err: unknown) => {
       throw new Error(`cannot host ${id}: ${err instanceof Error ? err.message : String(err)}`);
     });
-  const metrics = new WorldModelMetrics(id);
-  registry.exposeMetrics(metrics.registry);
   const operator = {
     model: opts.model,
     model_kwargs: opts.modelKwargs ?? {},
@@ -208,6 +206,14 @@ export async function hostTorchWorldModel(registry: Registry, opts: TorchWorldMo
     window_ms: windowMs,
     memory_budget_bytes: opts.memoryBudgetBytes ?? null,
   };
+  // Load the model now (weights, the contract check, the memory probe), so a broken model stops the
+  // start-up with Python's message and the first client does not wait for the load.
+  const probe = await makeHostedEnv(pool, ENV_TARGET, operator, id).catch((err: unknown) => {
+    throw new Error(`cannot host ${id}: ${err instanceof Error ? err.message : String(err)}`);
+  });
+  await probe.close();
+  const metrics = new WorldModelMetrics(id);
+  registry.exposeMetrics(metrics.registry);
   registry.register<TorchWorldModelKwargs>({
     id,
     description: `Torch world model ${opts.model}: context frames and an action chunk in, the chunk's frames and rewards out; steps of all sessions batched`,

@@ -275,8 +275,12 @@ def model_host(target: str, model_kwargs: dict[str, Any], *, device: str, max_ba
     if host is None:
         chosen = pick_device(device)
         if chosen.type == "cpu":
-            # Deterministic kernels on the CPU: a batch equals its sessions stepped one by one, bit for bit.
+            # Deterministic kernels, and torch's own convolution instead of oneDNN's: it computes each
+            # sample on its own, where oneDNN picks kernels by batch size and rounds differently. So
+            # a batch equals its sessions stepped one by one, bit for bit (for batch-invariant models:
+            # docs/world-models.md, "Equal results").
             torch.use_deterministic_algorithms(True, warn_only=True)
+            torch.backends.mkldnn.enabled = False
         module = _callable(target)(**model_kwargs)
         if not isinstance(module, torch.nn.Module):
             raise WorldModelContractError(f"{target} returned a {type(module).__name__}, not a torch.nn.Module")
