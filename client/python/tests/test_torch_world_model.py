@@ -48,8 +48,9 @@ def serve_tiny(*args: str) -> ServerProcess:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GYMWIRE_PYTHON", sys.executable)
         mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])))
-        # A generous worker timeout: on a loaded CI machine torch's first calls can take many seconds.
-        return ServerProcess("--torch-world-model", TINY, "--torch-world-model-device", "cpu", "--worker-timeout", "300s", *args)
+        # The server loads the model before it listens (torch's import and first calls can take a
+        # minute on a loaded machine): generous start and worker timeouts.
+        return ServerProcess("--torch-world-model", TINY, "--torch-world-model-device", "cpu", "--worker-timeout", "300s", *args, start_timeout=300)
 
 
 def actions_for(session: int, steps: int) -> list[np.ndarray]:

@@ -92,36 +92,52 @@ def _flush() -> None:
 
 def serve(channel: FrameChannel, host: Host, unpack: Callable[[bytes], Any], encode: Callable[[int, list[dict[str, Any]]], bytes]) -> None:
     """The worker's loop: reads frames of calls and answers them until the server closes the channel."""
-    held: list[tuple[int, list[Any]]] = []
-    held_handles: set[Any] = set()
+    # Frames waiting on a batch: (message id, answers with Deferreds among them, their sessions).
+    held: list[tuple[int, list[Any], set[Any]]] = []
 
-    def answer_held() -> None:
+    def write(message_id: int, results: list[Any]) -> None:
+        channel.write(encode(message_id, [r.answer() if type(r) is Deferred else r for r in results]))
+
+    def run_round() -> None:
+        """One batch per batcher, then every frame whose steps have all run is answered."""
         _flush()
-        for message_id, results in held:
-            channel.write(encode(message_id, [r.answer() if type(r) is Deferred else r for r in results]))
+        waiting = [entry for entry in held if any(type(r) is Deferred and not r.done for r in entry[1])]
+        for message_id, results, _ in held:
+            if all(type(r) is not Deferred or r.done for r in results):
+                write(message_id, results)
+        held[:] = waiting
+
+    def answer_all() -> None:
+        while held and _deadline() is not None:
+            run_round()
+        for message_id, results, _ in held:
+            write(message_id, results)  # a step no batcher holds any more answers with an error
         held.clear()
-        held_handles.clear()
 
     while True:
         if held:
             deadline = _deadline()
-            wait = 0.0 if deadline is None else deadline - time.monotonic()
-            if wait <= 0 or not channel.wait(wait):
-                answer_held()
+            if deadline is None:
+                answer_all()
+                continue
+            wait = deadline - time.monotonic()
+            # Frames already here join before the batch runs; otherwise wait for one until the deadline.
+            if not channel.wait(max(0.0, wait)):
+                run_round()
                 continue
         frame = channel.read()
         if frame is None:
             break
         message = unpack(frame)
         calls = message["calls"]
-        if held_handles and any(call.get("handle") in held_handles for call in calls):
-            answer_held()
+        if held and any(call.get("handle") in entry[2] for entry in held for call in calls):
+            # A call on a session whose step is queued: the step runs first.
+            answer_all()
         made = Deferred.created
         results = [host.run(call) for call in calls]
         if Deferred.created == made:
             channel.write(encode(message["id"], results))
             continue
-        held.append((message["id"], [r["ok"] if type(r.get("ok")) is Deferred else r for r in results]))
-        held_handles.update(call.get("handle") for call, r in zip(calls, results, strict=True) if type(r.get("ok")) is Deferred)
-    if held:
-        answer_held()
+        handles = {call.get("handle") for call, r in zip(calls, results, strict=True) if type(r.get("ok")) is Deferred}
+        held.append((message["id"], [r["ok"] if type(r.get("ok")) is Deferred else r for r in results], handles))
+    answer_all()
