@@ -149,6 +149,12 @@ export class ServerCore {
   /** @internal Viewers listening (server/viewer/events.ts): only then do steps record actions and observations for them. */
   viewers = 0;
 
+  /** /metrics: the server's own and those the env families expose (Registry.exposeMetrics). */
+  async metricsText(): Promise<string> {
+    const [own, families] = await Promise.all([this.metrics.registry.metrics(), this.registry.metricsText()]);
+    return families === '' ? own : `${own}\n${families}`;
+  }
+
   constructor(opts: ServerCoreOptions = {}) {
     this.registry = opts.registry ?? defaultRegistry();
     this.log = opts.logger ?? pino({ level: 'silent' });

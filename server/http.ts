@@ -104,7 +104,7 @@ export function baseRoutes(core: ServerCore): HttpRoutes {
       res.writeHead(core.isShuttingDown ? 503 : 200, { 'content-type': 'application/json' }).end(healthBody(core));
     })
     .add('/metrics', async (_req, res) => {
-      const body = await core.metrics.registry.metrics();
+      const body = await core.metricsText();
       res.writeHead(200, { 'content-type': core.metrics.registry.contentType }).end(body);
     });
 }

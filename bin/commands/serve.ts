@@ -9,6 +9,7 @@ import { parseBusyPoll } from '../../runtime/busy-poll.ts';
 import { DEFAULT_ADMISSION_LIMITS } from '../../server/admission.ts';
 import { hostEnvs } from '../../server/hosted/index.ts';
 import { DEFAULT_PLUGIN_TIMEOUT_MS } from '../../server/hosted/plugins.ts';
+import { hostTorchWorldModel } from '../../server/hosted/world-model.ts';
 import { startServer } from '../../server/index.ts';
 import { MCP_DEFAULTS, mountMcp } from '../../server/mcp/index.ts';
 import { DEFAULT_OUTBOUND_LIMITS } from '../../server/outbound.ts';
@@ -62,6 +63,12 @@ export interface ServeOptions {
   evacBatchWindow: string;
   evacThreads?: string;
   evacDevice?: string;
+  torchWorldModel?: string;
+  torchWorldModelKwargs?: string;
+  torchWorldModelDevice: string;
+  torchWorldModelBatchSize: string;
+  torchWorldModelBatchWindow: string;
+  torchWorldModelMemoryBudget?: string;
 }
 
 /** The server's token: --token, --token-file or GYMWIRE_TOKEN (at most one of the flags), or null. */
@@ -186,6 +193,18 @@ export function registerServe(program: Command): void {
       '--evac-device <device>',
       'cpu or cuda for world models without a device kwarg (default GYMWIRE_EVAC_DEVICE or cpu; cuda falls back to cpu, logged)',
     )
+    .option(
+      '--torch-world-model <module:callable>',
+      'serve this torch world model (a callable returning a torch.nn.Module, docs/world-models.md) as gymwire/TorchWorldModel-v0, in a Python worker of its own',
+    )
+    .option('--torch-world-model-kwargs <json>', 'keyword arguments for the --torch-world-model callable, as a JSON object')
+    .option('--torch-world-model-device <device>', 'auto (CUDA when torch sees one), cpu or cuda[:N]', 'auto')
+    .option('--torch-world-model-batch-size <n>', 'world-model steps in one forward pass at most (1: no batching)', '32')
+    .option('--torch-world-model-batch-window <duration>', 'how long a world-model step waits for others to join its forward pass', '2ms')
+    .option(
+      '--torch-world-model-memory-budget <size>',
+      'device memory the world model may use with all its sessions (default: the card’s memory on CUDA, none on the CPU)',
+    )
     .action(async (opts: ServeOptions) => {
       if (opts.transport !== 'ws' && opts.transport !== 'uws') throw new Error(`--transport must be ws or uws, got ${opts.transport}`);
       const busyPollUs = parseBusyPoll(opts.busyPollUs);
@@ -235,6 +254,9 @@ export function registerServe(program: Command): void {
       process.on('SIGTERM', () => stop('SIGTERM'));
       const registry = defaultRegistry({ dataRoots: new DataRoots(opts.dataRoot), logger, evac: evacOptions(opts) });
       await hostEnvs(registry, { ...hosted, logger });
+      const torchWorldModel = torchWorldModelOptions(opts);
+      if (torchWorldModel)
+        await hostTorchWorldModel(registry, { ...torchWorldModel, pythonExe: hosted.pythonExe, workerTimeoutMs: hosted.workerTimeoutMs, logger });
       server = await startServer({
         registry,
         host: opts.host,
@@ -282,6 +304,42 @@ function hostedOptions(opts: ServeOptions) {
     pythonExe: opts.pythonExe ?? process.env.GYMWIRE_PYTHON,
     workers,
     workerTimeoutMs,
+  };
+}
+
+/** The torch world-model flags, checked; null without --torch-world-model. */
+export function torchWorldModelOptions(
+  opts: Pick<
+    ServeOptions,
+    | 'torchWorldModel'
+    | 'torchWorldModelKwargs'
+    | 'torchWorldModelDevice'
+    | 'torchWorldModelBatchSize'
+    | 'torchWorldModelBatchWindow'
+    | 'torchWorldModelMemoryBudget'
+  >,
+) {
+  if (!opts.torchWorldModel) return null;
+  let modelKwargs: unknown = {};
+  if (opts.torchWorldModelKwargs !== undefined) {
+    try {
+      modelKwargs = JSON.parse(opts.torchWorldModelKwargs);
+    } catch (err) {
+      throw new Error(`--torch-world-model-kwargs is not JSON: ${(err as Error).message}`, { cause: err });
+    }
+    if (typeof modelKwargs !== 'object' || modelKwargs === null || Array.isArray(modelKwargs))
+      throw new Error('--torch-world-model-kwargs must be a JSON object');
+  }
+  const maxBatch = parseCount('--torch-world-model-batch-size', opts.torchWorldModelBatchSize);
+  if (maxBatch === 0) throw new Error('--torch-world-model-batch-size must be at least 1');
+  return {
+    model: opts.torchWorldModel,
+    modelKwargs: modelKwargs as Record<string, unknown>,
+    device: opts.torchWorldModelDevice,
+    maxBatch,
+    batchWindowMs: parseDuration('--torch-world-model-batch-window', opts.torchWorldModelBatchWindow),
+    memoryBudgetBytes:
+      opts.torchWorldModelMemoryBudget === undefined ? undefined : parseBytes('--torch-world-model-memory-budget', opts.torchWorldModelMemoryBudget),
   };
 }
 

@@ -93,9 +93,15 @@ export interface MakeOptions {
   maxEpisodeSteps?: number | null;
 }
 
+/** Something that writes Prometheus text (a prom-client Registry): an env family's own metrics. */
+export interface MetricsSource {
+  metrics(): Promise<string>;
+}
+
 export class Registry {
   private readonly specs = new Map<string, EnvSpec<never>>();
   private readonly closeHooks: (() => unknown)[] = [];
+  private readonly metricSources: MetricsSource[] = [];
   private readonly context: MakeContext;
 
   constructor(opts: RegistryOptions = {}) {
@@ -111,6 +117,17 @@ export class Registry {
   closes<T extends { close(): unknown }>(resource: T): T {
     this.onClose(() => resource.close());
     return resource;
+  }
+
+  /** Adds a family's metrics to the /metrics of every server that serves this registry (names must not clash with the server's). */
+  exposeMetrics(source: MetricsSource): void {
+    this.metricSources.push(source);
+  }
+
+  /** The families' metrics as Prometheus text ('' when none). */
+  async metricsText(): Promise<string> {
+    const texts = await Promise.all(this.metricSources.map((s) => s.metrics()));
+    return texts.filter((t) => t !== '').join('\n');
   }
 
   /** Releases what the env families registered with onClose. */

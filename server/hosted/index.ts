@@ -58,3 +58,5 @@ export { gymEnvId, pythonEnvId, registerHostedEnvs } from './register.ts';
 export { failureError, workerLostError } from './errors.ts';
 export type { WorkerFailure } from './errors.ts';
 export { PythonWorker } from './worker.ts';
+export { hostTorchWorldModel, TORCH_WORLD_MODEL_ENV_ID, TorchWorldModelKwargsSchema } from './world-model.ts';
+export type { TorchWorldModelOptions } from './world-model.ts';

@@ -148,7 +148,7 @@ export class UwsTransport implements ServerTransport {
       if (!allowed(res, req)) return;
       let aborted = false;
       res.onAborted(() => (aborted = true));
-      void core.metrics.registry.metrics().then((body) => {
+      void core.metricsText().then((body) => {
         if (aborted) return;
         res.cork(() => res.writeHeader('content-type', core.metrics.registry.contentType).end(body));
       });

@@ -23,7 +23,7 @@ URL_RE = re.compile(r"on (ws://[0-9A-Za-z.:\[\]-]+)")
 class ServerProcess:
     """One `gymwire serve` child process; ``url`` is parsed from its first stdout line."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, start_timeout: float = 60) -> None:
         node = shutil.which("node")
         if node is None:
             raise RuntimeError("node is not on PATH; the Python tests need the gymwire server (node bin/gymwire.js serve)")
@@ -36,13 +36,13 @@ class ServerProcess:
             env={**os.environ, "NODE_ENV": "test"},
         )
         self.output: list[str] = []
-        self.url = self._wait_for_url()
+        self.url = self._wait_for_url(start_timeout)
         # Keep draining stdout so the child never blocks on a full pipe.
         threading.Thread(target=self._drain, daemon=True).start()
 
-    def _wait_for_url(self) -> str:
+    def _wait_for_url(self, timeout: float) -> str:
         assert self.proc.stdout is not None
-        timer = threading.Timer(60, self.proc.kill)
+        timer = threading.Timer(timeout, self.proc.kill)
         timer.start()
         try:
             for line in self.proc.stdout:

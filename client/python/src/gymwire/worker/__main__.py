@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..codec import packer, unpack
+from .batching import serve
 from .channel import FrameChannel
 from .host import Host, error_answer
 
@@ -40,13 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     pack = packer().pack
     # Imports are done: the server starts timing calls from here, so a slow start is not a hang.
     channel.write(pack({"id": 0, "ready": os.getpid()}))
-    while True:
-        frame = channel.read()
-        if frame is None:
-            break
-        message = unpack(frame)
-        results = [host.run(call) for call in message["calls"]]
-        channel.write(_encode(pack, message["id"], results))
+    serve(channel, host, unpack, lambda message_id, results: _encode(pack, message_id, results))
     for hosted in host.envs.values():
         try:
             hosted.env.close()

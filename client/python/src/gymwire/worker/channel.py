@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import select
 import struct
 
 _HEADER = struct.Struct("<I")
@@ -45,6 +46,13 @@ class FrameChannel:
             if n == 0:
                 return None
             self.end += n
+
+    def wait(self, timeout: float) -> bool:
+        """Whether a frame (or the end of the channel) can be read before ``timeout`` seconds pass."""
+        available = self.end - self.start
+        if available >= 4 and available >= 4 + _HEADER.unpack_from(self.buffer, self.start)[0]:
+            return True
+        return bool(select.select([self.fd], [], [], timeout)[0])
 
     def _make_room(self, frame_bytes: int) -> None:
         """Moves the partial frame to the front, and grows the buffer when the frame is larger."""

@@ -115,8 +115,14 @@ class Host:
         obs, info = hosted.env.reset(seed=call.get("seed"), options=call.get("options"))
         return [hosted.obs(obs), wire_info(info)]
 
-    def step(self, call: dict[str, Any]) -> list[Any]:
+    def step(self, call: dict[str, Any]) -> Any:
         hosted = self.get(call)
+        submit = getattr(hosted.env, "gymwire_submit_step", None)
+        if submit is not None:
+            # A batched env (batching.py): the answer comes when its batcher runs.
+            deferred = submit(hosted.action(call["action"]))
+            deferred.convert = lambda result: [hosted.obs(result[0]), float(result[1]), bool(result[2]), bool(result[3]), wire_info(result[4])]
+            return deferred
         obs, reward, terminated, truncated, info = hosted.env.step(hosted.action(call["action"]))
         return [hosted.obs(obs), float(reward), bool(terminated), bool(truncated), wire_info(info)]
 
