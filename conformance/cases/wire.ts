@@ -84,6 +84,11 @@ export const WIRE_CASES: ConformanceCase[] = [
       check(errorCode(answer) === 'ENV_ERR_FRAME_TOO_LARGE', `a 70 KiB hello: expected ENV_ERR_FRAME_TOO_LARGE, got ${JSON.stringify(answer).slice(0, 200)}`);
       const code = await raw.closedWith();
       check(code === 1008, `after a pre-hello frame over 64 KiB the server closes with 1008, got ${code === null ? 'no close within 3 s' : code}`);
+      const after = await raw.next(0).catch(() => null);
+      check(
+        after === null,
+        `the server closed the connection for another reason (its hello deadline?), not for the oversize frame: it sent ${JSON.stringify(after).slice(0, 200)}`,
+      );
     },
   },
   {
