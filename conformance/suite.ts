@@ -6,22 +6,28 @@
  * Each case passes, fails (throws) or is skipped with a reason (e.g. the env has no state
  * support, or the server's limits are too large to probe cheaply).
  */
-import { encode, decode } from '../protocol/codec.ts';
+import { decode } from '../protocol/codec.ts';
 import { isErrorCode, previewValue, ProtocolError } from '../protocol/errors.ts';
-import type { ErrorCode } from '../protocol/errors.ts';
-import { PROTOCOL_VERSION } from '../protocol/messages.ts';
+import { PROTOCOL_VERSION, WelcomeResultSchema } from '../protocol/messages.ts';
 import { Random } from '../runtime/random.ts';
 import { contains, isPlainObject } from '../protocol/spaces.ts';
 import { sample } from '../runtime/space-sample.ts';
 import type { Space } from '../protocol/spaces.ts';
 import { Tensor } from '../protocol/tensor.ts';
 import { connect } from '../client/ts/client.ts';
-import type { ClientOptions, GymwireClient } from '../client/ts/client.ts';
+import type { GymwireClient } from '../client/ts/client.ts';
 import type { RemoteEnv } from '../client/ts/remote-env.ts';
-import { fuzzFrame } from './fuzz.ts';
-
 import type { ClientTransport, Connector } from '../client/ts/transport.ts';
 import { wsConnector } from '../client/ts/transport.ts';
+import { fuzzFrame } from './fuzz.ts';
+import { batchRow, check, ConformanceFailure, errorCode, expectCode, invalidActions, RawConnection, stateOf, valuesEqual } from './harness.ts';
+import { REFERENCE_CASES } from './cases/reference.ts';
+import { SESSION_CASES } from './cases/sessions.ts';
+import { WIRE_CASES } from './cases/wire.ts';
+import type { CaseContext, CaseResult, ConformanceCase, ConformanceTarget } from './harness.ts';
+
+export { ConformanceFailure, RawConnection, valuesEqual } from './harness.ts';
+export type { CaseContext, CaseResult, ConformanceCase, ConformanceTarget } from './harness.ts';
 
 /** The conformance fuzz case's frames and seed (test/server/fuzz.test.ts runs more, and other seeds). */
 const FUZZ_FRAMES = 300;
@@ -30,183 +36,6 @@ const FUZZ_SEED = 7;
 const REQUEST_TIMEOUT_MS = 15_000;
 /** A case still running after this long fails (a server that stops answering cannot hang the suite). */
 const CASE_DEADLINE_MS = 180_000;
-
-export interface ConformanceTarget {
-  /** Opens a fresh transport to the server (a new connection each call). */
-  connector: Connector;
-  token?: string;
-  /** A label for reports. */
-  name: string;
-}
-
-export interface CaseContext {
-  target: ConformanceTarget;
-  envId: string;
-  /** A connected client with fast reconnects (through `connector` when given); closed by the runner. */
-  client(opts?: ClientOptions & { connector?: Connector }): Promise<GymwireClient>;
-  /** A raw connection for frame-level cases. */
-  raw(): Promise<RawConnection>;
-  /** Steps to try before giving up on seeing an episode end. */
-  maxSteps: number;
-}
-
-export type CaseResult = { status: 'pass' } | { status: 'skip'; reason: string } | undefined;
-export interface ConformanceCase {
-  name: string;
-  /** Cases that do not depend on the env run once per server. */
-  perServer?: boolean;
-  run(ctx: CaseContext): Promise<CaseResult | void>;
-}
-
-export class ConformanceFailure extends Error {
-  override readonly name = 'ConformanceFailure';
-}
-
-function check(cond: unknown, message: string): asserts cond {
-  if (!cond) throw new ConformanceFailure(message);
-}
-
-async function expectCode(p: Promise<unknown>, code: ErrorCode, what: string): Promise<ProtocolError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof ProtocolError && err.code === code) return err;
-    throw new ConformanceFailure(`${what}: expected ${code}, got ${err instanceof ProtocolError ? err.code : String(err)}`);
-  }
-  throw new ConformanceFailure(`${what}: expected ${code}, but it succeeded`);
-}
-
-/** Deep equality over wire values (tensors by dtype, shape and bytes; NaN equals NaN). */
-export function valuesEqual(a: unknown, b: unknown): boolean {
-  if (a instanceof Tensor || b instanceof Tensor) return a instanceof Tensor && b instanceof Tensor && a.equals(b);
-  if (a instanceof Uint8Array || b instanceof Uint8Array) return a instanceof Uint8Array && b instanceof Uint8Array && Buffer.from(a).equals(Buffer.from(b));
-  if (Array.isArray(a) || Array.isArray(b)) return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((v, i) => valuesEqual(v, b[i]));
-  if (isPlainObject(a) || isPlainObject(b)) {
-    if (!isPlainObject(a) || !isPlainObject(b)) return false;
-    const ka = Object.keys(a).sort();
-    const kb = Object.keys(b).sort();
-    return ka.length === kb.length && ka.every((k, i) => k === kb[i] && valuesEqual(a[k], b[k]));
-  }
-  return Object.is(a, b) || a === b;
-}
-
-/** Frames in and out, no client logic: for handshake and malformed-frame cases. */
-export class RawConnection {
-  private readonly inbox: Record<string, unknown>[] = [];
-  private waiters: (() => void)[] = [];
-  closed = false;
-  /** The WebSocket close code, once closed. */
-  closeCode: number | null = null;
-
-  constructor(readonly transport: ClientTransport) {
-    transport.onmessage = (frame) => {
-      this.inbox.push(decode(frame) as Record<string, unknown>);
-      for (const w of this.waiters.splice(0)) w();
-    };
-    transport.onclose = (code) => {
-      this.closed = true;
-      this.closeCode = code;
-      for (const w of this.waiters.splice(0)) w();
-    };
-  }
-
-  /** Waits until the server closes the connection (or timeoutMs passes); the close code, or null. */
-  async closedWith(timeoutMs = 3000): Promise<number | null> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      if (this.closed) return this.closeCode;
-      const left = deadline - Date.now();
-      if (left <= 0) return null;
-      await this.arrival(left);
-    }
-  }
-
-  send(message: unknown): void {
-    this.transport.send(encode(message));
-  }
-
-  sendBytes(bytes: Uint8Array): void {
-    this.transport.send(bytes);
-  }
-
-  /** The next message that is not an event, within timeoutMs. */
-  async next(timeoutMs = 5000): Promise<Record<string, unknown>> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const i = this.inbox.findIndex((m) => m.type !== 'event');
-      if (i >= 0) return this.inbox.splice(i, 1)[0]!;
-      if (this.closed) throw new ConformanceFailure('the server closed the connection instead of answering');
-      const left = deadline - Date.now();
-      if (left <= 0) throw new ConformanceFailure(`no answer within ${timeoutMs} ms`);
-      await this.arrival(left);
-    }
-  }
-
-  /** Resolves when the next message or the close arrives, or after `ms`, whichever is first. */
-  private arrival(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w !== wake);
-        resolve();
-      }, ms);
-      this.waiters.push(wake);
-    });
-  }
-
-  async hello(token?: string): Promise<Record<string, unknown>> {
-    this.send({ id: 0, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: 'conformance', ...(token ? { token } : {}) });
-    const welcome = await this.next();
-    check(welcome.type === 'result', `hello failed: ${JSON.stringify(welcome.error)}`);
-    return welcome;
-  }
-
-  close(): void {
-    this.transport.close();
-  }
-}
-
-function errorCode(msg: Record<string, unknown>): string | undefined {
-  return msg.type === 'error' ? (msg.error as { code: string }).code : undefined;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Invalid actions derived from the action space
-
-function invalidActions(space: Space): { what: string; action: unknown }[] {
-  const out: { what: string; action: unknown }[] = [{ what: 'a string', action: 'not an action' }];
-  if (space.type === 'box') {
-    const other = space.dtype === 'float64' ? 'float32' : 'float64';
-    out.push({ what: `wrong dtype (${other})`, action: Tensor.zeros(other, space.shape) });
-    out.push({ what: 'wrong shape', action: Tensor.zeros(space.dtype, [...space.shape, 2]) });
-    const hi = space.high.size ? space.high.at(0) : Infinity;
-    if (Number.isFinite(hi) && space.high.size) {
-      const t = Tensor.zeros(space.dtype, space.shape);
-      const above = space.dtype.startsWith('float') ? hi + Math.max(1, Math.abs(hi)) : hi + 1;
-      const values = space.low.toNumbers().map((lo, i) => (i === 0 ? above : Number.isFinite(lo) ? lo : 0));
-      out.push({ what: 'above high', action: Tensor.from(space.dtype, t.shape, values) });
-    }
-    if (space.dtype.startsWith('float') && space.low.size)
-      out.push({
-        what: 'NaN',
-        action: Tensor.from(
-          space.dtype,
-          space.shape,
-          space.low.toNumbers().map(() => Number.NaN),
-        ),
-      });
-  } else if (space.type === 'discrete') {
-    out.push({ what: 'out of range', action: space.start + space.n });
-    out.push({ what: 'non-integer', action: space.start + 0.5 });
-    out.push({ what: 'a tensor', action: Tensor.zeros('float32', [2]) });
-  } else if (space.type === 'dict') {
-    out.push({ what: 'missing keys', action: {} });
-  }
-  return out;
-}
 
 async function runEpisode(env: RemoteEnv, maxSteps: number, rng: Random): Promise<{ steps: number; terminated: boolean; truncated: boolean } | null> {
   for (let i = 1; i <= maxSteps; i++) {
@@ -542,14 +371,14 @@ export const CASES: ConformanceCase[] = [
       const single = await c.make(ctx.envId);
       const r = await vec.reset({ seed: 21 });
       const s = await single.reset({ seed: 21 });
-      const firstObs = Array.isArray(r.obs) ? r.obs[0] : r.obs instanceof Tensor ? sliceFirst(r.obs) : undefined;
+      const firstObs = Array.isArray(r.obs) ? r.obs[0] : r.obs instanceof Tensor ? batchRow(r.obs, 0) : undefined;
       check(valuesEqual(firstObs, s.obs), 'batched reset observation differs from a single reset with the same seed');
       const rng = new Random(21);
       const action = sample(single.actionSpace, rng);
       const out = await vec.step([action, action]);
       const one = await single.step(action);
       check(out.rewards[0] === one.reward, `batched reward ${out.rewards[0]} != single ${one.reward}`);
-      const stepped = Array.isArray(out.obs) ? out.obs[0] : out.obs instanceof Tensor ? sliceFirst(out.obs) : undefined;
+      const stepped = Array.isArray(out.obs) ? out.obs[0] : out.obs instanceof Tensor ? batchRow(out.obs, 0) : undefined;
       check(valuesEqual(stepped, one.obs), 'the batched step observation differs from a single step with the same seed and action');
     },
   },
@@ -580,13 +409,8 @@ export const CASES: ConformanceCase[] = [
       const c = await ctx.client();
       const env = await c.make(ctx.envId);
       await env.reset({ seed: 31 });
-      let state: Uint8Array;
-      try {
-        state = await env.getState();
-      } catch (err) {
-        if (err instanceof ProtocolError && err.code === 'ENV_ERR_UNSUPPORTED') return { status: 'skip', reason: 'the env does not support state' };
-        throw err;
-      }
+      const state = await stateOf(env);
+      if (!state) return { status: 'skip', reason: 'the env does not support state' };
       const rng = new Random(31);
       const actions = Array.from({ length: 5 }, () => sample(env.actionSpace, rng));
       const play = async () => {
@@ -603,33 +427,6 @@ export const CASES: ConformanceCase[] = [
       const second = await play();
       check(valuesEqual(first, second), 'the future after set_state differs from the future after get_state');
       await expectCode(env.setState(new Uint8Array([1, 2, 3])), 'ENV_ERR_INVALID_STATE', 'set_state with garbage bytes');
-      return { status: 'pass' };
-    },
-  },
-  {
-    name: 'render answers with a frame or ENV_ERR_UNSUPPORTED',
-    async run(ctx) {
-      const c = await ctx.client();
-      const probe = await c.make(ctx.envId);
-      const modes = (probe.metadata.render_modes as string[] | undefined) ?? [];
-      await probe.close();
-      if (!modes.includes('rgb_array')) return { status: 'skip', reason: 'the env lists no rgb_array render mode' };
-      let env: RemoteEnv;
-      try {
-        env = await c.make(ctx.envId, { render_mode: 'rgb_array' });
-      } catch {
-        return { status: 'skip', reason: 'the env lists rgb_array but does not take a render_mode kwarg' };
-      }
-      await env.reset({ seed: 1 });
-      try {
-        const frame = await env.render('tensor');
-        check(frame instanceof Tensor || typeof frame === 'string', 'render tensor format returned neither a tensor nor text');
-      } catch (err) {
-        if (err instanceof ProtocolError && err.code === 'ENV_ERR_UNSUPPORTED') return { status: 'skip', reason: 'the env rendered nothing' };
-        throw err;
-      }
-      const png = await env.render('png');
-      check(png instanceof Uint8Array && png[1] === 0x50 && png[2] === 0x4e && png[3] === 0x47, 'render png format did not return PNG bytes');
       return { status: 'pass' };
     },
   },
@@ -991,13 +788,10 @@ export const CASES: ConformanceCase[] = [
       return { status: 'skip', reason: 'no tool has a typed argument that can be sent alone' };
     },
   },
+  ...WIRE_CASES,
+  ...SESSION_CASES,
+  ...REFERENCE_CASES,
 ];
-
-function sliceFirst(t: Tensor): Tensor {
-  const inner = t.shape.slice(1);
-  const per = t.size / (t.shape[0] ?? 1);
-  return new Tensor(t.dtype, inner, t.data.subarray(0, per) as never);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Runner
@@ -1020,6 +814,8 @@ export interface RunOptions {
   failFast?: boolean;
   /** How long one case may run before it fails. */
   caseDeadlineMs?: number;
+  /** How long to wait for the server to drop a connection that never says hello (default 8 s: the default hello timeout of 5 s and slack). */
+  helloWaitMs?: number;
 }
 
 export function targetFromUrl(url: string, token?: string): ConformanceTarget {
@@ -1029,9 +825,15 @@ export function targetFromUrl(url: string, token?: string): ConformanceTarget {
 /** Runs every case against every env (all the server lists, by default). */
 export async function runConformance(target: ConformanceTarget, opts: RunOptions = {}): Promise<CaseReport[]> {
   const reports: CaseReport[] = [];
-  const lister = await connect(target.connector, { token: target.token, reconnect: false });
-  const listed = (await lister.listEnvs()).map((e) => e.id);
-  await lister.close();
+  await checkWelcome(target);
+  let listed: string[];
+  try {
+    const lister = await connect(target.connector, { token: target.token, reconnect: false, connectTimeoutMs: WELCOME_WAIT_MS });
+    listed = (await lister.listEnvs()).map((e) => e.id);
+    await lister.close();
+  } catch (err) {
+    throw new TargetUnusableError(target, `list_envs failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
   const unknown = (opts.envIds ?? []).filter((id) => !listed.includes(id));
   if (unknown.length) throw new UnknownEnvsError(unknown, listed);
   const envIds = opts.envIds ?? listed;
@@ -1049,6 +851,7 @@ export async function runConformance(target: ConformanceTarget, opts: RunOptions
       target,
       envId: envId === '(server)' ? (envIds[0] ?? 'gymwire/CartPole-v1') : envId,
       maxSteps: opts.maxSteps ?? 600,
+      helloWaitMs: opts.helloWaitMs ?? 8000,
       client: async ({ connector = target.connector, ...o } = {}) => {
         const c = await connect(connector, {
           token: target.token,
@@ -1102,6 +905,46 @@ export async function runConformance(target: ConformanceTarget, opts: RunOptions
     if (opts.failFast && report.status === 'fail') break;
   }
   return reports;
+}
+
+/** How long the suite waits for a welcome before it calls the server unusable. */
+const WELCOME_WAIT_MS = 10_000;
+
+/**
+ * A hello whose answer is no welcome, or a welcome that fails its schema, makes every case
+ * meaningless: the run stops at once with the reason, instead of failing each case slowly.
+ */
+async function checkWelcome(target: ConformanceTarget): Promise<void> {
+  let raw: RawConnection | null = null;
+  try {
+    raw = new RawConnection(await target.connector());
+    raw.send({
+      id: 1,
+      type: 'hello',
+      protocol_version: PROTOCOL_VERSION,
+      client_name: 'gymwire-conformance',
+      ...(target.token ? { token: target.token } : {}),
+    });
+    const answer = await raw.next(WELCOME_WAIT_MS);
+    if (answer.type !== 'result') throw new ConformanceFailure(`hello was refused: ${previewValue(answer.error, 300)}`);
+    const parsed = WelcomeResultSchema.safeParse(answer.result);
+    if (!parsed.success) {
+      const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(result)'}: ${i.message}`);
+      throw new ConformanceFailure(`the welcome fails its schema (docs/schemas/result.hello.json): ${issues.join('; ')}`);
+    }
+  } catch (err) {
+    throw new TargetUnusableError(target, err instanceof Error ? err.message : String(err));
+  } finally {
+    raw?.close();
+  }
+}
+
+/** The server cannot be checked at all (no connection, a refused hello, a welcome that fails its schema). */
+export class TargetUnusableError extends Error {
+  override readonly name = 'TargetUnusableError';
+  constructor(target: ConformanceTarget, reason: string) {
+    super(`${target.name} cannot be checked: ${reason}`);
+  }
 }
 
 /** `--env` named ids the server does not list: refused once, before any case runs. */

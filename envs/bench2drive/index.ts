@@ -7,6 +7,7 @@ import type { Registry } from '../core/registry.ts';
 import { RenderPool } from '../driving/render/pool.ts';
 import { Bench2DriveEnv, Bench2DriveKwargsSchema, estimateBench2DriveBytes } from './env.ts';
 import { PooledCameras } from './pooled.ts';
+import { MAX_TICKS } from './sim.ts';
 import type { Bench2DriveThreadArgs } from './thread.ts';
 
 export { Bench2DriveEnv } from './env.ts';
@@ -49,6 +50,7 @@ export function registerBench2Drive(registry: Registry, opts: RegisterBench2Driv
     },
     kwargsSchema: Bench2DriveKwargsSchema,
     tools: Bench2DriveEnv.TOOLS,
+    ownEpisodeSteps: MAX_TICKS,
     estimateBytes: estimateBench2DriveBytes,
     tags: ['driving', 'benchmark', 'bench2drive', 'closed-loop'],
   });

@@ -32,6 +32,12 @@ export interface EnvSpec<K = Record<string, unknown>> {
   kwargsSchema?: z.ZodType<K>;
   /** Applies TimeLimit when set (Gymnasium's max_episode_steps). */
   maxEpisodeSteps?: number;
+  /**
+   * The step at which a session made with the default kwargs truncates by itself, for an env
+   * that keeps its own limit instead of a TimeLimit (a route's tick budget, a world model's
+   * episode length): `list_envs` reports it, so it agrees with `make`'s answer.
+   */
+  ownEpisodeSteps?: number;
   /** Free-form tags for listings (e.g. ['driving', 'benchmark']). */
   tags?: string[];
   /**
@@ -169,7 +175,7 @@ export class Registry {
       return {
         id,
         description: spec.description ?? '',
-        max_episode_steps: spec.maxEpisodeSteps ?? null,
+        max_episode_steps: spec.maxEpisodeSteps ?? spec.ownEpisodeSteps ?? null,
         tags: spec.tags ?? [],
         kwargs_schema: kwargsSchema,
         tools: spec.tools ? toolDescriptions(spec.tools) : null,

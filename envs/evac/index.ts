@@ -10,6 +10,7 @@
  * const env = await registry.make('gymwire/EvacWorldModel-v0', { resolution: 128 });
  * await runtime.close();
  */
+import { readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -107,6 +108,21 @@ export function estimateEvacBytes(kwargs: EvacKwargs): number {
   return 4 * MIB + frame * (context + chunk + 3 * sent);
 }
 
+/**
+ * Steps per episode of a session made with the default kwargs: the default model's episode length
+ * in frames over its chunk, rounded up (what the env reports), or undefined when its manifest does
+ * not read (the make that loads it says why).
+ */
+function defaultEpisodeSteps(modelDir: string): number | undefined {
+  try {
+    const manifest = JSON.parse(readFileSync(join(modelDir, 'manifest.json'), 'utf8')) as { maxEpisodeSteps?: unknown; chunk?: unknown };
+    const { maxEpisodeSteps: frames, chunk } = manifest;
+    return typeof frames === 'number' && typeof chunk === 'number' && chunk > 0 ? Math.ceil(frames / chunk) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export interface RegisterEvacOptions extends RuntimeOptions {
   /** Share an existing runtime instead of creating one. */
   runtime?: WorldModelRuntime;
@@ -143,6 +159,7 @@ export function registerEvac(registry: Registry, opts: RegisterEvacOptions = {})
     kwargsSchema: EvacKwargsSchema,
     tags: ['world-model', 'vla', 'evac'],
     estimateBytes: estimateEvacBytes,
+    ownEpisodeSteps: defaultEpisodeSteps(opts.defaultModelDir ?? tinyModelDir(64)),
     entryPoint: async (kwargs, ctx) => {
       if (kwargs.model_dir && kwargs.resolution)
         throw new InvalidOptionsError('give model_dir or resolution, not both (resolution picks a bundled tiny model)');

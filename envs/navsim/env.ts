@@ -475,6 +475,8 @@ export class NavsimEnv implements Env<Record<string, unknown>, unknown> {
   }
 
   render(): Tensor | null {
+    // Gymnasium's rule: no render mode, no frame (the server answers ENV_ERR_UNSUPPORTED).
+    if (this.renderMode === null) return null;
     if (!this.grid || this.sceneIndex < 0) {
       if (this.sceneIndex < 0) return null;
       this.grid = this.source.grid(this.sceneIndex);

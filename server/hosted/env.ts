@@ -109,6 +109,8 @@ export class HostedEnv implements Env {
   }
 
   render(): Promise<RenderFrame | null> {
+    // Made without a render mode, a Gymnasium env has no frame to give (MuJoCo's raises): the server answers ENV_ERR_UNSUPPORTED.
+    if (this.renderMode === null) return Promise.resolve(null);
     return this.worker.call<RenderFrame | null>({ op: 'render', handle: this.handle }, this.what);
   }
 

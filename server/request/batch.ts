@@ -15,7 +15,7 @@ import type { Session } from '../session.ts';
 import { toProtocolError } from './error-handler.ts';
 import { floatActions } from './parse-request.ts';
 import { withSessions } from './session-scope.ts';
-import { floatForDiscrete } from './session-ops.ts';
+import { discreteScalar, floatForDiscrete } from './session-ops.ts';
 
 export function resetBatch(core: ServerCore, client: ClientState, req: RequestOf<'reset_batch'>): ResultOf<'reset_batch'> | Promise<ResultOf<'reset_batch'>> {
   if (req.seeds && req.seeds.length !== req.session_ids.length) {
@@ -45,6 +45,7 @@ export function stepBatch(core: ServerCore, client: ClientState, req: RequestOf<
     for (let i = 0; i < n; i++) {
       const s = sessions[i]!;
       if (s.autoresetPending && req.autoreset_mode === 'next_step') continue; // action ignored on the reset step
+      actions[i] = discreteScalar(s.env.actionSpace, actions[i]);
       const reason = contains(s.env.actionSpace, actions[i]) ?? floatForDiscrete(s.env.actionSpace, actions[i], floats?.[i] === true);
       if (reason)
         throw new ProtocolError('ENV_ERR_INVALID_ACTION', `action ${i} (session ${s.id}) is not in the action space: ${reason}`, {
@@ -186,8 +187,8 @@ function splitActions(actions: unknown, n: number): unknown[] {
     if (actions.shape[0] !== n)
       throw new ProtocolError('ENV_ERR_INVALID_MESSAGE', `actions tensor has leading dimension ${actions.shape[0]} for ${n} sessions`);
     const inner = actions.shape.slice(1);
-    if (inner.length === 0) {
-      // Scalars (Discrete actions) come back as plain numbers.
+    if (inner.length === 0 && !actions.dtype.startsWith('float')) {
+      // Integer scalars (Discrete actions) come back as plain numbers; float ones stay tensors, which a Discrete space refuses.
       const scalars = new Array<number>(n);
       for (let i = 0; i < n; i++) scalars[i] = actions.at(i);
       return scalars;

@@ -10,6 +10,7 @@ import { previewValue, ProtocolError } from '../../protocol/errors.ts';
 import type { RequestOf, ResultOf } from '../../protocol/messages.ts';
 import { contains } from '../../protocol/spaces.ts';
 import type { Space } from '../../protocol/spaces.ts';
+import { Tensor } from '../../protocol/tensor.ts';
 import type { ClientState } from '../client-state.ts';
 import type { ServerCore } from '../core.ts';
 import { floatActions } from './parse-request.ts';
@@ -27,6 +28,7 @@ export function reset(core: ServerCore, client: ClientState, req: RequestOf<'res
 
 export function step(core: ServerCore, client: ClientState, req: RequestOf<'step'>) {
   return withSession(core, client, req.session_id, (s) => {
+    req = { ...req, action: discreteScalar(s.env.actionSpace, req.action) };
     const reason = contains(s.env.actionSpace, req.action) ?? floatForDiscrete(s.env.actionSpace, req.action, floatActions(req) === true);
     if (reason) throw new ProtocolError('ENV_ERR_INVALID_ACTION', `action is not in the action space: ${reason}`, { session_id: s.id });
     const start = process.hrtime.bigint();
@@ -124,6 +126,14 @@ export async function closeRequest(core: ServerCore, client: ClientState, req: R
 }
 
 /** Gymnasium's Discrete holds integers only: an integral value sent as a msgpack float is refused too. */
+/** A Discrete action may come as an integer tensor of shape []: the env gets the integer. */
+export function discreteScalar(space: Space, action: unknown): unknown {
+  if (space.type !== 'discrete' || !(action instanceof Tensor) || action.shape.length !== 0 || !INTEGER_DTYPES.has(action.dtype)) return action;
+  return action.at(0);
+}
+
+const INTEGER_DTYPES = new Set<string>(['int8', 'int16', 'int32', 'int64', 'uint8', 'uint16', 'uint32', 'uint64']);
+
 export function floatForDiscrete(space: Space, action: unknown, sentAsFloat: boolean): string | null {
   if (!sentAsFloat || space.type !== 'discrete') return null;
   return `expected an integer, got the float ${String(action)} (a Discrete action is a msgpack integer, as Gymnasium's Discrete.contains requires)`;
