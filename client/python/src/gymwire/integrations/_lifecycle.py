@@ -35,6 +35,12 @@ from ..tools import ToolEnvironment
 
 _LOG = logging.getLogger(__name__)
 _OWNER_KEY_ATTR = "_gymwire_episode_key"
+# How many closed episodes a table remembers (for late reward claims and refusing ended keys).
+_REMEMBERED_CLOSED = 4096
+
+
+class EpisodeEndedError(RuntimeError):
+    """A call for a trajectory whose episode already ended: a trajectory never silently gets a second episode."""
 
 
 class Episode:
@@ -143,8 +149,9 @@ class EpisodeTable:
         self._loops: dict[Hashable, asyncio.AbstractEventLoop] = {}
         self._locks: dict[Hashable, asyncio.Lock] = {}
         self._closing: set[asyncio.Task[None]] = set()
-        # Returns of episodes closed before anyone claimed them (a release racing a calc_reward), kept briefly.
-        self._unclaimed: dict[Hashable, Episode] = {}
+        # Episodes closed lately: their returns can still be claimed (a release racing a calc_reward), and a key
+        # whose episode ended is refused rather than silently given a new episode. The oldest are forgotten.
+        self._closed: dict[Hashable, Episode] = {}
         _TABLES.add(self)
 
     def __len__(self) -> int:
@@ -158,6 +165,9 @@ class EpisodeTable:
         episode = self._episodes.get(key)
         if episode is not None and not episode.closed:
             return episode
+        ended = self._closed.get(key)
+        if ended is not None and ended.done:
+            raise EpisodeEndedError(f"the episode of {key} has ended (terminated or truncated); a trajectory gets one episode")
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             episode = self._episodes.get(key)
@@ -181,17 +191,16 @@ class EpisodeTable:
         self._loops.pop(key, None)
         episode = self._episodes.pop(key, None)
         if episode is None:
-            return self._unclaimed.get(key)
-        if not episode._claimed:
-            self._unclaimed[key] = episode
-            while len(self._unclaimed) > 4096:
-                self._unclaimed.pop(next(iter(self._unclaimed)))
+            return self._closed.get(key)
+        self._closed[key] = episode
+        while len(self._closed) > _REMEMBERED_CLOSED:
+            self._closed.pop(next(iter(self._closed)))
         await episode.close()
         return episode
 
     def claim_return(self, key: Hashable) -> float:
-        """The return of the key's episode, open or just closed, counted once."""
-        episode = self._episodes.get(key) or self._unclaimed.pop(key, None)
+        """The return of the key's episode, open or lately closed, counted once."""
+        episode = self._episodes.get(key) or self._closed.get(key)
         return 0.0 if episode is None else episode.claim_return()
 
     async def close_idle(self, max_idle: float) -> int:

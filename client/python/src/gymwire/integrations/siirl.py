@@ -422,10 +422,10 @@ class GymwireSiirlTool(_SiirlBaseTool):  # type: ignore[misc,valid-type]
 
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[str, float, dict[str, Any]]:
         seed = self._seeds.get(instance_id, self.config.get("seed"))
-        episode = await self.episodes.open(
-            instance_id, lambda: start_episode(self.config["url"], self.config["env_id"], self.config.get("env_kwargs"), seed=seed)
-        )
         try:
+            episode = await self.episodes.open(
+                instance_id, lambda: start_episode(self.config["url"], self.config["env_id"], self.config.get("env_kwargs"), seed=seed)
+            )
             result = await episode.execute(self.name, parameters)
         except Exception as err:  # noqa: BLE001 - errors go back to the model as text
             # The client keeps the error object a while; without its traceback it no longer holds this frame,

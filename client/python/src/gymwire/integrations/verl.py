@@ -388,10 +388,10 @@ class GymWSTool(_BaseTool):  # type: ignore[misc,valid-type]
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[Any, float, dict[str, Any]]:
         key, owner = self._owner(instance_id, kwargs)
         seed = self._seed(owner)
-        episode = await self.episodes.open(
-            key, lambda: start_episode(self.config["url"], self.config["env_id"], self.config.get("env_kwargs"), seed=seed), owner=owner
-        )
         try:
+            episode = await self.episodes.open(
+                key, lambda: start_episode(self.config["url"], self.config["env_id"], self.config.get("env_kwargs"), seed=seed), owner=owner
+            )
             result = await episode.execute(self.name, parameters)
         except Exception as err:  # noqa: BLE001 - errors go back to the model as text
             # The client keeps the error object a while; without its traceback it no longer holds this frame,
