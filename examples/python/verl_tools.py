@@ -33,19 +33,21 @@ ENV_ID = "gymwire/CartPole-v1"
 
 
 class AgentData:
-    """What verl's ToolAgentLoop passes to tools: the trajectory's request id keys its env session."""
+    """What verl's ToolAgentLoop passes to tools: one object per trajectory, which owns its env session."""
 
     request_id = "episode-1"
+    tools_kwargs: dict = {}
 
 
 async def episode(step_tool: GymWSTool) -> list[float]:
     rewards: list[float] = []
     obs = [0.0, 0.0, 0.0, 0.0]
+    trajectory = AgentData()
     for _ in range(500):
         instance, _ = await step_tool.create()
         action = 1 if obs[2] + 0.5 * obs[3] > 0 else 0  # push the cart towards the pole's lean
-        response, reward, metrics = await step_tool.execute(instance, {"action": action}, agent_data=AgentData())
-        await step_tool.release(instance, agent_data=AgentData())
+        response, reward, metrics = await step_tool.execute(instance, {"action": action}, agent_data=trajectory)
+        await step_tool.release(instance)
         rewards.append(reward)
         obs = json.loads(response.text)["obs"]
         if metrics.get("episode_done"):
@@ -61,4 +63,4 @@ with server_url() as url, tempfile.TemporaryDirectory() as tmp:
     rewards = asyncio.run(episode(tools["step"]))
     print(f"episode: {len(rewards)} steps, return {sum(rewards):.1f}")
     check({"reset", "step"} <= set(tools), "verl's loader built the reset and step tools")
-    check(len(rewards) >= 20 and AgentData.request_id not in GymWSTool._sessions, "a balanced episode ran and its session was closed")
+    check(len(rewards) >= 20 and not len(GymWSTool.episodes), "a balanced episode ran and its session was closed")

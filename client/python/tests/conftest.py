@@ -106,6 +106,28 @@ def url(server: ServerProcess) -> str:
     return server.url
 
 
+def open_sessions(url: str) -> int:
+    """The server's open sessions, as its ``/metrics`` reports them (``gymwire_open_sessions``, summed over envs)."""
+    import urllib.request
+
+    http = url.replace("ws://", "http://", 1).replace("wss://", "https://", 1).rstrip("/")
+    with urllib.request.urlopen(f"{http}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith("gymwire_open_sessions")))
+
+
+def sessions_left(url: str, wait: float = 10.0) -> int:
+    """The open-session count once it reaches 0, or after ``wait`` seconds (closes that a framework's loop runs a moment later)."""
+    import time
+
+    deadline = time.monotonic() + wait
+    count = open_sessions(url)
+    while count and time.monotonic() < deadline:
+        time.sleep(0.1)
+        count = open_sessions(url)
+    return count
+
+
 @pytest.fixture
 def client(url: str):
     import gymwire

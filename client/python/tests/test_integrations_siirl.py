@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import sys
 import types
 
@@ -63,19 +62,23 @@ def test_register_replaces_the_module_attribute(monkeypatch) -> None:
 
 
 def test_text_env_step(url: str, monkeypatch) -> None:
+
     monkeypatch.setattr(gw_siirl, "_SETTINGS", {})
     gw_siirl.configure(url, "gymwire/CartPole-v1")
 
     async def main() -> None:
+        # siiRL hands every agent's whole text (prompt plus reply) back as its action.
         env = GymwireTextEnv()
-        obs, reward, stop = await env.step(["thinking...", "1"], {"seed": 0})
-        assert reward == 1.0 and not stop and len(obs) == 2 and "obs" in json.loads(obs[0])
-        obs, reward, stop = await env.step(["5"], None)
-        assert reward == 0.0 and "error" in json.loads(obs[0])
+        obs, reward, stop = await env.step(["Reasoner: push right.", "Balance. Actor: <action>1</action>"], {"seed": 0})
+        assert reward == 1.0 and not stop and len(obs) == 2
+        assert obs[1].startswith("Balance. Actor: <action>1</action>") and "[gymwire episode " in obs[1] and "Observation:" in obs[1]
+        obs, reward, stop = await GymwireTextEnv().step([obs[1] + " I think five. <action>5</action>"], None)
+        assert reward == 0.0 and "refused" in obs[0]
+        assert len(GymwireTextEnv.episodes) == 1  # the same trajectory, found by the tag in its text
         for _ in range(200):
-            _, _, stop = await env.step(["1"])
+            obs, _, stop = await GymwireTextEnv().step([obs[0] + "<action>1</action>"])
             if stop:
                 break
-        assert stop
+        assert stop and len(GymwireTextEnv.episodes) == 0
 
     asyncio.run(main())

@@ -112,30 +112,44 @@ def test_agent_loop_episode_and_masks(url: str) -> None:
     assert "play" in "".join(chr(i) for i in out.prompt_ids)
 
 
-def test_base_tool_keeps_one_session_per_request(url: str) -> None:
+class AgentData(types.SimpleNamespace):
+    """verl's per-trajectory AgentData, as the tools see it (a plain object: weakly referenceable)."""
+
+
+def test_base_tool_keeps_one_session_per_trajectory_and_closes_it_when_verl_drops_the_trajectory(url: str) -> None:
+    from conftest import sessions_left
+
     schema = {"type": "function", "function": {"name": "step", "description": "", "parameters": {}}}
     cfg = {"url": url, "env_id": "gymwire/CartPole-v1", "seed": 0}
 
     async def main() -> None:
-        agent_a = types.SimpleNamespace(request_id="req-a")
-        agent_b = types.SimpleNamespace(request_id="req-b")
+        # Two trajectories with the same request id (verl's full_determinism repeats det-<index>): two sessions.
+        agent_a = AgentData(request_id="det-0", tools_kwargs={})
+        agent_b = AgentData(request_id="det-0", tools_kwargs={})
         for _ in range(3):
             tool = GymWSTool(cfg, schema)  # ToolAgentLoop makes a fresh instance per call
             iid, _ = await tool.create()
             resp, reward, extra = await tool.execute(iid, {"action": 1}, agent_data=agent_a)
-            await tool.release(iid)
+            await tool.release(iid)  # after every call, as ToolAgentLoop does: the trajectory's session stays
             assert reward == 1.0
         tool = GymWSTool(cfg, schema)
         iid, _ = await tool.create()
         _, _, extra_b = await tool.execute(iid, {"action": 1}, agent_data=agent_b)
         assert extra["episode_return"] == 3.0 and extra_b["episode_return"] == 1.0
         assert await tool.calc_reward(iid, agent_data=agent_a) == 3.0
+        assert await tool.calc_reward(iid, agent_data=agent_a) == 0.0  # counted once over all tools
         bad, reward, extra = await tool.execute(iid, {"action": 9}, agent_data=agent_a)
         assert reward == 0.0 and "ENV_ERR_INVALID_ACTION" in bad.text
-        await GymWSTool.close_request("req-a")
-        await GymWSTool.close_request("req-b")
+        assert len(GymWSTool.episodes) == 2
+        del agent_a, agent_b  # verl drops the trajectories' AgentData when their run() returns
+        for _ in range(50):
+            await asyncio.sleep(0.02)
+            if not len(GymWSTool.episodes):
+                break
+        assert len(GymWSTool.episodes) == 0
 
     asyncio.run(main())
+    assert sessions_left(url) == 0
     entries = GymWSTool.tool_config(url, "gymwire/CartPole-v1", [schema])["tools"]
     assert entries[0]["class_name"].endswith("verl.GymWSTool") and entries[0]["config"]["type"] == "native"
 

@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import ray
+
+# The same wait, as Ray's own setting: 30 s is too short for a raylet on a loaded 2-core machine (Ray reads it at start-up).
+os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
 
 ATTEMPTS = 3
 

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,14 @@ EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "python"
 CARTPOLE = "gymwire/CartPole-v1"
 EVAC = "gymwire/EvacWorldModel-v0"
 sys.path.insert(0, str(APP))
+import multi_agent  # noqa: E402
 import rollout_actor  # noqa: E402
+from conftest import sessions_left  # noqa: E402
+
+sys.path.insert(0, str(EXAMPLES))
+from _tiny_lm import build_tokenizer  # noqa: E402
+
+ACTION = "<action>1</action>"
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +50,62 @@ def ray_cluster(url: str):
     ray.cloudpickle.register_pickle_by_value(rollout_actor)
     yield
     ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny local model directory siiRL's load_tokenizer reads: a tokenizer trained here and a Qwen2 config."""
+    from transformers import Qwen2Config
+
+    path = tmp_path_factory.mktemp("tiny-lm")
+    tok = build_tokenizer(path, ["Balance the pole.", ACTION, "Observation: [0.01, -0.02]", "[gymwire episode 0a1b] agent 0: agent 1: push right"])
+    config = Qwen2Config(
+        architectures=["Qwen2ForCausalLM"],
+        vocab_size=len(tok),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+    )
+    config.save_pretrained(path)
+    return path
+
+
+@pytest.fixture
+def text_env(url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """GymwireTextEnv set for CartPole with siiRL's turn limit; its env_path entry."""
+    from gymwire.integrations import siirl as gw_siirl
+    from gymwire.integrations import siirl_env
+
+    monkeypatch.setattr(gw_siirl, "_SETTINGS", {})
+    gw_siirl.configure(url, CARTPOLE, max_turns=TURNS)
+    return siirl_env.ENV_PATH
+
+
+TURNS = 4
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("replies", [[ACTION], ["push right", ACTION]], ids=["one-agent", "reasoner-and-actor"])
+def test_multi_agent_loop_plays_one_session_per_trajectory(model_dir: Path, text_env: str, url: str, replies: list[str]) -> None:
+    """siiRL's MultiAgentLoop.generate_colocate (colocate_task per sample and agent) with siiRL's example process
+    file shape; the agents' SGLang engines are stand-ins (multi_agent.py says what else is)."""
+    from gymwire.integrations.siirl import GymwireTextEnv
+
+    loop = multi_agent.build_loop(model_dir, text_env, replies, max_turns=TURNS)
+    actor = loop.node_queue[-1].node_id
+    for _ in range(2):  # two batches
+        result = multi_agent.run_batch(loop, ["Balance the pole."] * 2, seeds=[3, 4])
+        assert sessions_left(url) == 0 and len(GymwireTextEnv.episodes) == 0  # ended at siiRL's last turn
+        for steps in result[actor].values():
+            assert [s.rewards for s in steps] == [1.0] * TURNS  # every turn's action reached CartPole; each reward once
+            tags = set(GymwireTextEnv.EPISODE_RE.findall(steps[-1].original_prompt))
+            assert len(tags) == 1  # one session for the whole trajectory
+        assert len({GymwireTextEnv.EPISODE_RE.findall(s[-1].original_prompt)[0] for s in result[actor].values()}) == 2
+    # Every agent's later prompts carry the observation (the reasoner's come through siiRL's obs routing).
+    decoded = loop.node_queue[0].agent_process.tokenizer.decode(loop.rollouts[0].prompts[-1])
+    assert "Observation:" in decoded
 
 
 @pytest.mark.timeout(600)  # two fresh imports of siiRL (torch, transformers, tensorflow) in child processes
@@ -136,33 +200,45 @@ def test_text_env_from_env_path_survives_re_creation_every_step(url: str, monkey
     assert 5 <= steps < 100 and total == steps  # one episode of CartPole pushed right, not 100 first steps
 
 
-def test_tool_has_siirls_base_tool_shape(url: str) -> None:
+def test_tool_lifecycle_as_siirls_sglang_rollout_drives_it(url: str) -> None:
+    """What siiRL's SGLang rollout does per request: create every tool with the request id, execute, then
+    calc_reward and release for every tool (concurrently). Two batches of two requests."""
     from siirl.execution.rollout_flow.multiturn.tools.base_tool import BaseTool
     from siirl.execution.rollout_flow.multiturn.tools.schemas import OpenAIFunctionToolSchema
 
     from gymwire.integrations.siirl import GymwireSiirlTool
     from gymwire.integrations.verl import fetch_env_tool_schemas
 
-    entries = GymwireSiirlTool.tool_config(url, CARTPOLE, asyncio.run(fetch_env_tool_schemas(url, CARTPOLE)), seed=5)["tools"]
-    step_entry = next(e for e in entries if e["tool_schema"]["function"]["name"] == "step")
-    tool = GymwireSiirlTool(step_entry["config"], OpenAIFunctionToolSchema(**step_entry["tool_schema"]))  # siiRL's schema model accepts it
-    assert isinstance(tool, BaseTool) and tool.name == "step"
+    entries = GymwireSiirlTool.tool_config(url, CARTPOLE, asyncio.run(fetch_env_tool_schemas(url, CARTPOLE)))["tools"]
+    tools = {e["tool_schema"]["function"]["name"]: GymwireSiirlTool(e["config"], OpenAIFunctionToolSchema(**e["tool_schema"])) for e in entries}
+    assert all(isinstance(t, BaseTool) for t in tools.values()) and {"step", "reset"} <= set(tools)
 
-    async def episode() -> list[float]:
+    async def request(request_id: str, seed: int, steps: int) -> tuple[list[float], dict[str, float]]:
+        for tool in tools.values():
+            assert await tool.create(request_id, seed=seed) == request_id
         rewards = []
-        instance = await tool.create()
-        assert isinstance(instance, str)
-        for _ in range(100):
-            text, reward, metrics = await tool.execute(instance, {"action": 1})
-            assert isinstance(text, str) and "obs" in json.loads(text)
+        for _ in range(steps):
+            text, reward, _ = await tools["step"].execute(request_id, {"action": 1})
+            payload = json.loads(text)
+            assert "obs" in payload or "has ended" in payload["error"]  # after the end: refused, no second episode
             rewards.append(reward)
-            if metrics.get("episode_done"):
-                await tool.release(instance)
-                return rewards
-        raise AssertionError("the episode never ended")
 
-    rewards = asyncio.run(episode())
-    assert len(rewards) >= 5 and set(rewards) == {1.0}
+        async def calc_reward_and_release(name: str, tool) -> tuple[str, float]:
+            reward = await tool.calc_reward(request_id)
+            await tool.release(request_id)
+            return name, reward
+
+        return rewards, dict(await asyncio.gather(*(calc_reward_and_release(n, t) for n, t in tools.items())))
+
+    async def batch() -> list:
+        return await asyncio.gather(request(uuid.uuid4().hex, 3, 3), request(uuid.uuid4().hex, 4, 40))
+
+    for _ in range(2):
+        (short_rewards, short_calc), (long_rewards, long_calc) = asyncio.run(batch())
+        assert short_rewards == [1.0] * 3 and sum(short_calc.values()) == 3.0  # the return, counted once over the tools
+        assert 5 <= sum(long_rewards) < 40 and long_rewards[-1] == 0.0  # the episode ended; later calls start no new one
+        assert sum(long_calc.values()) == sum(long_rewards)
+        assert sessions_left(url) == 0 and len(GymwireSiirlTool.episodes) == 0  # release closed what the episode end did not
 
 
 @pytest.mark.timeout(600)

@@ -19,8 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import ray
+import torch
 import verl
 import yaml
+from conftest import sessions_left
 from hydra import compose, initialize_config_dir
 from ray_start import init_ray
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -100,7 +102,7 @@ class ScriptedLLM:
         return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids), stop_reason="completed")
 
 
-def verl_config(model_dir: Path, tmp: Path, url: str):
+def verl_config(model_dir: Path, tmp: Path, url: str, *extra: str):
     agent_loops = tmp / "agent_loops.yaml"
     agent_loops.write_text(
         yaml.safe_dump([{"name": "gym_ws", "_target_": "gymwire.integrations.verl.GymWSAgentLoop", "gymwire_url": url, "env_id": CARTPOLE, "max_turns": 64}])
@@ -116,6 +118,7 @@ def verl_config(model_dir: Path, tmp: Path, url: str):
                 "actor_rollout_ref.rollout.response_length=8192",
                 "actor_rollout_ref.rollout.name=vllm",
                 "actor_rollout_ref.rollout.mode=async",
+                *extra,
             ],
         )
 
@@ -136,18 +139,18 @@ def agent_worker(url: str, model_dir: Path, tmp_path_factory: pytest.TempPathFac
     return ray.remote(AgentLoopWorker).remote(config, ScriptedLLM(str(model_dir)))
 
 
-def samples(prompts: list[str], **columns: list) -> DataProto:
+def samples(prompts: list[str], agent_name: str = "gym_ws", **columns: list) -> DataProto:
     """A batch as verl's dataset hands it to the agent loop workers; extra columns are per-sample overrides."""
     raw_prompt = np.empty(len(prompts), dtype=object)
     for i, text in enumerate(prompts):
         raw_prompt[i] = [{"role": "user", "content": text}]
-    data = {"raw_prompt": raw_prompt, "agent_name": np.array(["gym_ws"] * len(prompts), dtype=object), "index": np.arange(len(prompts))}
+    data = {"raw_prompt": raw_prompt, "agent_name": np.array([agent_name] * len(prompts), dtype=object), "index": np.arange(len(prompts))}
     data.update({k: np.array(v, dtype=object) for k, v in columns.items()})
     return DataProto.from_single_dict(data, meta_info={"global_steps": 1, "validate": False})
 
 
 @pytest.mark.timeout(900)
-def test_agent_loop_worker_runs_gym_ws_episodes_in_a_ray_actor(agent_worker) -> None:
+def test_agent_loop_worker_runs_gym_ws_episodes_in_a_ray_actor(agent_worker, url: str) -> None:
     out = ray.get(agent_worker.generate_sequences.remote(samples(["Balance the pole."] * 2, seed=[3, 4])))
     responses, mask = out.batch["responses"], out.batch["response_mask"]
     assert responses.shape[0] == 2
@@ -155,6 +158,7 @@ def test_agent_loop_worker_runs_gym_ws_episodes_in_a_ray_actor(agent_worker) -> 
     scores = out.batch["rm_scores"].sum(dim=1).tolist()
     assert all(s >= 5 for s in scores), scores  # CartPole pushed right lasts several steps, reward 1 each
     assert [list(e) for e in out.non_tensor_batch["tool_errors"]] == [[], []]
+    assert sessions_left(url) == 0
 
 
 @pytest.mark.timeout(900)
@@ -170,6 +174,56 @@ def test_wrong_actions_unknown_env_and_a_down_server_are_clear_errors_in_the_wor
         ray.get(agent_worker.generate_sequences.remote(samples(["Balance the pole."], env_id=["gymwire/NoSuchEnv-v0"])))
     with pytest.raises(ray.exceptions.RayTaskError, match=r"ws://127\.0\.0\.1:9"):
         ray.get(agent_worker.generate_sequences.remote(samples(["Balance the pole."], gymwire_url=["ws://127.0.0.1:9"])))
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["uuid-request-ids", "full-determinism"])
+def tool_worker(request, url: str, model_dir: Path, tmp_path_factory: pytest.TempPathFactory, ray_session):
+    """verl's AgentLoopWorker running its own ToolAgentLoop with gymwire's tools (loaded by verl from tool_config_path)."""
+    tmp = tmp_path_factory.mktemp("verl-tools")
+    tools = tmp / "tools.yaml"
+    tools.write_text(yaml.safe_dump(GymWSTool.tool_config(url, CARTPOLE, asyncio.run(fetch_env_tool_schemas(url, CARTPOLE)))))
+    config = verl_config(
+        model_dir,
+        tmp,
+        url,
+        "actor_rollout_ref.rollout.multi_turn.enable=true",
+        f"actor_rollout_ref.rollout.multi_turn.tool_config_path={tools}",
+        "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=3",
+        "actor_rollout_ref.rollout.multi_turn.format=hermes",
+        f"actor_rollout_ref.rollout.full_determinism={str(request.param).lower()}",
+    )
+    worker = ray.remote(AgentLoopWorker).remote(config, ScriptedLLM(str(model_dir)))
+    yield request.param, worker
+    ray.kill(worker)
+
+
+@pytest.mark.timeout(900)
+def test_tool_agent_loop_keeps_one_session_per_trajectory_and_leaves_none_open(tool_worker, url: str) -> None:
+    """verl's ToolAgentLoop with ``max_assistant_turns=3``: two tool calls per trajectory (the third turn ends it),
+    each a ``step`` of CartPole pushed right, which lasts longer: every trajectory ends before its episode does.
+    The LLM engine is a stand-in (a GPU is needed for vLLM/SGLang); the loop, worker and tool loader are verl's."""
+    full_determinism, worker = tool_worker
+    seeds = [3, 4]
+    batch = lambda: samples(  # noqa: E731
+        ["Balance the pole."] * 2, agent_name="tool_agent", tools_kwargs=[{"step": {"create_kwargs": {"seed": s}}} for s in seeds], priority=[0, 1]
+    )
+    first = ray.get(worker.generate_sequences.remote(batch()))
+    assert sessions_left(url) == 0  # every trajectory's session closed when verl dropped the trajectory
+    second = ray.get(worker.generate_sequences.remote(batch()))
+    assert sessions_left(url) == 0
+    for out in (first, second):
+        assert [list(r) for r in out.non_tensor_batch["tool_rewards"]] == [[1.0, 1.0], [1.0, 1.0]]  # two steps each, counted once
+    # The second batch replays the first (same seeds, same actions): a fresh, reset episode per trajectory, even when
+    # verl names both batches' requests det-0 and det-1 (full determinism).
+    assert torch.equal(first.batch["responses"], second.batch["responses"]), full_determinism
+    assert not torch.equal(first.batch["responses"][0], first.batch["responses"][1])  # two seeds, two episodes
+
+
+def test_tool_descriptions_say_each_bound_once(url: str) -> None:
+    schemas = asyncio.run(fetch_env_tool_schemas(url, CARTPOLE))
+    (step,) = [e["tool_schema"] for e in GymWSTool.tool_config(url, CARTPOLE, schemas)["tools"] if e["tool_schema"]["function"]["name"] == "step"]
+    description = step["function"]["parameters"]["properties"]["action"]["description"]
+    assert description.count("minimum 0") == 1 and description.count("maximum 1") == 1, description
 
 
 def test_token_ids_from_transformers_5_chat_templates(model_dir: Path) -> None:
@@ -191,18 +245,22 @@ def test_tool_loader_builds_gym_ws_tools_and_sessions_are_released(url: str, tmp
     assert tools["reset"].tool_schema.function.parameters.required == []
 
     class AgentData:
-        request_id = "req-1"
+        """One trajectory, as verl's ToolAgentLoop hands it to every tool call."""
+
+        request_id = "det-0"
+        tools_kwargs: dict = {}
 
     async def episode() -> list[float]:
         rewards = []
+        trajectory = AgentData()
         instance, _ = await tools["step"].create()
         # A wrong action shape: the model reads the server's error, the log says it, no reward.
-        response, reward, metrics = await tools["step"].execute(instance, {"action": [0.5, 0.5]}, agent_data=AgentData())
+        response, reward, metrics = await tools["step"].execute(instance, {"action": [0.5, 0.5]}, agent_data=trajectory)
         assert "ENV_ERR_INVALID_ACTION" in json.loads(response.text)["error"] and reward == 0.0 and metrics == {"error": True}
         for _ in range(100):
             instance, _ = await tools["step"].create()
-            response, reward, metrics = await tools["step"].execute(instance, {"action": 1}, agent_data=AgentData())
-            await tools["step"].release(instance, agent_data=AgentData())
+            response, reward, metrics = await tools["step"].execute(instance, {"action": 1}, agent_data=trajectory)
+            await tools["step"].release(instance)
             rewards.append(reward)
             if metrics.get("episode_done"):
                 return rewards
@@ -210,7 +268,7 @@ def test_tool_loader_builds_gym_ws_tools_and_sessions_are_released(url: str, tmp
 
     rewards = asyncio.run(episode())
     assert len(rewards) >= 5 and all(r == 1.0 for r in rewards)
-    assert "req-1" not in GymWSTool._sessions  # closed when the episode ended
+    assert len(GymWSTool.episodes) == 0 and sessions_left(url) == 0  # closed when the episode ended
     assert any(r.levelname == "WARNING" and "gymwire tool step" in r.getMessage() and "ENV_ERR_INVALID_ACTION" in r.getMessage() for r in caplog.records)
 
 

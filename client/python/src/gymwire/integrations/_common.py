@@ -13,6 +13,7 @@ from gymnasium import spaces as gs
 
 from ..client import Client
 from ..spaces import value_from_wire, value_to_wire
+from ._lifecycle import VectorSessions
 
 
 def optional_attr(module: str, name: str) -> Any:
@@ -140,7 +141,13 @@ class ChunkedSessions:
         self.kwargs = dict(kwargs or {})
         self.num_envs = num_envs
         self.client = Client(url, **(client_options or {}))
-        self.vec = self.client.make_vec(env_id, num_envs, autoreset_mode="disabled", **self.kwargs)
+        try:
+            self.vec = self.client.make_vec(env_id, num_envs, autoreset_mode="disabled", **self.kwargs)
+        except BaseException:
+            self.client.close()
+            raise
+        # Closed by close(), or when a framework drops this object (or its worker exits) without calling it.
+        self.lifecycle = VectorSessions(self, self.vec, self.client)
         self.remote = self.vec.remote
         self.observation_space = self.vec.single_observation_space
         self.action_space = self.vec.single_action_space
@@ -254,10 +261,7 @@ class ChunkedSessions:
         self.done, self.elapsed, self.returns, self.last_obs = saved["done"], saved["elapsed"], saved["returns"], saved["last_obs"]
 
     def close(self) -> None:
-        try:
-            self.vec.close()
-        finally:
-            self.client.close()
+        self.lifecycle.close()
 
 
 def env_setting(explicit: Any, env_var: str, what: str) -> Any:

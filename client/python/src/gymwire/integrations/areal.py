@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,8 +22,12 @@ import numpy as np
 from gymnasium import spaces as gs
 
 from .. import errors as E
-from ..tools import ToolEnvironment, space_json_schema, to_jsonable
+from ..tools import to_jsonable
 from ._common import as_tensor, optional_attr
+from ._lifecycle import Episode, episode_session
+from ._text import ACTION_RE, default_parse_action, default_render
+
+__all__ = ["ACTION_RE", "GymWSAgent", "GymWSWorkflow", "dataset_to_areal", "default_parse_action", "default_render"]
 
 _LOG = logging.getLogger(__name__)
 _RolloutWorkflow = optional_attr("areal.api.workflow_api", "RolloutWorkflow") or object
@@ -43,30 +46,6 @@ class ModelRequestStandIn:
     image_data: list[str] | None = None
     processor: Any = None
     vision_msg_vllm: Any = None
-
-
-def default_render(obs: Any, info: dict[str, Any], turn: int, action_space: gs.Space[Any]) -> str:
-    """Observation -> prompt text: the JSON observation (images left out) and the action's JSON Schema."""
-    visible = {k: v for k, v in obs.items() if not (isinstance(v, np.ndarray) and v.ndim == 3)} if isinstance(obs, dict) else obs
-    schema = json.dumps(space_json_schema(action_space))
-    lead = "" if turn == 0 else "\n"
-    return f"{lead}Observation: {json.dumps(to_jsonable(visible))}\nReply with the action as JSON matching {schema} inside <action></action>.\n"
-
-
-ACTION_RE = re.compile(r"<action>(.*?)</action>", re.S)
-
-
-def default_parse_action(text: str, action_space: gs.Space[Any]) -> Any:
-    """The JSON inside the last ``<action>...</action>`` (or the whole text); ValueError when there is none."""
-    found = ACTION_RE.findall(text)
-    body = (found[-1] if found else text).strip()
-    try:
-        value = json.loads(body)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"no JSON action in {text[-200:]!r}") from err
-    if isinstance(action_space, gs.Box):
-        return np.asarray(value, dtype=action_space.dtype)
-    return value
 
 
 def _images(obs: Any) -> list[np.ndarray]:
@@ -196,21 +175,24 @@ class GymWSWorkflow(_RolloutWorkflow):  # type: ignore[misc,valid-type]
         return [int(i) for i in processed["input_ids"][0].tolist()]
 
     async def arun_episode(self, engine: Any, data: dict[str, Any]) -> dict[str, Any] | None:
-        env = ToolEnvironment(self.server_url, data.get("env_id", self.env_id), data.get("env_kwargs", self.env_kwargs), **self.client_options)
-        await env.ainitialize()
-        try:
-            return await self._episode(engine, env, data)
-        finally:
-            await env.aclose()
+        # The whole trajectory runs in this call: the session lives exactly as long as it (closed on errors too).
+        async with episode_session(
+            self.server_url,
+            data.get("env_id", self.env_id),
+            data.get("env_kwargs", self.env_kwargs),
+            seed=data.get("seed"),
+            options=data.get("options"),
+            client_options=self.client_options,
+        ) as episode:
+            return await self._episode(engine, episode)
 
-    async def _episode(self, engine: Any, env: ToolEnvironment, data: dict[str, Any]) -> dict[str, Any] | None:
-        remote = env.remote
-        obs, info = await remote.reset(seed=data.get("seed"), options=data.get("options"))
+    async def _episode(self, engine: Any, episode: Episode) -> dict[str, Any] | None:
+        remote = episode.remote
+        obs, info = episode.first
         seq: list[int] = []
         loss_mask: list[int] = []
         logprobs: list[float] = []
         versions: list[int] = []
-        total = 0.0
         vision: dict[str, list[Any]] = {}
         text = self.render(obs, info, 0, remote.action_space)
         for turn in range(self.max_turns):
@@ -240,8 +222,8 @@ class GymWSWorkflow(_RolloutWorkflow):  # type: ignore[misc,valid-type]
                 _LOG.warning("gymwire workflow: turn %d's action was refused: %s (the model said %r)", turn, err, completion[:200])
                 text = f"\nThat action was refused: {reason}\n" + self.render(obs, info, turn + 1, remote.action_space)
                 continue
-            total += reward
-            if terminated or truncated:
+            episode.record(float(reward), bool(terminated or truncated))
+            if episode.done:
                 break
             text = self.render(obs, info, turn + 1, remote.action_space)
         if not any(loss_mask):
@@ -254,7 +236,7 @@ class GymWSWorkflow(_RolloutWorkflow):  # type: ignore[misc,valid-type]
             "logprobs": t(np.asarray(logprobs, dtype=np.float32).reshape(1, n)),
             "versions": t(np.asarray(versions, dtype=np.int32).reshape(1, n)),
             "attention_mask": t(np.ones((1, n), dtype=np.bool_)),
-            "rewards": t(np.asarray([total], dtype=np.float32)),
+            "rewards": t(np.asarray([episode.episode_return], dtype=np.float32)),
         }
         if vision.get("pixel_values"):
             # AReaL's VLM format (areal/workflow/vision_rlvr.py): one dict per batch row, every turn's images concatenated.
@@ -301,19 +283,14 @@ class GymWSAgent:
 
     async def run(self, data: dict[str, Any], **extra_kwargs: Any) -> float:
         client = self._openai(extra_kwargs)
-        env = ToolEnvironment(self.server_url, data.get("env_id", self.env_id), data.get("env_kwargs", self.env_kwargs))
-        await env.ainitialize()
-        try:
-            first = await env.aexecute("reset", {"seed": data.get("seed")})
-            tools = [t for t in env.list_tools() if t["function"]["name"] not in ("reset", "env_reset")]
+        async with episode_session(self.server_url, data.get("env_id", self.env_id), data.get("env_kwargs", self.env_kwargs), seed=data.get("seed")) as episode:
+            obs, info = episode.first
+            tools = [t for t in episode.env.list_tools() if t["function"]["name"] not in ("reset", "env_reset")]
+            task = {"task": data["prompt"]} if "prompt" in data else {}
             messages: list[dict[str, Any]] = [
                 {"role": "system", "content": self.system_prompt},
-                {
-                    "role": "user",
-                    "content": json.dumps({"observation": first["obs"], "info": first["info"], **({"task": data["prompt"]} if "prompt" in data else {})}),
-                },
+                {"role": "user", "content": json.dumps({"observation": to_jsonable(obs), "info": to_jsonable(info), **task})},
             ]
-            total, done = 0.0, False
             for _ in range(self.max_turns):
                 completion = await client.chat.completions.create(model=self.model, messages=messages, tools=tools)
                 msg = completion.choices[0].message
@@ -327,18 +304,13 @@ class GymWSAgent:
                     break
                 for call in calls:
                     try:
-                        result = await env.aexecute(call.function.name, call.function.arguments)
+                        result = await episode.execute(call.function.name, call.function.arguments)
                     except E.GymwireError as err:
                         result = {"error": str(err)}
-                    if isinstance(result, dict) and "reward" in result:
-                        total += float(result["reward"])
-                        done = done or bool(result.get("terminated") or result.get("truncated"))
                     messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
-                if done:
+                if episode.done:
                     break
-            return total
-        finally:
-            await env.aclose()
+            return episode.episode_return
 
 
 def _call_dict(call: Any) -> dict[str, Any]:

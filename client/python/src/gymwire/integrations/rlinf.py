@@ -98,6 +98,9 @@ class RemoteGymEnv(gym.Env[Any, Any]):
         self.success_once = np.zeros(self.num_envs, dtype=np.bool_)
         self.returns = np.zeros(self.num_envs, dtype=np.float32)
         self.reset_state_ids = np.zeros(self.num_envs, dtype=np.int64)
+        # How each env's episode ended (until its reset): without auto_reset, RLinf reads the end from every later column.
+        self._ended_terminated = np.zeros(self.num_envs, dtype=np.bool_)
+        self._ended_truncated = np.zeros(self.num_envs, dtype=np.bool_)
         self.update_reset_state_ids()
 
     # RLinf sets is_start = True before a rollout epoch; the next reset() consumes it (LIBERO's rule).
@@ -156,6 +159,8 @@ class RemoteGymEnv(gym.Env[Any, Any]):
         return self._obs(self.sessions.last_obs), {}
 
     def _reset_metrics(self, idx: np.ndarray) -> None:
+        self._ended_terminated[idx] = False
+        self._ended_truncated[idx] = False
         self._elapsed_steps[idx] = 0
         self.prev_step_reward[idx] = 0.0
         self.success_once[idx] = False
@@ -202,6 +207,14 @@ class RemoteGymEnv(gym.Env[Any, Any]):
             obs_list.append(self._obs(o[-1]))
             infos_list.append(infos)
         raw_terms, raw_truncs = terms.copy(), truncs.copy()
+        if not (self.auto_reset or self.ignore_terminations):
+            # RLinf counts an episode when a chunk's last column says done (its eval compares that column with the
+            # previous chunk's). LIBERO's episodes go on reporting done once they end, so an episode that ends
+            # mid-chunk says so on every later column, and on every chunk after, until it is reset.
+            terms = np.logical_or.accumulate(terms, axis=1) | self._ended_terminated[:, None]
+            truncs = np.logical_or.accumulate(truncs, axis=1) | self._ended_truncated[:, None]
+        self._ended_terminated |= raw_terms.any(axis=1)
+        self._ended_truncated |= raw_truncs.any(axis=1)
         if self.ignore_terminations:
             terms[:] = False
         past_dones = terms.any(axis=1) | truncs.any(axis=1)

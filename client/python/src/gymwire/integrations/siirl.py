@@ -28,16 +28,25 @@ from typing import Any
 
 import numpy as np
 
-from ..tools import to_jsonable
+from .. import errors as E
 from ._common import ChunkedSessions, ObsMapper, env_setting, optional_attr
+from ._lifecycle import EpisodeTable, start_episode
+from ._text import default_parse_action, default_render, reply_after
 
 _SETTINGS: dict[str, Any] = {}
+# Seconds a text-env episode may sit unused before its session is closed (siiRL never says it gave up a trajectory).
+DEFAULT_IDLE_TIMEOUT = 600.0
 _LOG = logging.getLogger(__name__)
 
 
-def configure(url: str, env_id: str, env_kwargs: dict[str, Any] | None = None, **mapping: Any) -> None:
-    """Sets the server and env for adapters siiRL constructs (instead of the environment variables)."""
-    _SETTINGS.update(url=url, env_id=env_id, env_kwargs=env_kwargs or {}, mapping=mapping)
+def configure(
+    url: str, env_id: str, env_kwargs: dict[str, Any] | None = None, *, max_turns: int | None = None, idle_timeout: float | None = None, **mapping: Any
+) -> None:
+    """Sets the server and env for what siiRL constructs (instead of the environment variables).
+
+    ``max_turns`` and ``idle_timeout`` are :class:`GymwireTextEnv`'s; ``mapping`` (``image_key``, ...) is the embodied adapter's.
+    """
+    _SETTINGS.update(url=url, env_id=env_id, env_kwargs=env_kwargs or {}, max_turns=max_turns, idle_timeout=idle_timeout, mapping=mapping)
 
 
 def _libero_obs(mapper: ObsMapper, obs: Any) -> dict[str, Any]:
@@ -293,81 +302,85 @@ def register(adapter_cls: type = GymwireLIBEROAdapter) -> bool:
 
 
 class GymwireTextEnv:
-    """A gymwire env as siiRL's multi-agent env: text actions in, text observations out.
+    """A gymwire env as siiRL's multi-agent env (``AgentArguments.env_path``): one session per trajectory.
 
-    siiRL builds ``Class()`` afresh for every step of a trajectory (its env manager stores the
-    instance under a key it never looks up again), so an episode cannot live in the instance: it
-    lives in a per-class table, and every observation text carries its ``gymwire_episode`` key,
-    which siiRL hands back in ``actions`` on the next step. Settings come from :func:`configure` or
-    ``GYMWIRE_URL`` / ``GYMWIRE_ENV_ID`` / ``GYMWIRE_ENV_KWARGS``. The last agent's action is parsed
-    as JSON and sent to ``step``; each agent gets the new observation as JSON text.
-    ``ground_truth`` may carry ``{"seed": ...}`` for the reset. A session closes when its episode
-    ends; :meth:`close_all` closes the ones a trainer abandoned.
+    siiRL's ``MultiAgentLoop.colocate_task`` builds ``Class()`` afresh for every step and calls
+    ``await step(actions, ground_truth) -> (next_obs, reward, should_stop)``, where ``actions`` holds
+    every agent's whole text (its prompt plus its reply; the last agent's comes last), and the last
+    agent's ``next_obs`` entry becomes its next prompt. So, as siiRL's own example envs do:
+
+    - The action is read out of the last agent's reply: the text after the last observation this env
+      showed, and in it the JSON inside the last ``<action>...</action>`` (else the last
+      ``\\boxed{...}``). A reply without one is answered with the reason, reward 0, and the episode goes on.
+    - Each agent's next text is its own text plus the new observation. The observation carries the
+      episode's tag (``[gymwire episode <hex>]``), so the next step finds the trajectory's session in
+      the agents' texts: the session is made and reset (``ground_truth`` may carry ``{"seed": ...}``)
+      on a trajectory's first step and used until it ends.
+    - The session closes when the episode ends (``should_stop``), after ``max_turns`` steps (set it to
+      siiRL's ``multi_turn.max_assistant_turns``: siiRL's last turn then ends the episode too), when it
+      sits unused for ``idle_timeout`` seconds (trajectories siiRL cut short for length), and at
+      :meth:`close_all` or interpreter exit.
+
+    Settings come from :func:`configure` or ``GYMWIRE_URL`` / ``GYMWIRE_ENV_ID`` /
+    ``GYMWIRE_ENV_KWARGS`` / ``GYMWIRE_MAX_TURNS`` / ``GYMWIRE_IDLE_TIMEOUT``.
     """
 
-    _episodes: dict[str, dict[str, Any]] = {}
-    EPISODE_RE = re.compile(r'"gymwire_episode": "([0-9a-f]{32})"')
+    episodes = EpisodeTable("siiRL text env", idle_timeout=DEFAULT_IDLE_TIMEOUT)
+    EPISODE_RE = re.compile(r"\[gymwire episode ([0-9a-f]{32})\]")
 
     def __init__(self) -> None:
         self.url = env_setting(_SETTINGS.get("url"), "GYMWIRE_URL", "gymwire server URL")
         self.env_id = env_setting(_SETTINGS.get("env_id"), "GYMWIRE_ENV_ID", "gymwire env id")
         self.env_kwargs = _SETTINGS.get("env_kwargs") or json.loads(os.environ.get("GYMWIRE_ENV_KWARGS", "{}"))
+        max_turns = _SETTINGS.get("max_turns") or os.environ.get("GYMWIRE_MAX_TURNS")
+        self.max_turns = int(max_turns) if max_turns else None
+        idle = _SETTINGS.get("idle_timeout") or os.environ.get("GYMWIRE_IDLE_TIMEOUT")
+        self.episodes.idle_timeout = float(idle) if idle else DEFAULT_IDLE_TIMEOUT
         self.key: str | None = None
 
-    def _find_episode(self, actions: list[str]) -> str | None:
-        if self.key in self._episodes:
-            return self.key
-        for text in reversed(actions[:-1]):
-            found = self.EPISODE_RE.findall(text if isinstance(text, str) else "")
-            if found and found[-1] in self._episodes:
-                return found[-1]
+    def _find_episode(self, texts: list[str]) -> str | None:
+        for text in reversed(texts):
+            for key in reversed(self.EPISODE_RE.findall(text)):
+                if self.episodes.get(key) is not None:
+                    return key
         return None
-
-    async def _start(self, ground_truth: Any) -> str:
-        from ..tools import ToolEnvironment
-
-        env = ToolEnvironment(self.url, self.env_id, self.env_kwargs)
-        await env.ainitialize()
-        seed = ground_truth.get("seed") if isinstance(ground_truth, dict) else None
-        try:
-            await env.aexecute("reset", {"seed": seed})
-        except BaseException:
-            await env.aclose()
-            raise
-        key = uuid.uuid4().hex
-        self._episodes[key] = {"env": env, "return": 0.0}
-        return key
 
     @property
     def total(self) -> float:
         """This episode's return so far."""
-        episode = self._episodes.get(self.key or "")
-        return 0.0 if episode is None else float(episode["return"])
+        episode = self.episodes.get(self.key or "")
+        return 0.0 if episode is None else float(episode.episode_return)
 
     async def step(self, actions: list[str], ground_truth: Any = None) -> tuple[list[str], float, bool]:
-        self.key = self._find_episode(actions) or await self._start(ground_truth)
-        episode = self._episodes[self.key]
-        n = max(1, len(actions))
-        text = (actions[-1] if actions else "").strip()
+        texts = [a if isinstance(a, str) else "" for a in actions] or [""]
+        self.key = self._find_episode(texts) or uuid.uuid4().hex
+        seed = ground_truth.get("seed") if isinstance(ground_truth, dict) else None
+        episode = await self.episodes.open(self.key, lambda: start_episode(self.url, self.env_id, self.env_kwargs, seed=seed))
+        remote = episode.remote
+        episode.notes["turns"] = turns = episode.notes.get("turns", 0) + 1
+        reply = reply_after(texts[-1], episode.notes.get("shown"))
+        reward, note = 0.0, ""
         try:
-            action = json.loads(text)
-            result = await episode["env"].aexecute("step", {"action": action})
-        except Exception as err:  # noqa: BLE001 - the agents see why the action failed and the episode goes on
-            return [json.dumps({"error": str(err), "gymwire_episode": self.key})] * n, 0.0, False
-        reward = float(result["reward"])
-        episode["return"] += reward
-        stop = bool(result["terminated"] or result["truncated"])
+            action = default_parse_action(reply, remote.action_space)
+            obs, reward, terminated, truncated, info = await remote.step(action)
+            episode.record(float(reward), bool(terminated or truncated))
+        except (ValueError, E.InvalidActionError) as err:
+            # The agents read why; the trainer's log says it too, so a policy that never acts is not a silent zero.
+            _LOG.warning("gymwire siiRL env: turn %d's action was refused: %s", turns, err)
+            obs, info = episode.notes.get("obs", episode.first)
+            note = f"\nThat action was refused: {getattr(err, 'message', str(err))}"
+        episode.notes["obs"] = (obs, info)
+        stop = episode.done or (self.max_turns is not None and turns >= self.max_turns)
+        shown = f"{note}\n[gymwire episode {self.key}] " + default_render(obs, info, turns, remote.action_space)
+        episode.notes["shown"] = shown
         if stop:
-            await self._episodes.pop(self.key)["env"].aclose()
-        obs_text = json.dumps(to_jsonable({"obs": result["obs"], "info": result["info"], "gymwire_episode": self.key}))
-        return [obs_text] * n, reward, stop
+            await self.episodes.close(self.key)
+        return [text + shown for text in texts], float(reward), stop
 
     @classmethod
     async def close_all(cls) -> None:
-        """Closes every open episode's session (episodes siiRL stopped before they ended)."""
-        while cls._episodes:
-            _, episode = cls._episodes.popitem()
-            await episode["env"].aclose()
+        """Closes every open episode's session (a worker shutting down)."""
+        await cls.episodes.close_all()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -378,39 +391,66 @@ _SiirlToolSchema = optional_attr("siirl.execution.rollout_flow.multiturn.tools.s
 
 
 class GymwireSiirlTool(_SiirlBaseTool):  # type: ignore[misc,valid-type]
-    """One gymwire env tool (or ``reset``/``step``) in siiRL's ``BaseTool`` shape.
+    """One gymwire env tool (or ``reset``/``step``) in siiRL's ``BaseTool`` shape: one session per request.
 
-    Sessions are keyed by request id (``agent_data.request_id`` when siiRL passes it, else the
-    instance id) and close when the episode ends, as :class:`gymwire.integrations.verl.GymWSTool`
-    does; ``config`` is ``{url, env_id, env_kwargs, seed}``. :meth:`tool_config` writes the
-    ``tools:`` entries for siiRL's tool config file.
+    siiRL's SGLang rollout calls ``create(request_id, **create_kwargs)`` for each tool, ``execute(request_id, ...)``
+    for each call, and at the request's end ``calc_reward(request_id)`` then ``release(request_id)`` for each
+    tool. The request id owns the session (:mod:`._lifecycle`): made and reset at its first call
+    (seed from ``create_kwargs`` or ``config.seed``), shared by every tool, closed when the episode
+    ends or at ``release``. ``calc_reward`` gives the episode's return to the first tool that asks
+    and 0.0 to the others, so the sum over tools counts it once. siiRL's tool agent loop instead
+    creates and releases an instance per call: there each call is an episode of its own.
+    ``config`` is ``{url, env_id, env_kwargs, seed}``; :meth:`tool_config` writes the ``tools:``
+    entries for siiRL's tool config file.
     """
 
-    def __init__(self, config: dict[str, Any], tool_schema: Any) -> None:
-        from .verl import GymWSTool
+    episodes = EpisodeTable("siiRL tool")
+    _seeds: dict[str, Any] = {}
 
+    def __init__(self, config: dict[str, Any], tool_schema: Any) -> None:
         schema = tool_schema.model_dump(exclude_none=True) if hasattr(tool_schema, "model_dump") else dict(tool_schema)
         if _SiirlBaseTool is not object:
             super().__init__(config, tool_schema if _SiirlToolSchema is None or hasattr(tool_schema, "model_dump") else _SiirlToolSchema(**schema))
         self.config = config
-        self.session_tool = GymWSTool.__new__(GymWSTool)
-        self.session_tool.config = config
-        self.session_tool.tool_schema = schema
         self.name = schema["function"]["name"]
-        self.session_tool.name = self.name
 
     async def create(self, instance_id: str | None = None, **kwargs: Any) -> str:
-        return instance_id or uuid.uuid4().hex
+        instance_id = instance_id or uuid.uuid4().hex
+        if kwargs.get("seed") is not None:
+            self._seeds[instance_id] = kwargs["seed"]
+        return instance_id
 
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[str, float, dict[str, Any]]:
-        response, reward, metrics = await self.session_tool.execute(instance_id, parameters, **kwargs)
-        return str(response.text), reward, metrics
+        seed = self._seeds.get(instance_id, self.config.get("seed"))
+        try:
+            episode = await self.episodes.open(
+                instance_id, lambda: start_episode(self.config["url"], self.config["env_id"], self.config.get("env_kwargs"), seed=seed)
+            )
+            result = await episode.execute(self.name, parameters)
+        except Exception as err:  # noqa: BLE001 - errors go back to the model as text
+            # The client keeps the error object a while; without its traceback it no longer holds this frame,
+            # whose kwargs hold the trajectory that owns the session (it must be free to be collected).
+            err.__traceback__ = None
+            _LOG.warning("gymwire siiRL tool %s(%s) failed: %s", self.name, json.dumps(parameters, default=str)[:200], str(err))
+            return json.dumps({"error": str(err)}), 0.0, {"error": True}
+        metrics: dict[str, Any] = {"episode_return": episode.episode_return}
+        if episode.done:
+            await self.episodes.close(instance_id)
+            metrics["episode_done"] = True
+        reward = float(result.get("reward", 0.0)) if isinstance(result, dict) else 0.0
+        return json.dumps(result), reward, metrics
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
-        return await self.session_tool.calc_reward(instance_id, **kwargs)
+        return self.episodes.claim_return(instance_id)
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:
-        return None
+        self._seeds.pop(instance_id, None)
+        await self.episodes.close(instance_id)
+
+    @classmethod
+    async def close_all(cls) -> None:
+        """Closes every open session (a worker shutting down)."""
+        await cls.episodes.close_all()
 
     @staticmethod
     def tool_config(url: str, env_id: str, schemas: list[dict[str, Any]], **config: Any) -> dict[str, Any]:

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -24,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from ..tools import ToolEnvironment, env_control_tools
+from ..tools import ToolEnvironment, env_control_tools, to_jsonable
 from ._common import ChunkedSessions, ObsMapper, as_tensor, cfg_get, optional_attr
+from ._lifecycle import EpisodeTable, episode_session, owner_key, start_episode
 
 SIMULATOR_TYPE = "gymwire"
 _LOG = logging.getLogger(__name__)
@@ -197,6 +197,8 @@ def verl_tool_schema(schema: dict[str, Any]) -> dict[str, Any]:
         for key in ("minimum", "maximum", "minItems", "maxItems"):
             if key in prop:
                 notes.append(f"{key} {prop[key]}")
+        # Only what the description lacks: a schema that already went through here comes out the same.
+        notes = [note for note in notes if note not in (prop.get("description") or "")]
         if notes:
             prop["description"] = "; ".join(filter(None, [prop.get("description"), *notes]))
         prop.setdefault("type", "object")
@@ -251,33 +253,29 @@ class GymWSAgentLoop(_AgentLoopBase):  # type: ignore[misc,valid-type]
         self.default_env_id = env_id or cfg_get(root, "gymwire.env_id") or os.environ.get("GYMWIRE_ENV_ID")
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
-        from ..tools import ToolEnvironment
-
         extra = kwargs.get("extra_info") or {}
         url = kwargs.get("gymwire_url") or extra.get("gymwire_url") or self.default_url
         env_id = kwargs.get("env_id") or extra.get("env_id") or self.default_env_id
         if not url or not env_id:
             raise ValueError("gymwire agent loop: no server url or env id (set gymwire_url/env_id in the agent loop config or the sample)")
-        env = ToolEnvironment(url, env_id, kwargs.get("env_kwargs") or extra.get("env_kwargs") or {})
-        await env.ainitialize()
-        try:
-            return await self._episode(env, sampling_params, kwargs, extra)
-        finally:
-            await env.aclose()
-
-    async def _episode(self, env: Any, sampling_params: dict[str, Any], kwargs: dict[str, Any], extra: dict[str, Any]) -> Any:
-        tools = [verl_tool_schema(t) for t in env.list_tools() if t["function"]["name"] not in ("reset", "env_reset")]
         seed = kwargs.get("seed", extra.get("seed"))
-        first = await env.aexecute("reset", {} if seed is None else {"seed": int(seed)})
-        messages = list(kwargs.get("raw_prompt") or []) + [{"role": "user", "content": json.dumps({"observation": first["obs"], "info": first["info"]})}]
+        # The whole trajectory runs in this call: the session lives exactly as long as it (closed on errors too).
+        async with episode_session(url, env_id, kwargs.get("env_kwargs") or extra.get("env_kwargs") or {}, seed=seed) as episode:
+            return await self._episode(episode, sampling_params, kwargs)
+
+    async def _episode(self, episode: Any, sampling_params: dict[str, Any], kwargs: dict[str, Any]) -> Any:
+        tools = [verl_tool_schema(t) for t in episode.env.list_tools() if t["function"]["name"] not in ("reset", "env_reset")]
+        obs, info = episode.first
+        first = json.dumps({"observation": to_jsonable(obs), "info": to_jsonable(info)})
+        messages = list(kwargs.get("raw_prompt") or []) + [{"role": "user", "content": first}]
         prompt_ids = token_ids(self.tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=True))
         response_ids: list[int] = []
         response_mask: list[int] = []
         logprobs: list[float] = []
-        total, turns, done = 0.0, 0, False
+        turns = 0
         tool_errors: list[str] = []
         request_id = uuid.uuid4().hex
-        while turns < self.max_turns and not done:
+        while turns < self.max_turns and not episode.done:
             out = await self.server_manager.generate(request_id, prompt_ids=prompt_ids + response_ids, sampling_params=sampling_params)
             response_ids += list(out.token_ids)
             response_mask += [1] * len(out.token_ids)
@@ -289,15 +287,12 @@ class GymWSAgentLoop(_AgentLoopBase):  # type: ignore[misc,valid-type]
             tool_msgs = []
             for call in calls:
                 try:
-                    result = await env.aexecute(call["name"], call["arguments"])
+                    result = await episode.execute(call["name"], call["arguments"])
                 except Exception as err:  # noqa: BLE001 - the model sees the server's message and may correct itself
                     result = {"error": str(err)}
                     # The trainer's log and the batch say so too: a policy that only sends bad calls must not look like a plain zero return.
                     tool_errors.append(f"{call['name']}: {err}")
                     _LOG.warning("gymwire agent loop: tool call %s(%s) failed: %s", call["name"], json.dumps(call["arguments"])[:200], err)
-                if isinstance(result, dict) and "reward" in result:
-                    total += float(result["reward"])
-                    done = done or bool(result.get("terminated") or result.get("truncated"))
                 tool_msgs.append({"role": "tool", "content": json.dumps(result)})
             tool_ids = self._tool_tokens(tool_msgs)
             response_ids += tool_ids
@@ -309,9 +304,9 @@ class GymWSAgentLoop(_AgentLoopBase):  # type: ignore[misc,valid-type]
             response_ids=response_ids,
             response_mask=response_mask,
             response_logprobs=logprobs,
-            reward_score=total,
+            reward_score=episode.episode_return,
             num_turns=turns * 2,
-            extra_fields={"episode_return": total, "done": done, "tool_errors": tool_errors},
+            extra_fields={"episode_return": episode.episode_return, "done": episode.done, "tool_errors": tool_errors},
         )
         if _AgentLoopOutput is not None:
             fields["metrics"] = {}
@@ -346,14 +341,23 @@ class ToolResponseStandIn:
 
 
 class GymWSTool(_BaseTool):  # type: ignore[misc,valid-type]
-    """One gymwire env tool (or ``reset``/``step``) as a verl ``BaseTool``; sessions keyed by request id.
+    """One gymwire env tool (or ``reset``/``step``) as a verl ``BaseTool``: one session per trajectory.
 
     ``config``: ``{url, env_id, env_kwargs, seed}``; ``tool_schema``: the OpenAI schema of the
     tool, as ``list_tools`` gives it (``tool_schema.function.name`` picks the env tool).
+
+    verl's ``ToolAgentLoop`` calls ``create``/``execute``/``release`` for every call and never says
+    when a trajectory ends, but it hands every call the trajectory's ``AgentData``, which lives exactly
+    as long as the trajectory. So that object owns the session (:mod:`._lifecycle`): the first call
+    of a trajectory makes the session and resets it (seed from the sample's
+    ``tools_kwargs.<tool>.create_kwargs.seed``, else ``config.seed``); every tool of the worker shares
+    it; it closes when the episode ends or when verl drops the trajectory. verl's request ids are not
+    used as keys: with ``full_determinism`` they are ``det-<index>`` and repeat every batch. Called
+    without ``agent_data`` (the bare ``BaseTool`` API), the instance id owns the session and
+    ``release`` closes it.
     """
 
-    _sessions: dict[str, Any] = {}
-    _locks: dict[str, asyncio.Lock] = {}
+    episodes = EpisodeTable("verl tool")
 
     def __init__(self, config: dict[str, Any], tool_schema: Any) -> None:
         if _BaseTool is not object:
@@ -363,60 +367,53 @@ class GymWSTool(_BaseTool):  # type: ignore[misc,valid-type]
         fn = tool_schema["function"] if isinstance(tool_schema, dict) else tool_schema.function
         self.name = fn["name"] if isinstance(fn, dict) else fn.name
 
-    def _key(self, instance_id: str | None, kwargs: dict[str, Any]) -> str:
+    def _owner(self, instance_id: str | None, kwargs: dict[str, Any]) -> tuple[str, Any]:
         agent_data = kwargs.get("agent_data")
-        rid = getattr(agent_data, "request_id", None) if agent_data is not None else None
-        return str(rid or instance_id)
+        if agent_data is not None:
+            return owner_key(agent_data), agent_data
+        return str(instance_id), None
 
-    async def _env(self, key: str) -> Any:
-        from ..tools import ToolEnvironment
-
-        lock = self._locks.setdefault(key, asyncio.Lock())
-        async with lock:
-            env = self._sessions.get(key)
-            if env is None:
-                env = ToolEnvironment(self.config["url"], self.config["env_id"], self.config.get("env_kwargs") or {})
-                await env.ainitialize()
-                await env.aexecute("reset", {"seed": self.config.get("seed")})
-                env.episode_return = 0.0
-                self._sessions[key] = env
-            return env
+    def _seed(self, agent_data: Any) -> Any:
+        tools_kwargs = getattr(agent_data, "tools_kwargs", None) or {}
+        for name in (self.name, *tools_kwargs):
+            create = (tools_kwargs.get(name) or {}).get("create_kwargs") or {}
+            if create.get("seed") is not None:
+                return create["seed"]
+        return self.config.get("seed")
 
     async def create(self, instance_id: str | None = None, **kwargs: Any) -> tuple[str, Any]:
         instance_id = instance_id or uuid.uuid4().hex
         return instance_id, (_ToolResponse or ToolResponseStandIn)()
 
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[Any, float, dict[str, Any]]:
-        key = self._key(instance_id, kwargs)
-        env = await self._env(key)
+        key, owner = self._owner(instance_id, kwargs)
+        seed = self._seed(owner)
         try:
-            result = await env.aexecute(self.name, parameters)
+            episode = await self.episodes.open(
+                key, lambda: start_episode(self.config["url"], self.config["env_id"], self.config.get("env_kwargs"), seed=seed), owner=owner
+            )
+            result = await episode.execute(self.name, parameters)
         except Exception as err:  # noqa: BLE001 - errors go back to the model as text
-            _LOG.warning("gymwire tool %s(%s) failed: %s", self.name, json.dumps(parameters, default=str)[:200], err)
+            # The client keeps the error object a while; without its traceback it no longer holds this frame,
+            # whose kwargs hold the trajectory that owns the session (it must be free to be collected).
+            err.__traceback__ = None
+            _LOG.warning("gymwire tool %s(%s) failed: %s", self.name, json.dumps(parameters, default=str)[:200], str(err))
             return (_ToolResponse or ToolResponseStandIn)(text=json.dumps({"error": str(err)})), 0.0, {"error": True}
         reward = float(result.get("reward", 0.0)) if isinstance(result, dict) else 0.0
-        env.episode_return += reward
-        metrics = {"episode_return": env.episode_return}
-        if isinstance(result, dict) and (result.get("terminated") or result.get("truncated")):
-            # ToolAgentLoop never says when a trajectory ends; the episode's end does, so the session closes here.
-            await self.close_request(key)
+        metrics: dict[str, Any] = {"episode_return": episode.episode_return}
+        if episode.done:
+            await self.episodes.close(key)
             metrics["episode_done"] = True
         return (_ToolResponse or ToolResponseStandIn)(text=json.dumps(result)), reward, metrics
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
-        env = self._sessions.get(self._key(instance_id, kwargs))
-        return 0.0 if env is None else float(env.episode_return)
+        """The trajectory's return, to the first tool that asks: summed over tools, it counts once."""
+        return self.episodes.claim_return(self._owner(instance_id, kwargs)[0])
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:
-        # ToolAgentLoop releases after every call; the session lives until close_request().
-        return None
-
-    @classmethod
-    async def close_request(cls, request_id: str) -> None:
-        env = cls._sessions.pop(str(request_id), None)
-        cls._locks.pop(str(request_id), None)
-        if env is not None:
-            await env.aclose()
+        # verl releases after every call (without agent_data): that ends only a session the instance id owns.
+        if kwargs.get("agent_data") is None:
+            await self.episodes.close(str(instance_id))
 
     @staticmethod
     def tool_config(url: str, env_id: str, schemas: list[dict[str, Any]], **config: Any) -> dict[str, Any]:
