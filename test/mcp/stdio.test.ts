@@ -39,7 +39,10 @@ describe('MCP over stdio (gymwire mcp --url)', () => {
     await client.connect(transport);
     try {
       // A person starting the bridge sees it connect and come up (on stderr: stdout is MCP's).
-      await vi.waitFor(() => expect(stderr()).toMatch(/gymwire mcp: connecting to ws:.*\n.*gymwire mcp: connected; serving MCP on stdio/s), { timeout: 10_000, interval: 20 });
+      await vi.waitFor(() => expect(stderr()).toMatch(/gymwire mcp: connecting to ws:.*\n.*gymwire mcp: connected; serving MCP on stdio/s), {
+        timeout: 10_000,
+        interval: 20,
+      });
       const { tools } = await client.listTools();
       expect(tools.map((t) => t.name).slice(0, 8)).toEqual([
         'list_envs',
