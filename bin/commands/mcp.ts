@@ -21,7 +21,15 @@ export interface McpCommandOptions {
 }
 
 /** Runs the bridge until stdin closes; resolves after the gymwire sessions it made are closed. */
-export async function runMcpBridge(opts: { url: string; token?: string; logger?: pino.Logger; stdin?: Readable; stdout?: Writable }): Promise<void> {
+export async function runMcpBridge(opts: {
+  url: string;
+  token?: string;
+  logger?: pino.Logger;
+  stdin?: Readable;
+  stdout?: Writable;
+  /** Called once the gymwire server answered and MCP is served on stdio. */
+  onReady?: () => void;
+}): Promise<void> {
   const log = opts.logger ?? pino({ level: 'silent' });
   let mcp: GymwireMcp | null = null;
   const client = await GymwireClient.connect(opts.url, {
@@ -55,6 +63,7 @@ export async function runMcpBridge(opts: { url: string; token?: string; logger?:
     { transport: new StdioServerTransport(stdin, opts.stdout ?? process.stdout), onerror: (err) => log.debug({ err }, 'MCP stdio error') },
   );
   log.info({ url: opts.url }, 'gymwire MCP bridge on stdio');
+  opts.onReady?.();
   await closed;
   await handle.close();
   await mcp.closeSessions('the MCP client went away');
@@ -70,8 +79,15 @@ export function registerMcp(program: Command): void {
     .option('--log-level <level>', 'pino log level (logs go to stderr)', 'warn')
     .action(async (opts: McpCommandOptions) => {
       const logger = stderrLogger(opts.logLevel);
+      // A person starting the bridge by hand sees it come up on stderr (stdout carries MCP only).
+      process.stderr.write(`gymwire mcp: connecting to ${opts.url} ...\n`);
       try {
-        await runMcpBridge({ url: opts.url, token: opts.token ?? process.env.GYMWIRE_TOKEN, logger });
+        await runMcpBridge({
+          url: opts.url,
+          token: opts.token ?? process.env.GYMWIRE_TOKEN,
+          logger,
+          onReady: () => process.stderr.write('gymwire mcp: connected; serving MCP on stdio until stdin closes\n'),
+        });
       } catch (err) {
         process.stderr.write(`gymwire mcp: ${err instanceof Error ? err.message : String(err)}\n`);
         process.exit(1);

@@ -13,7 +13,7 @@
  * const file = roots.confine('model_dir', join(dir, 'world_model.onnx'));
  */
 import { realpathSync, statSync } from 'node:fs';
-import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { basename, dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 
 import type { Logger } from 'pino';
 
@@ -104,7 +104,15 @@ export class DataRoots {
     try {
       real = realpathSync(path);
     } catch {
-      throw new DataPathError(kwarg, 'the data names a file that does not exist');
+      // Which file is missing is told only when its folder lies inside a root (the author's own data).
+      let parent: string | null = null;
+      try {
+        parent = realpathSync(dirname(path));
+      } catch {
+        /* a missing folder: no detail */
+      }
+      const which = parent !== null && this.contains(parent) ? ` (${basename(path)})` : '';
+      throw new DataPathError(kwarg, `the data names a file that does not exist${which}`);
     }
     if (!this.contains(real)) throw new DataPathError(kwarg, 'the data names a file outside the data roots this server allows');
     return real;
@@ -121,30 +129,54 @@ function within(root: string, path: string): boolean {
 }
 
 /**
+ * How a loader's failure over client-named data is reported. `dir`: the folder the client named,
+ * resolved inside a data root. With it, the client is told the loader's reason (which file, which
+ * input, what was expected, what was found: the author of data in a folder the operator allowed
+ * needs it), with paths inside `dir` written relative to it and any other absolute path left out.
+ * Loaders never quote a file's content in their reasons. Without it, a generic message.
+ */
+export interface ClientDataReport {
+  dir?: string;
+  log?: Logger;
+}
+
+/**
  * Runs a loader over data a client named with `kwarg`. When the data itself is at fault
- * (`isDataFault`: a bad manifest, a corrupt file), the client gets a {@link DataPathError} with a
- * generic message (the file's content or the directory's listing must not reach it) and the
- * server's log gets the loader's own message. Other failures pass through unchanged.
+ * (`isDataFault`: a bad manifest, a corrupt file), the client gets a {@link DataPathError} (with
+ * the reason where `report.dir` is given, see {@link ClientDataReport}) and the server's log gets
+ * the loader's own message. Other failures pass through unchanged.
  */
 export async function loadClientData<T>(
   kwarg: string,
   what: string,
   load: () => Promise<T> | T,
   isDataFault: (err: unknown) => boolean,
-  log?: Logger,
+  report: ClientDataReport = {},
 ): Promise<T> {
   try {
     return await load();
   } catch (err) {
-    throw clientDataFailure(kwarg, what, err, isDataFault, log);
+    throw clientDataFailure(kwarg, what, err, isDataFault, report.log, report.dir);
   }
 }
 
 /** What to throw when loading data a client named failed with `err` (for sync loaders; see {@link loadClientData}). */
-export function clientDataFailure(kwarg: string, what: string, err: unknown, isDataFault: (err: unknown) => boolean, log?: Logger): unknown {
+export function clientDataFailure(kwarg: string, what: string, err: unknown, isDataFault: (err: unknown) => boolean, log?: Logger, dir?: string): unknown {
   if (err instanceof DataPathError || !isDataFault(err)) return err;
   log?.warn({ err, kwarg }, `client-named data does not load as ${what}`);
+  if (dir !== undefined && err instanceof Error)
+    return new DataPathError(kwarg, `the data there does not load as ${what}: ${reasonForClient(err.message, dir)}`);
   return new DataPathError(kwarg, `the data there does not load as ${what}; the server's log has the reason`);
+}
+
+/** `message` with paths inside `dir` made relative to it and every other absolute path left out. */
+export function reasonForClient(message: string, dir: string): string {
+  const inside = message
+    .split(dir + sep)
+    .join('')
+    .split(dir)
+    .join('.');
+  return inside.replace(/(^|[\s'"(=:])\/[^\s'")]+/g, '$1<a path>');
 }
 
 /** Whether an error is a filesystem failure (ENOENT, EACCES, EISDIR...). */

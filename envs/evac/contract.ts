@@ -78,6 +78,17 @@ export const ManifestSchema = z
   .strict();
 export type Manifest = z.infer<typeof ManifestSchema>;
 
+/**
+ * Why a JSON file does not read, without its content (V8's syntax errors quote the text near the
+ * fault; the reason may reach a client).
+ */
+export function unreadableReason(err: unknown): string {
+  if (err instanceof SyntaxError) return 'it is not valid JSON';
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'the file is missing';
+  return (err as Error).message;
+}
+
 /** A model directory that refuses to load: the message says which file or tensor and what was expected. */
 export class ModelContractError extends Error {
   override readonly name = 'ModelContractError';
@@ -104,7 +115,7 @@ export async function readModelDir(dir: string, opts: { confine?: ConfinePath } 
   try {
     raw = JSON.parse(await readFile(manifestFile, 'utf8'));
   } catch (err) {
-    throw new ModelContractError(`cannot read ${manifestPath}: ${(err as Error).message}`);
+    throw new ModelContractError(`cannot read ${manifestPath}: ${unreadableReason(err)}`);
   }
   const parsed = ManifestSchema.safeParse(raw);
   if (!parsed.success) {

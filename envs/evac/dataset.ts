@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { z } from 'zod';
 
-import { ModelContractError } from './contract.ts';
+import { ModelContractError, unreadableReason } from './contract.ts';
 import { resizeLikeRLinf } from './resize.ts';
 import type { ConfinePath } from '../core/data-roots.ts';
 
@@ -67,7 +67,7 @@ export async function readResetDataset(
   try {
     raw = JSON.parse(await readFile(file, 'utf8'));
   } catch (err) {
-    throw new ModelContractError(`cannot read reset dataset ${path}: ${(err as Error).message}`);
+    throw new ModelContractError(`cannot read reset dataset ${path}: ${unreadableReason(err)}`);
   }
   const parsed = DatasetSchema.safeParse(raw);
   if (!parsed.success) {

@@ -166,11 +166,18 @@ export function registerEvac(registry: Registry, opts: RegisterEvacOptions = {})
       const roots = ctx.dataRoots.with([EVAC_ASSETS_DIR]);
       // Paths a client names are held to the data roots, and so is every file their data names.
       const named = (kwarg: string) => ({ confine: (path: string) => roots.confine(kwarg, path) });
-      const load = <T>(kwarg: string, what: string, run: () => Promise<T>) =>
-        loadClientData(kwarg, what, run, (err) => err instanceof ModelContractError, ctx.log);
+      // The folder is one the operator allowed, so its author is told what is wrong with it.
+      const load = <T>(kwarg: string, what: string, dir: string, run: (dir: string) => Promise<T>) =>
+        loadClientData(
+          kwarg,
+          what,
+          () => run(dir),
+          (err) => err instanceof ModelContractError,
+          { log: ctx.log, dir },
+        );
       const model = kwargs.model_dir
-        ? await load('model_dir', 'a gymwire world model (docs/world-models.md)', () =>
-            runtime.load(roots.resolve('model_dir', kwargs.model_dir!, 'dir'), { device: kwargs.device, ...named('model_dir') }),
+        ? await load('model_dir', 'a gymwire world model (docs/world-models.md)', roots.resolve('model_dir', kwargs.model_dir, 'dir'), (dir) =>
+            runtime.load(dir, { device: kwargs.device, ...named('model_dir') }),
           )
         : opts.defaultModelDir && !kwargs.resolution
           ? await runtime.load(opts.defaultModelDir, { device: kwargs.device }).catch((err: unknown) => {
@@ -192,7 +199,9 @@ export function registerEvac(registry: Registry, opts: RegisterEvacOptions = {})
         datasets.set(key, episodes);
         episodes.catch(() => datasets.delete(key));
       }
-      const loaded = datasetKwarg ? await load(datasetKwarg, 'a gymwire reset dataset (docs/world-models.md)', () => episodes) : await episodes;
+      const loaded = datasetKwarg
+        ? await load(datasetKwarg, 'a gymwire reset dataset (docs/world-models.md)', kwargs.dataset_dir ? dir : model.dir.dir, () => episodes!)
+        : await episodes;
       let draw: EpisodeDraw | null = null;
       if (kwargs.episode_draw) {
         const { group, rank, size } = kwargs.episode_draw;

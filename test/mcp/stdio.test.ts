@@ -35,9 +35,14 @@ function bridge(token: string | null): { client: Client; transport: StdioClientT
 
 describe('MCP over stdio (gymwire mcp --url)', () => {
   it('lists tools, plays a CartPole episode, reports bad arguments and unknown sessions, then closes its sessions', async () => {
-    const { client, transport } = bridge('sekret');
+    const { client, transport, stderr } = bridge('sekret');
     await client.connect(transport);
     try {
+      // A person starting the bridge sees it connect and come up (on stderr: stdout is MCP's).
+      await vi.waitFor(() => expect(stderr()).toMatch(/gymwire mcp: connecting to ws:.*\n.*gymwire mcp: connected; serving MCP on stdio/s), {
+        timeout: 10_000,
+        interval: 20,
+      });
       const { tools } = await client.listTools();
       expect(tools.map((t) => t.name).slice(0, 8)).toEqual([
         'list_envs',

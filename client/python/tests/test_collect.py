@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -284,3 +285,24 @@ def test_pipelined_groups_record_the_same_episodes_as_lock_step(url: str) -> Non
     finally:
         envs.close()
     assert runs[1] == runs[2]
+
+
+def test_collect_shows_a_progress_bar_on_a_terminal(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A person collecting at a terminal sees the episodes counted; piped output stays clean."""
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    envs = gymwire.make_vec(url, "gymwire/CartPole-v1", num_envs=2)
+    policy = gymwire.make_policy("random", action_space=envs.single_action_space, num_envs=2, seed=0)
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    gymwire.collect(envs, policy, episodes=6, out_dir=tmp_path / "bar", seed=0)
+    assert "collecting into" in terminal.getvalue() and "6/6" in terminal.getvalue()
+    piped = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", piped)
+    gymwire.collect(envs, policy, episodes=3, out_dir=tmp_path / "quiet", seed=0)
+    assert piped.getvalue() == ""
+    envs.close()

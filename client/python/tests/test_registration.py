@@ -139,3 +139,19 @@ def test_async_vector_env_factories(url: str) -> None:
         assert obs.shape == (2, 4)
     finally:
         vec.close()
+
+
+def test_navsim_v1_is_not_called_out_of_date() -> None:
+    """NavsimEnv-v1 and -v2 are two benchmarks (PDMS, EPDMS): Gymnasium's "out of date" warning for
+    v1 is silenced, and with every other warning an error, looking v1 up still works."""
+    import subprocess
+    import sys
+
+    code = (
+        "import gymwire, gymnasium\n"
+        "from gymnasium.envs.registration import _find_spec\n"
+        "assert _find_spec('gymwire/NavsimEnv-v1').id == 'gymwire/NavsimEnv-v1'\n"
+        "assert _find_spec('gymwire/NavsimEnv-v2').id == 'gymwire/NavsimEnv-v2'\n"
+    )
+    run = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr

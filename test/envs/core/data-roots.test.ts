@@ -81,9 +81,13 @@ describe('DataRoots', () => {
       } catch (err) {
         message = (err as Error).message;
       }
-      expect(message).toMatch(/^model_dir: the data names a file (outside the data roots this server allows|that does not exist)$/);
+      expect(message).toMatch(/^model_dir: the data names a file (outside the data roots this server allows|that does not exist( \(missing\))?)$/);
       expect(message).not.toContain(base);
     }
+    // A missing file is named (its base name) only when its folder is inside a root.
+    const missingOutside = () => roots.confine('model_dir', join(base, 'outside', 'nope', 'secret.txt'));
+    expect(missingOutside).toThrow(/^model_dir: the data names a file that does not exist$/);
+    expect(() => roots.confine('model_dir', join(base, 'outside', 'gone.txt'))).toThrow(/^model_dir: the data names a file that does not exist$/);
   });
 
   it('#with adds roots; a root that does not exist fails at once', () => {
@@ -96,13 +100,13 @@ describe('DataRoots', () => {
 describe('loadClientData', () => {
   it('turns the data’s own failures into a generic client fault, and passes the rest through', async () => {
     const warned: unknown[] = [];
-    const log = { warn: (obj: unknown) => warned.push(obj) } as unknown as Parameters<typeof loadClientData>[4];
+    const log = { warn: (obj: unknown) => warned.push(obj) } as unknown as NonNullable<Parameters<typeof loadClientData>[4]>['log'];
     const bad = loadClientData(
       'scene_dir',
       'scenes',
       () => JSON.parse('SECRET CONTENT') as unknown,
       (e) => e instanceof SyntaxError,
-      log,
+      { log },
     );
     await expect(bad).rejects.toThrow(/^scene_dir: the data there does not load as scenes; the server's log has the reason$/);
     await expect(bad).rejects.toBeInstanceOf(DataPathError);
@@ -124,5 +128,21 @@ describe('loadClientData', () => {
         () => true,
       ),
     ).toBe(7);
+  });
+});
+
+describe('reasons for the author of data in an allowed folder', () => {
+  it('tells the loader’s reason with paths relative to the named folder and no other absolute path', async () => {
+    const dir = join(root, 'models', 'm1');
+    const told = loadClientData(
+      'model_dir',
+      'a model',
+      () => {
+        throw new RangeError(`${join(dir, 'w.onnx')}: input "ctx" is unexpected; see ${dir} and /etc/passwd`);
+      },
+      (e) => e instanceof RangeError,
+      { dir },
+    );
+    await expect(told).rejects.toThrow(/^model_dir: the data there does not load as a model: w\.onnx: input "ctx" is unexpected; see \. and <a path>$/);
   });
 });

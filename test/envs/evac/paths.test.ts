@@ -13,6 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { DataPathError, DataRoots } from '../../../envs/core/data-roots.ts';
 import { Registry } from '../../../envs/core/registry.ts';
 import { sha256 } from '../../../envs/evac/contract.ts';
+import { GraphBuilder } from '../../../envs/evac/onnx/writer.ts';
 import { EVAC_ENV_ID, registerEvac, tinyModelDir } from '../../../envs/evac/index.ts';
 
 const base = realpathSync(mkdtempSync(join(tmpdir(), 'gymwire-evac-paths-')));
@@ -51,6 +52,25 @@ const noDataset = variant('no-dataset', (m) => {
   delete m.dataset;
   m.name = 'SECRET-NAME';
 });
+// A model's author's mistakes (the folder is inside an allowed root, so the author is told).
+const renamedInput = variant('renamed-input', (m, dir) => {
+  // "context" renamed everywhere in the graph (same length, so the protobuf stays valid).
+  const path = join(dir, 'world_model.onnx');
+  const bytes = Buffer.from(readFileSync(path).toString('latin1').replaceAll('context', 'ctx_img'), 'latin1');
+  writeFileSync(path, bytes);
+  files(m).world_model!.sha256 = sha256(bytes);
+});
+const wrongHeight = variant('wrong-height', (m) => (m.height = 128));
+const staticBatch = variant('static-batch', (m, dir) => {
+  const g = new GraphBuilder();
+  const frames = g.input('frames', 'uint8', [1, 64, 64, 3]);
+  const sum = g.op('ReduceSum', [g.op('Cast', [frames], { to: 1 }), g.i64([1, 2, 3])], { keepdims: 0 });
+  g.output(g.op('Reshape', [sum, g.i64([1, 1])]), 'prob', 'float32', [1, 1]);
+  const bytes = g.toModel({ graphName: 'static_batch_reward' });
+  writeFileSync(join(dir, 'reward.onnx'), bytes);
+  files(m).reward!.sha256 = sha256(bytes);
+});
+const missingFile = variant('missing-file', (_m, dir) => rmSync(join(dir, 'reward.onnx')));
 // Datasets on their own: a broken one and one whose image links outside.
 cpSync(join(tinyModelDir(64), 'dataset'), join(root, 'broken-dataset'), { recursive: true });
 writeFileSync(join(root, 'broken-dataset', 'episodes.json'), '{"format": "SECRET-CONTENT"}');
@@ -72,7 +92,7 @@ afterAll(async () => {
 
 const OUTSIDE =
   'the path is outside the data roots this server allows (gymwire serve --data-root DIR); give a path relative to a data root, or an absolute one inside it';
-const NOT_A_MODEL = "model_dir: the data there does not load as a gymwire world model (docs/world-models.md); the server's log has the reason";
+const NOT_A_MODEL = 'model_dir: the data there does not load as a gymwire world model (docs/world-models.md): ';
 
 async function failure(reg: Registry, kwargs: Record<string, unknown>): Promise<Error> {
   try {
@@ -111,16 +131,32 @@ describe('EvacWorldModel-v0 model_dir and dataset_dir', () => {
   });
 
   it('reports a model that does not load as the client’s fault, without its content', async () => {
-    expect((await failure(registry, { model_dir: notJson })).message).toBe(NOT_A_MODEL);
+    expect((await failure(registry, { model_dir: notJson })).message).toBe(`${NOT_A_MODEL}cannot read manifest.json: it is not valid JSON`);
     expect(logged.at(-1)).toMatch(/is not valid JSON/);
     // onnxruntime refusing the file is the model's fault too.
-    expect((await failure(registry, { model_dir: garbageOnnx })).message).toBe(NOT_A_MODEL);
+    expect((await failure(registry, { model_dir: garbageOnnx })).message).toMatch(
+      new RegExp(`^${NOT_A_MODEL.replace(/[()]/g, '\\$&')}the ONNX files do not load`),
+    );
     expect(logged.at(-1)).toMatch(/the ONNX files do not load/);
+  });
+
+  it('tells the author of a model inside a data root what is wrong: file, input, expected, found', async () => {
+    expect((await failure(registry, { model_dir: renamedInput })).message).toBe(
+      `${NOT_A_MODEL}world_model.onnx: unexpected input "ctx_img"; the contract allows "context", "actions", "poses", "noise", "context_poses", "latent"`,
+    );
+    expect((await failure(registry, { model_dir: wrongHeight })).message).toBe(
+      `${NOT_A_MODEL}world_model.onnx: input "context" has 64 at axis 2 (uint8 [B, 4, 64, 64, 3]); expected uint8 [batch, 4, 128, 64, 3]`,
+    );
+    expect((await failure(registry, { model_dir: staticBatch })).message).toBe(
+      `${NOT_A_MODEL}reward.onnx: input "frames" has a fixed batch size 1 (uint8 [1, 64, 64, 3]); expected uint8 [batch, 64, 64, 3] with a dynamic batch dimension`,
+    );
+    expect((await failure(registry, { model_dir: missingFile })).message).toBe('model_dir: the data names a file that does not exist (reward.onnx)');
   });
 
   it('holds a dataset_dir and its images to the data roots', async () => {
     expect((await failure(registry, { dataset_dir: 'broken-dataset' })).message).toBe(
-      "dataset_dir: the data there does not load as a gymwire reset dataset (docs/world-models.md); the server's log has the reason",
+      'dataset_dir: the data there does not load as a gymwire reset dataset (docs/world-models.md): episodes.json is not a gymwire.evac-reset/v1 file: ' +
+        'format: Invalid input: expected "gymwire.evac-reset/v1"; episodes: Invalid input: expected array, received undefined',
     );
     expect((await failure(registry, { dataset_dir: 'linked-dataset' })).message).toBe(
       'dataset_dir: the data names a file outside the data roots this server allows',

@@ -21,6 +21,7 @@ import datetime as _dt
 import json
 import math
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -463,7 +464,7 @@ def collect(
     seed: int | None = None,
     max_steps: int = 1_000_000,
     groups: int = 2,
-    progress: Any = None,
+    progress: Any = "auto",
     overwrite: bool = False,
 ) -> dict[str, Any] | list[EpisodeRecord]:
     """Runs ``policy`` on ``env``'s sessions for ``episodes`` whole episodes and records them.
@@ -484,7 +485,9 @@ def collect(
 
     With ``out_dir`` the episodes are written there and the manifest is returned; without, the
     :class:`EpisodeRecord` list is. ``progress`` is called with 1 after each finished episode (a
-    ``tqdm.update``-like callable). ``overwrite`` replaces a dataset already in ``out_dir``.
+    ``tqdm.update``-like callable); the default, ``"auto"``, shows a tqdm bar of episodes when
+    stderr is a terminal and tqdm is installed; ``None`` shows nothing. ``overwrite`` replaces a
+    dataset already in ``out_dir``.
     """
     from .collection import CollectionEngine
     from .env import GymwireEnv
@@ -499,6 +502,11 @@ def collect(
     first = remote_envs[0]
     writer = TrajectoryWriter(out_dir, first.env_id, first.observation_space, first.action_space, overwrite=overwrite) if out_dir is not None else None
     done: list[EpisodeRecord] = []
+    bar = _auto_progress(episodes, out_dir) if progress == "auto" else None
+    if bar is not None:
+        progress = bar.update
+    elif progress == "auto":
+        progress = None
     engine = CollectionEngine(
         client=client,
         remote_envs=remote_envs,
@@ -514,9 +522,22 @@ def collect(
     try:
         engine.run()
     finally:
+        if bar is not None:
+            bar.close()
         # Also after an error: the episodes recorded so far (the cut ones marked incomplete) stay readable.
         manifest = writer.close(_policy_name(policy)) if writer is not None else None
     return manifest if manifest is not None else done
+
+
+def _auto_progress(episodes: int, out_dir: str | Path | None) -> Any:
+    """A tqdm bar of episodes for a person watching a terminal, else None."""
+    if not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=episodes, desc=f"collecting into {out_dir}" if out_dir is not None else "collecting", unit="episode")
 
 
 # ---------------------------------------------------------------------------------------------

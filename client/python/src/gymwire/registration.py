@@ -19,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -99,8 +100,16 @@ def register_server_envs(url: str, **client_options: Any) -> list[str]:
     return ids
 
 
+#: Ids whose higher "version" is another benchmark, not a newer release of the same env: NAVSIM's
+#: v1 scores the PDM Score and v2 the Extended PDM Score. Gymnasium would call v1 out of date.
+DISTINCT_VERSIONS: tuple[str, ...] = ("gymwire/NavsimEnv-v1",)
+
+
 def register_bundled_envs() -> None:
     """Registers :data:`BUNDLED_ENV_IDS` (``import gymwire`` does this once)."""
     for env_id in BUNDLED_ENV_IDS:
         if env_id not in gym.registry:
             register_env(env_id)
+    for env_id in DISTINCT_VERSIONS:
+        # Only Gymnasium's "out of date" warning for these ids; every other warning stays.
+        warnings.filterwarnings("ignore", message=f".*The environment {env_id} is out of date", category=DeprecationWarning)

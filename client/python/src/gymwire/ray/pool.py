@@ -14,6 +14,7 @@ later requests for it raise at once. Other servers are untouched and keep steppi
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -27,6 +28,8 @@ from ..client import Client, EventLoopThread
 from ..errors import SdkError, SessionLostError
 from .placement import plan_placement
 from .server import GymwireServer, fetch_health, http_url_of
+
+_log = logging.getLogger("gymwire.ray")
 
 if TYPE_CHECKING:
     from ..env import GymwireEnv
@@ -56,6 +59,37 @@ class _Server:
     recovering: bool = False
     sessions: int = 0
     changed: threading.Condition = field(default_factory=threading.Condition)
+
+
+def _wait_for_servers(actors: list[Any], timeout: float) -> list[dict[str, Any]]:
+    """Each actor's server info, in order, showing progress while the servers start (a bar when
+    tqdm is installed, else a log line per server): starting takes seconds per server."""
+    pending = {a.info.remote(): i for i, a in enumerate(actors)}
+    infos: list[dict[str, Any] | None] = [None] * len(actors)
+    deadline = time.monotonic() + timeout
+    try:
+        from tqdm.auto import tqdm
+
+        bar: Any = tqdm(total=len(actors), desc="gymwire servers starting", unit="server")
+    except ImportError:
+        bar = None
+    try:
+        while pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"{len(pending)} of {len(actors)} gymwire servers did not start within {timeout:.0f} s")
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=remaining)
+            for ref in ready:
+                index = pending.pop(ref)
+                infos[index] = ray.get(ref)
+                if bar is not None:
+                    bar.update(1)
+                else:
+                    _log.info("gymwire server %d/%d up at %s", len(actors) - len(pending), len(actors), infos[index]["url"])
+    finally:
+        if bar is not None:
+            bar.close()
+    return [info for info in infos if info is not None]
 
 
 class ServerPool:
@@ -140,7 +174,7 @@ class ServerPool:
                         list(serve_args), gymwire_bin=gymwire_bin, token=token, env_vars=env_vars, startup_timeout=startup_timeout
                     )
                 )
-            infos = ray.get([a.info.remote() for a in actors], timeout=startup_timeout + 30)
+            infos = _wait_for_servers(actors, timeout=startup_timeout + 30)
             self._servers = [_Server(index=i, actor=a, info=info) for i, (a, info) in enumerate(zip(actors, infos, strict=True))]
             for server in self._servers:
                 server.client = self._connect(server)

@@ -28,6 +28,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 _URL_RE = re.compile(r" on (ws://\S+)")
@@ -35,24 +36,51 @@ _PR_SET_PDEATHSIG = 1
 
 
 class GymwireCommandNotFoundError(RuntimeError):
-    """No ``gymwire`` command on this node: neither ``GYMWIRE_BIN``, nor ``gymwire`` on PATH, nor ``npx``."""
+    """No ``gymwire`` command on this node: not ``GYMWIRE_BIN``, a checkout's ``bin/gymwire.js``,
+    ``gymwire`` on PATH, nor ``node_modules/.bin/gymwire``."""
 
 
 class ServerStartError(RuntimeError):
     """``gymwire serve`` exited, or did not become healthy, during start-up; the message holds its output."""
 
 
+def _checkout_command() -> list[str] | None:
+    """``node <checkout>/bin/gymwire.js`` when this package runs from a gymwire checkout whose
+    ``npm install`` has run (the sources need its node_modules), else None."""
+    # This file is <checkout>/client/python/src/gymwire/ray/server.py in a checkout.
+    parents = Path(__file__).resolve().parents
+    if len(parents) < 6:
+        return None
+    root = parents[5]
+    script = root / "bin" / "gymwire.js"
+    node = shutil.which("node")
+    if node and script.is_file() and (root / "node_modules").is_dir():
+        return [node, str(script)]
+    return None
+
+
+def _project_command(start: Path) -> list[str] | None:
+    """``node_modules/.bin/gymwire`` in ``start`` or a folder above it (a project that installed the
+    npm package), else None."""
+    for folder in (start, *start.parents):
+        candidate = folder / "node_modules" / ".bin" / "gymwire"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return [str(candidate)]
+    return None
+
+
 def find_gymwire_command(explicit: str | Sequence[str] | None = None) -> list[str]:
     """The command that runs the gymwire CLI on this node, as an argv prefix.
 
     In order: ``explicit`` (a command line or argv list), the ``GYMWIRE_BIN`` environment variable
-    (a command line such as ``node /opt/gymwire/bin/gymwire.js``), ``gymwire`` on PATH (what
-    ``npm install -g gymwire`` installs), and ``npx --no-install gymwire`` (a project-local install
-    in the working directory).
+    (a command line such as ``node /opt/gymwire/bin/gymwire.js``), the checkout this package runs
+    from (``node <checkout>/bin/gymwire.js``, once ``npm install`` has run there), ``gymwire`` on
+    PATH, and ``node_modules/.bin/gymwire`` in the working directory or a folder above it. Nothing
+    is fetched from a registry; when none is there it raises :class:`GymwireCommandNotFoundError`.
 
     Example::
 
-        find_gymwire_command()            # ['/usr/local/bin/gymwire']
+        find_gymwire_command()            # ['/usr/bin/node', '/src/gymwire/bin/gymwire.js']
         find_gymwire_command("node bin/gymwire.js")
     """
     if explicit:
@@ -60,15 +88,20 @@ def find_gymwire_command(explicit: str | Sequence[str] | None = None) -> list[st
     from_env = os.environ.get("GYMWIRE_BIN", "").strip()
     if from_env:
         return shlex.split(from_env)
+    checkout = _checkout_command()
+    if checkout:
+        return checkout
     on_path = shutil.which("gymwire")
     if on_path:
         return [on_path]
-    npx = shutil.which("npx")
-    if npx:
-        return [npx, "--no-install", "gymwire"]
+    project = _project_command(Path.cwd())
+    if project:
+        return project
     raise GymwireCommandNotFoundError(
-        "the gymwire server command is not installed on this node: install it with `npm install -g gymwire` (Node >= 20), "
-        "or set GYMWIRE_BIN to the command that runs it (for example 'node /path/to/gymwire/bin/gymwire.js')"
+        "the gymwire server command is not on this node: not GYMWIRE_BIN, a gymwire checkout's bin/gymwire.js, "
+        "`gymwire` on PATH, nor node_modules/.bin/gymwire. Install the npm package (README, Install: a checkout's "
+        "`npm install`, or `npm install -g /path/to/gymwire-0.1.0.tgz`; Node >= 20) or set GYMWIRE_BIN to the command "
+        "that runs it (for example 'node /path/to/gymwire/bin/gymwire.js')"
     )
 
 
