@@ -38,7 +38,7 @@ export type CaseResult = { status: 'pass' } | { status: 'skip'; reason: string }
 export interface ConformanceCase {
   name: string;
   /** The ids of the statements in docs/PROTOCOL.md and docs/errors.md this case checks (`[P-HELLO-3]` is `P-HELLO-3`). */
-  covers?: string[];
+  covers: string[];
   /** Cases that do not depend on the env run once per server. */
   perServer?: boolean;
   run(ctx: CaseContext): Promise<CaseResult | void>;
