@@ -20,7 +20,18 @@ import type { RemoteEnv } from '../client/ts/remote-env.ts';
 import type { ClientTransport, Connector } from '../client/ts/transport.ts';
 import { wsConnector } from '../client/ts/transport.ts';
 import { fuzzFrame } from './fuzz.ts';
-import { batchRow, check, ConformanceFailure, errorCode, expectCode, invalidActions, RawConnection, stateOf, valuesEqual } from './harness.ts';
+import {
+  batchRow,
+  check,
+  ConformanceFailure,
+  REQUEST_DEADLINE_MS,
+  errorCode,
+  expectCode,
+  invalidActions,
+  RawConnection,
+  stateOf,
+  valuesEqual,
+} from './harness.ts';
 import { REFERENCE_CASES } from './cases/reference.ts';
 import { SESSION_CASES } from './cases/sessions.ts';
 import { WIRE_CASES } from './cases/wire.ts';
@@ -32,8 +43,6 @@ export type { CaseContext, CaseResult, ConformanceCase, ConformanceTarget } from
 /** The conformance fuzz case's frames and seed (test/server/fuzz.test.ts runs more, and other seeds). */
 const FUZZ_FRAMES = 300;
 const FUZZ_SEED = 7;
-/** A request unanswered this long fails its case: no case waits on a long client timeout to fail. */
-const REQUEST_TIMEOUT_MS = 15_000;
 /** A case still running after this long fails (a server that stops answering cannot hang the suite). */
 const CASE_DEADLINE_MS = 180_000;
 
@@ -903,7 +912,7 @@ export async function runConformance(target: ConformanceTarget, opts: RunOptions
         const c = await connect(connector, {
           token: target.token,
           reconnectDelayMs: 10,
-          requestTimeoutMs: REQUEST_TIMEOUT_MS,
+          requestTimeoutMs: REQUEST_DEADLINE_MS,
           clientName: 'gymwire-conformance',
           ...o,
         });
