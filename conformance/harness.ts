@@ -13,6 +13,9 @@ import { Tensor } from '../protocol/tensor.ts';
 import type { ClientOptions, GymwireClient } from '../client/ts/client.ts';
 import type { ClientTransport, Connector } from '../client/ts/transport.ts';
 
+/** How long a raw request may go unanswered (as the suite's client requests: a hosted env's first make starts its workers). */
+export const REQUEST_DEADLINE_MS = 15_000;
+
 export interface ConformanceTarget {
   /** Opens a fresh transport to the server (a new connection each call). */
   connector: Connector;
@@ -38,7 +41,7 @@ export type CaseResult = { status: 'pass' } | { status: 'skip'; reason: string }
 export interface ConformanceCase {
   name: string;
   /** The ids of the statements in docs/PROTOCOL.md and docs/errors.md this case checks (`[P-HELLO-3]` is `P-HELLO-3`). */
-  covers?: string[];
+  covers: string[];
   /** Cases that do not depend on the env run once per server. */
   perServer?: boolean;
   run(ctx: CaseContext): Promise<CaseResult | void>;
@@ -116,7 +119,7 @@ export class RawConnection {
   }
 
   /** The next message that is not an event, within timeoutMs. */
-  async next(timeoutMs = 5000): Promise<Record<string, unknown>> {
+  async next(timeoutMs = REQUEST_DEADLINE_MS): Promise<Record<string, unknown>> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const i = this.inbox.findIndex((m) => m.type !== 'event');

@@ -20,7 +20,18 @@ import type { RemoteEnv } from '../client/ts/remote-env.ts';
 import type { ClientTransport, Connector } from '../client/ts/transport.ts';
 import { wsConnector } from '../client/ts/transport.ts';
 import { fuzzFrame } from './fuzz.ts';
-import { batchRow, check, ConformanceFailure, errorCode, expectCode, invalidActions, RawConnection, stateOf, valuesEqual } from './harness.ts';
+import {
+  batchRow,
+  check,
+  ConformanceFailure,
+  REQUEST_DEADLINE_MS,
+  errorCode,
+  expectCode,
+  invalidActions,
+  RawConnection,
+  stateOf,
+  valuesEqual,
+} from './harness.ts';
 import { REFERENCE_CASES } from './cases/reference.ts';
 import { SESSION_CASES } from './cases/sessions.ts';
 import { WIRE_CASES } from './cases/wire.ts';
@@ -32,8 +43,6 @@ export type { CaseContext, CaseResult, ConformanceCase, ConformanceTarget } from
 /** The conformance fuzz case's frames and seed (test/server/fuzz.test.ts runs more, and other seeds). */
 const FUZZ_FRAMES = 300;
 const FUZZ_SEED = 7;
-/** A request unanswered this long fails its case: no case waits on a long client timeout to fail. */
-const REQUEST_TIMEOUT_MS = 15_000;
 /** A case still running after this long fails (a server that stops answering cannot hang the suite). */
 const CASE_DEADLINE_MS = 180_000;
 
@@ -100,6 +109,7 @@ const REFERENCE_ENVS: Record<string, (env: RemoteEnv) => Promise<void>> = {
 export const CASES: ConformanceCase[] = [
   {
     name: 'reference envs: exact bounds and rewards where the env is known',
+    covers: ['P-SPACE-2', 'P-STEP-5'],
     async run(ctx) {
       const reference = REFERENCE_ENVS[ctx.envId];
       if (!reference) return { status: 'skip', reason: `no reference values for ${ctx.envId} (known: ${Object.keys(REFERENCE_ENVS).join(', ')})` };
@@ -110,6 +120,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'handshake: welcome carries version, limits and a resume token',
+    covers: ['P-HELLO-3'],
     perServer: true,
     async run(ctx) {
       const c = await ctx.client();
@@ -120,6 +131,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'handshake: version mismatch is refused with ENV_ERR_VERSION_MISMATCH',
+    covers: ['P-HELLO-4', 'E-VERSION_MISMATCH-1', 'P-REQ-1'],
     perServer: true,
     async run(ctx) {
       const raw = await ctx.raw();
@@ -134,6 +146,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'handshake: requests before hello get ENV_ERR_HANDSHAKE_REQUIRED',
+    covers: ['P-HELLO-1', 'E-HANDSHAKE_REQUIRED-1'],
     perServer: true,
     async run(ctx) {
       const raw = await ctx.raw();
@@ -144,6 +157,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'bad frames get typed errors and the connection stays usable',
+    covers: ['P-FRAME-1', 'P-FRAME-8', 'P-TENSOR-2', 'P-REQ-5', 'E-BAD_FRAME-1', 'E-ANSWER-1', 'E-ANSWER-3'],
     perServer: true,
     async run(ctx) {
       const raw = await ctx.raw();
@@ -181,6 +195,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'fuzzed frames: one typed answer each, no server fault, the connection and other clients unaffected',
+    covers: ['E-ANSWER-2', 'E-ANSWER-3'],
     perServer: true,
     async run(ctx) {
       const bystander = await ctx.client();
@@ -225,6 +240,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'list_envs includes the env; unknown env and bad kwargs are refused',
+    covers: ['P-MAKE-1', 'E-UNKNOWN_ENV-1'],
     async run(ctx) {
       const c = await ctx.client();
       const envs = await c.listEnvs();
@@ -239,6 +255,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'step before reset is ENV_ERR_RESET_NEEDED',
+    covers: ['P-STEP-2', 'E-RESET_NEEDED-1'],
     async run(ctx) {
       const c = await ctx.client();
       const env = await c.make(ctx.envId);
@@ -247,6 +264,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'observations lie in the declared space with exact dtypes',
+    covers: ['P-SPACE-1', 'P-TENSOR-1', 'P-STEP-1'],
     async run(ctx) {
       const c = await ctx.client();
       const env = await c.make(ctx.envId);
@@ -266,6 +284,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'seeded determinism: same seed and actions give the same observations and rewards',
+    covers: ['P-RESET-1'],
     async run(ctx) {
       const c = await ctx.client();
       const [a, b] = await Promise.all([c.make(ctx.envId), c.make(ctx.envId)]);
@@ -289,6 +308,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'invalid actions get ENV_ERR_INVALID_ACTION and the session stays usable',
+    covers: ['P-STEP-4'],
     async run(ctx) {
       const c = await ctx.client();
       const env = await c.make(ctx.envId);
@@ -302,6 +322,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'episodes end with terminated or truncated; stepping on needs a reset',
+    covers: ['P-STEP-2', 'P-STEP-3', 'P-STEP-5'],
     async run(ctx) {
       const c = await ctx.client();
       const env = await c.make(ctx.envId);
@@ -318,6 +339,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'batched step, autoreset next_step: the step after an end resets with reward 0',
+    covers: ['P-BATCH-4'],
     async run(ctx) {
       const run = await batchUntilAnEnd(ctx, 'next_step', 11);
       if (!run) return NO_END(ctx);
@@ -332,6 +354,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'batched step, autoreset same_step: final_obs and final_info with masks',
+    covers: ['P-BATCH-5'],
     async run(ctx) {
       const run = await batchUntilAnEnd(ctx, 'same_step', 12);
       if (!run) return NO_END(ctx);
@@ -347,6 +370,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'batched step, autoreset disabled: the caller resets ended sessions by mask',
+    covers: ['P-BATCH-6'],
     async run(ctx) {
       const run = await batchUntilAnEnd(ctx, 'disabled', 13);
       if (!run) return NO_END(ctx);
@@ -365,6 +389,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'batched reset and step agree with single-session reset and step',
+    covers: ['P-BATCH-1', 'P-BATCH-7'],
     async run(ctx) {
       const c = await ctx.client();
       const vec = await c.makeVec(ctx.envId, 2, { autoresetMode: 'disabled' });
@@ -384,6 +409,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'tools: listed as function schemas, unknown tools and bad arguments refused',
+    covers: ['P-TOOLS-1', 'P-TOOLS-2', 'E-UNKNOWN_TOOL-1', 'E-ISSUES-1'],
     async run(ctx) {
       const c = await ctx.client();
       const env = await c.make(ctx.envId);
@@ -391,20 +417,26 @@ export const CASES: ConformanceCase[] = [
       for (const t of tools) {
         check(t.type === 'function' && typeof t.function.name === 'string' && typeof t.function.parameters === 'object', `malformed tool ${JSON.stringify(t)}`);
       }
-      await expectCode(env.callTool('no_such_tool_for_conformance', {}), 'ENV_ERR_UNKNOWN_TOOL', 'unknown tool');
+      const unknownTool = await expectCode(env.callTool('no_such_tool_for_conformance', {}), 'ENV_ERR_UNKNOWN_TOOL', 'unknown tool');
+      check(Array.isArray(unknownTool.details.tools), `ENV_ERR_UNKNOWN_TOOL without details.tools: ${previewValue(unknownTool.details, 200)}`);
       const withRequired = tools.find((t) => Array.isArray(t.function.parameters.required) && (t.function.parameters.required as unknown[]).length > 0);
       if (!withRequired) return tools.length ? { status: 'pass' } : { status: 'skip', reason: 'the env has no tools' };
       await env.reset({ seed: 1 });
-      await expectCode(
+      const missing = await expectCode(
         env.callTool(withRequired.function.name, {}),
         'ENV_ERR_INVALID_TOOL_ARGS',
         `${withRequired.function.name} without its required arguments`,
+      );
+      check(
+        Array.isArray(missing.details.issues) && missing.details.issues.length > 0,
+        `ENV_ERR_INVALID_TOOL_ARGS without details.issues: ${previewValue(missing.details, 200)}`,
       );
       return { status: 'pass' };
     },
   },
   {
     name: 'get_state/set_state reproduce the same future',
+    covers: ['P-STATE-1', 'P-STATE-2', 'E-INVALID_STATE-1'],
     async run(ctx) {
       const c = await ctx.client();
       const env = await c.make(ctx.envId);
@@ -432,6 +464,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'close is idempotent and a closed session is unknown',
+    covers: ['P-CLOSE-1'],
     async run(ctx) {
       const c = await ctx.client();
       const env = await c.make(ctx.envId);
@@ -444,15 +477,18 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'sessions are private to the client that made them',
+    covers: ['P-MAKE-2', 'E-UNKNOWN_SESSION-1'],
     async run(ctx) {
       const a = await ctx.client();
       const b = await ctx.client();
       const env = await a.make(ctx.envId);
-      await expectCode(b.request('reset', { session_id: env.sessionId }), 'ENV_ERR_UNKNOWN_SESSION', "another client's session");
+      const err = await expectCode(b.request('reset', { session_id: env.sessionId }), 'ENV_ERR_UNKNOWN_SESSION', "another client's session");
+      check(err.details.session_id === env.sessionId, `ENV_ERR_UNKNOWN_SESSION names session ${previewValue(err.details.session_id)}, not the one asked for`);
     },
   },
   {
     name: 'limits: oversize frames and too many sessions are refused with clear errors',
+    covers: ['P-FRAME-3', 'P-LIMIT-1', 'E-FRAME_TOO_LARGE-1', 'E-TOO_MANY_SESSIONS-1'],
     perServer: true,
     async run(ctx) {
       const c = await ctx.client();
@@ -464,6 +500,11 @@ export const CASES: ConformanceCase[] = [
         raw.send({ id: 5, type: 'ping', payload: new Uint8Array(limits.max_frame_bytes + 1) });
         const msg = await raw.next(15_000);
         check(errorCode(msg) === 'ENV_ERR_FRAME_TOO_LARGE' && msg.id === 5, `oversize frame: ${JSON.stringify(msg).slice(0, 200)}`);
+        const details = (msg.error as { details: { size?: unknown } }).details;
+        check(
+          typeof details.size === 'number' && details.size > limits.max_frame_bytes,
+          `ENV_ERR_FRAME_TOO_LARGE without the frame's details.size: ${previewValue(details, 200)}`,
+        );
         probed.push('frame');
       }
       if (limits.max_sessions_per_client <= 64) {
@@ -472,6 +513,10 @@ export const CASES: ConformanceCase[] = [
         check(refused.length === 1, `${refused.length} makes refused past max_sessions_per_client=${limits.max_sessions_per_client}`);
         const reason = (refused[0] as PromiseRejectedResult).reason;
         check(reason instanceof ProtocolError && reason.code === 'ENV_ERR_TOO_MANY_SESSIONS', `refused with ${String(reason)}`);
+        check(
+          reason.details.limit === 'max_sessions_per_client' && reason.details.max === limits.max_sessions_per_client,
+          `ENV_ERR_TOO_MANY_SESSIONS details ${previewValue(reason.details, 200)} do not name the limit and its value`,
+        );
         probed.push('sessions');
       }
       const unprobed = [
@@ -485,6 +530,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'reconnect: sessions resume and a retried step is applied once',
+    covers: ['P-RESUME-1', 'P-RESUME-2'],
     async run(ctx) {
       const c = await ctx.client();
       const [a, b] = await Promise.all([c.make(ctx.envId), c.make(ctx.envId)]);
@@ -510,6 +556,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'ping: the payload comes back exactly; no payload sent, none answered',
+    covers: ['P-REQ-3'],
     perServer: true,
     async run(ctx) {
       const raw = await ctx.raw();
@@ -534,6 +581,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'request ids: answers remembered by id and type until acked; reused and acked ids refused',
+    covers: ['P-REQ-1', 'P-REQ-2', 'P-RESUME-3', 'P-RESUME-5', 'P-RESUME-6', 'P-RESUME-7'],
     perServer: true,
     async run(ctx) {
       const raw = await ctx.raw();
@@ -574,6 +622,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'resume: sessions come back within the grace period and are gone after it',
+    covers: ['P-RESUME-1', 'P-RESUME-8', 'P-LIMIT-5'],
     perServer: true,
     async run(ctx) {
       const first = await ctx.raw();
@@ -621,6 +670,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'auth: a wrong token gets ENV_ERR_UNAUTHORIZED and close 1008',
+    covers: ['P-HELLO-5', 'E-UNAUTHORIZED-1'],
     perServer: true,
     async run(ctx) {
       if (!ctx.target.token) return { status: 'skip', reason: 'no token given (pass --token to probe a server that requires one)' };
@@ -635,6 +685,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'retries: a step cut off by a dropped connection runs once',
+    covers: ['P-RESUME-2'],
     async run(ctx) {
       // The transport closes right after it sends its first step: the server reads the step before
       // the close, so the step runs and its answer is lost; the client resumes and resends the same id.
@@ -680,6 +731,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'invalid actions leave the session unchanged',
+    covers: ['P-STEP-4', 'E-INVALID_ACTION-1'],
     async run(ctx) {
       const c = await ctx.client();
       const [a, b] = [await c.make(ctx.envId), await c.make(ctx.envId)];
@@ -697,6 +749,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'reset with a null seed continues the RNG stream instead of reseeding',
+    covers: ['P-RESET-2'],
     async run(ctx) {
       const c = await ctx.client();
       const nulls = async (seed: number) => {
@@ -717,6 +770,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'batches are atomic: one refused action refuses the whole batch and steps nothing',
+    covers: ['P-BATCH-2'],
     async run(ctx) {
       const c = await ctx.client();
       const vec = await c.makeVec(ctx.envId, 2, { autoresetMode: 'disabled' });
@@ -737,6 +791,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'batches stack tensor observations into one tensor over sessions',
+    covers: ['P-BATCH-3'],
     async run(ctx) {
       const c = await ctx.client();
       const vec = await c.makeVec(ctx.envId, 2, { autoresetMode: 'next_step' });
@@ -759,6 +814,7 @@ export const CASES: ConformanceCase[] = [
   },
   {
     name: 'tools: argument types are checked against the schema',
+    covers: ['P-TOOLS-2'],
     async run(ctx) {
       const c = await ctx.client();
       const env = await c.make(ctx.envId);
@@ -856,7 +912,7 @@ export async function runConformance(target: ConformanceTarget, opts: RunOptions
         const c = await connect(connector, {
           token: target.token,
           reconnectDelayMs: 10,
-          requestTimeoutMs: REQUEST_TIMEOUT_MS,
+          requestTimeoutMs: REQUEST_DEADLINE_MS,
           clientName: 'gymwire-conformance',
           ...o,
         });

@@ -136,7 +136,7 @@ export const SESSION_CASES: ConformanceCase[] = [
   },
   {
     name: 'reset: seeds past 2^53 - 1 and negative seeds are ENV_ERR_INVALID_MESSAGE',
-    covers: ['P-RESET-3'],
+    covers: ['P-RESET-3', 'P-FRAME-2'],
     async run(ctx) {
       const s = await RawSession.open(ctx);
       const { session_id } = await s.result<{ session_id: string }>('make', { env_id: ctx.envId });

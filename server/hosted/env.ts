@@ -101,7 +101,9 @@ export class HostedEnv implements Env {
   }
 
   reset(opts: ResetOptions = {}): Promise<ResetResult> {
-    return this.worker.call({ op: 'reset', handle: this.handle, seed: opts.seed ?? null, options: opts.options ?? null }, this.what, toResetResult);
+    // msgpack carries a JS number past 2^32 as a float, which Gymnasium refuses as a seed: such seeds travel as 64-bit integers.
+    const seed = opts.seed == null ? null : opts.seed > 0xffffffff ? BigInt(opts.seed) : opts.seed;
+    return this.worker.call({ op: 'reset', handle: this.handle, seed, options: opts.options ?? null }, this.what, toResetResult);
   }
 
   step(action: unknown): Promise<StepResult> {
