@@ -96,7 +96,7 @@ export interface ServerCoreOptions {
   /** Bounds on the frame pool's idle memory. */
   framePool?: FramePoolOptions;
   /**
-   * How long one call into an env may take (ms; default 60 s; 0: no limit) before its request fails
+   * How long one call into an env may take (ms; default 5 min; 0: no limit) before its request fails
    * with ENV_ERR_ENV_FAILURE (`details.timed_out`) and its session is lost (server/env-guard.ts).
    * Python workers and env threads keep their own deadline instead.
    */

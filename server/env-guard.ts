@@ -19,7 +19,7 @@ import { previewValue, ProtocolError } from '../protocol/errors.ts';
 import { withDeadline } from '../runtime/channel.ts';
 
 /** How long one env call may take by default before its session is lost (ms). */
-export const DEFAULT_ENV_CALL_TIMEOUT_MS = 60_000;
+export const DEFAULT_ENV_CALL_TIMEOUT_MS = 300_000;
 
 export class EnvGuard extends Wrapper {
   /** Why the session is lost (a call missed its deadline), or null. */

@@ -59,7 +59,7 @@ export interface ServerOptions {
   maxDepartedReplyBytes?: number;
   /** See ServerCoreOptions.framePool. */
   framePool?: FramePoolOptions;
-  /** See ServerCoreOptions.envCallTimeoutMs (default 60 s). */
+  /** See ServerCoreOptions.envCallTimeoutMs (default 5 min). */
   envCallTimeoutMs?: number;
   /** See ServerCoreOptions.closeWaitMs (default 5 s). */
   closeWaitMs?: number;

@@ -48,12 +48,12 @@ export interface EnvThreadPoolOptions {
   threads?: number;
   /** The threads' niceness (default: thread-priority.ts's, `GYMWIRE_THREAD_NICE` or 10). */
   nice?: number;
-  /** How long one env call may take (ms; default 60 s) before its thread is ended and its envs' sessions are lost. */
+  /** How long one env call may take (ms; default 5 min) before its thread is ended and its envs' sessions are lost. */
   callTimeoutMs?: number;
 }
 
 /** How long one call on an env thread may take by default (ms) before the thread counts as hung. */
-export const DEFAULT_THREAD_CALL_TIMEOUT_MS = 60_000;
+export const DEFAULT_THREAD_CALL_TIMEOUT_MS = 300_000;
 /** How much longer `make` may take: a thread's first call also loads its modules. */
 const MAKE_GRACE_MS = 60_000;
 

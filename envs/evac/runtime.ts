@@ -25,6 +25,7 @@ import { pino } from 'pino';
 
 import type { ConfinePath } from '../core/data-roots.ts';
 import type { Manifest, ModelDir, WorldModelInputs } from './contract.ts';
+import { Channel, describeThrown } from '../../runtime/channel.ts';
 import { startModuleWorker } from '../core/threads.ts';
 import { ModelContractError, checkSessions, fingerprintModelDir, readModelDir } from './contract.ts';
 import type { WorkerRequest, WorkerResponse } from './protocol.ts';
@@ -45,7 +46,18 @@ export interface RuntimeOptions {
   maxBatch?: number;
   /** onnxruntime intra-op threads in the worker (default: one per core, at most 4); 0 lets onnxruntime choose. */
   threads?: number;
+  /** How long one request to the worker (a load, a batch) may take (ms; default 5 min) before the worker is ended; its models' envs fail and later makes load again. */
+  callTimeoutMs?: number;
 }
+
+/** A request to the worker and the buffers it hands over. */
+interface Outgoing {
+  msg: WorkerRequest;
+  transfer: ArrayBuffer[];
+}
+
+/** How long one request to the world-model worker may take by default (ms). */
+export const DEFAULT_WORLD_MODEL_TIMEOUT_MS = 300_000;
 
 /** One env's chunk step: flat arrays in the shapes of the contract, without the batch axis. */
 export interface ChunkRequest {
@@ -341,8 +353,9 @@ export class WorldModelRuntime {
   private readonly logger: Logger;
   private readonly threads: number;
   private worker: Worker | null = null;
-  private nextId = 1;
-  private readonly waiting = new Map<number, { resolve(r: WorkerResponse): void; reject(e: Error): void }>();
+  /** Requests and their answers (runtime/channel.ts); a new one for each worker. */
+  private channel: Channel<Outgoing> | null = null;
+  private readonly callTimeoutMs: number;
   private readonly models = new Map<string, Promise<LoadedWorldModel>>();
   private fallbackLogged = false;
   private closed = false;
@@ -360,6 +373,7 @@ export class WorldModelRuntime {
     // extra threads only run while a large op is split, and the main thread, idle while a batch
     // runs, lends its core (batches of 32 ran ~12% faster on 2 cores; single steps are not split).
     this.threads = opts.threads ?? Math.max(1, Math.min(4, availableParallelism()));
+    this.callTimeoutMs = opts.callTimeoutMs ?? DEFAULT_WORLD_MODEL_TIMEOUT_MS;
   }
 
   /**
@@ -430,43 +444,46 @@ export class WorldModelRuntime {
   }
 
   /** @internal Sends one message to the worker and waits for its answer. */
-  request(msg: WorkerRequest, transfer: ArrayBuffer[] = []): Promise<WorkerResponse & { ok: true }> {
-    const worker = this.ensureWorker();
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.waiting.set(id, {
-        resolve: (r) => (r.ok ? resolve(r) : reject(new WorkerRefusal(r.error))),
-        reject,
-      });
-      worker.ref();
-      worker.postMessage({ ...msg, id }, transfer);
-    });
+  async request(msg: WorkerRequest, transfer: ArrayBuffer[] = []): Promise<WorkerResponse & { ok: true }> {
+    const channel = this.ensureWorker();
+    this.worker!.ref();
+    const res = await channel.request<WorkerResponse>({ msg, transfer }, { what: msg.type });
+    if (!res.ok) throw new WorkerRefusal(res.error);
+    return res;
   }
 
-  private ensureWorker(): Worker {
+  private ensureWorker(): Channel<Outgoing> {
     if (this.closed) throw new Error('the world-model runtime is closed');
-    if (this.worker) return this.worker;
+    if (this.worker && this.channel) return this.channel;
     assertOnnxRuntimeInstalled();
     const worker = startModuleWorker(new URL('./worker.ts', import.meta.url), import.meta.url);
+    const channel = new Channel<Outgoing>({
+      name: 'the world-model worker',
+      send: (id, { msg, transfer }) => worker.postMessage({ ...msg, id }, transfer),
+      limits: { deadlineMs: this.callTimeoutMs },
+      onDeadline: ({ what }) => this.lose(worker, new Error(`a ${what} did not finish within ${this.callTimeoutMs} ms`)),
+    });
     worker.on('message', (res: WorkerResponse) => {
-      const w = this.waiting.get(res.id);
-      this.waiting.delete(res.id);
-      if (this.waiting.size === 0) worker.unref();
-      w?.resolve(res);
+      if (typeof res !== 'object' || res === null || typeof res.id !== 'number') return channel.noteGarbage();
+      channel.settle(res.id, { ok: true, value: res });
+      if (channel.pending === 0) worker.unref();
     });
-    worker.on('error', (err) => this.failAll(err));
-    worker.on('exit', (code) => {
-      if (this.worker === worker) this.worker = null;
-      this.failAll(new Error(`world-model worker exited with code ${code}`));
-    });
+    worker.on('error', (err) => this.lose(worker, err));
+    worker.on('exit', (code) => this.lose(worker, new Error(`world-model worker exited with code ${code}`)));
     worker.unref();
     this.worker = worker;
-    return worker;
+    this.channel = channel;
+    return channel;
   }
 
-  private failAll(err: Error): void {
-    for (const w of this.waiting.values()) w.reject(err);
-    this.waiting.clear();
+  /** The worker is gone (or hung and ended): what waits on it fails, and models load again on a fresh one. */
+  private lose(worker: Worker, err: Error): void {
+    if (this.worker !== worker) return;
+    this.worker = null;
+    this.channel?.fail(describeThrown(err));
+    this.channel = null;
+    this.models.clear();
+    void worker.terminate();
     if (!this.closed) this.logger.error({ err }, 'world-model worker failed');
   }
 
@@ -478,8 +495,10 @@ export class WorldModelRuntime {
       await this.request({ id: 0, type: 'close' }).catch(() => undefined);
     }
     this.closed = true;
-    if (worker) await worker.terminate();
+    this.channel?.fail('the world-model runtime is closed');
+    this.channel = null;
     this.worker = null;
+    if (worker) await worker.terminate();
     this.models.clear();
   }
 }

@@ -18,6 +18,7 @@
 import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 
+import { Channel, describeThrown } from '../../../runtime/channel.ts';
 import { startModuleWorker } from '../../core/threads.ts';
 import type { Pose } from '../geometry.ts';
 import type { CameraSpec, RenderBox, RenderInput } from './camera.ts';
@@ -36,61 +37,80 @@ export type RenderResponse = { id: number; ok: true; images: Uint8Array[] } | { 
 export interface RenderPoolOptions {
   /** Render threads (default: one per core but one, between 1 and 4). */
   threads?: number;
+  /** How long one render may take (ms; default 5 min, a large rig's preparation included) before its thread is ended and its rigs are lost. */
+  callTimeoutMs?: number;
 }
+
+/** How long one render may take by default (ms). */
+export const DEFAULT_RENDER_TIMEOUT_MS = 300_000;
+
+type RenderCall = Omit<Extract<RenderRequest, { type: 'render' }>, 'id'>;
 
 class RenderThread {
   rigs = 0;
   private worker: Worker | null = null;
-  private readonly waiting = new Map<number, { resolve(images: Uint8Array[]): void; reject(err: Error): void }>();
-  private nextId = 1;
+  /** Renders and their images (runtime/channel.ts); a new one for each worker the thread starts. */
+  private channel: Channel<RenderCall> | null = null;
+  /** Counts the workers this thread lost: a rig lives on the one it was prepared on. */
+  generation = 0;
+
+  constructor(
+    private readonly callTimeoutMs: number,
+    private readonly index: number,
+  ) {}
 
   post(msg: RenderRequest): void {
-    this.ensure().postMessage(msg);
+    this.ensure();
+    this.worker!.postMessage(msg);
   }
 
-  render(msg: Omit<Extract<RenderRequest, { type: 'render' }>, 'id'>): Promise<Uint8Array[]> {
-    const worker = this.ensure();
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
-      worker.ref();
-      worker.postMessage({ ...msg, id });
-    });
+  render(msg: RenderCall, generation: number): Promise<Uint8Array[]> {
+    if (generation !== this.generation)
+      return Promise.reject(new Error(`render thread ${this.index} was restarted after a render failed or hung; this camera rig is gone`));
+    const channel = this.ensure();
+    this.worker!.ref();
+    return channel.request<Uint8Array[]>(msg, { what: 'render' });
   }
 
   async close(): Promise<void> {
     const worker = this.worker;
     this.worker = null;
-    this.failAll(new Error('the render pool is closed'));
+    this.channel?.fail('the render pool is closed');
+    this.channel = null;
     if (worker) await worker.terminate();
   }
 
-  private ensure(): Worker {
-    if (this.worker) return this.worker;
+  private ensure(): Channel<RenderCall> {
+    if (this.worker && this.channel) return this.channel;
     const worker = startModuleWorker(new URL('./worker.ts', import.meta.url), import.meta.url);
     worker.unref();
+    const channel = new Channel<RenderCall>({
+      name: `render thread ${this.index}`,
+      send: (id, body) => worker.postMessage({ ...body, id } satisfies RenderRequest),
+      limits: { deadlineMs: this.callTimeoutMs },
+      onDeadline: () => this.lose(worker, `a render did not finish within ${this.callTimeoutMs} ms`),
+    });
     worker.on('message', (res: RenderResponse) => {
-      const w = this.waiting.get(res.id);
-      this.waiting.delete(res.id);
-      if (this.waiting.size === 0) worker.unref();
-      if (!w) return;
-      if (res.ok) w.resolve(res.images);
-      else w.reject(new Error(`camera rendering failed: ${res.error}`));
+      if (typeof res !== 'object' || res === null || typeof res.id !== 'number') return channel.noteGarbage();
+      if (res.ok === true) channel.settle(res.id, { ok: true, value: res.images });
+      else channel.settle(res.id, { ok: false, error: new Error(`camera rendering failed: ${describeThrown(res.error)}`) });
+      if (channel.pending === 0) worker.unref();
     });
-    worker.on('error', (err) => this.failAll(err));
-    worker.on('exit', (code) => {
-      if (this.worker !== worker) return;
-      // Its rigs are gone with it: renders fail from now on (each session's own fault, not the server's).
-      this.worker = null;
-      this.failAll(new Error(`render thread exited with code ${code}`));
-    });
+    worker.on('error', (err) => this.lose(worker, describeThrown(err)));
+    // Its rigs are gone with it: renders fail from now on (each session's own fault, not the server's).
+    worker.on('exit', (code) => this.lose(worker, `render thread exited with code ${code}`));
     this.worker = worker;
-    return worker;
+    this.channel = channel;
+    return channel;
   }
 
-  private failAll(err: Error): void {
-    for (const w of this.waiting.values()) w.reject(err);
-    this.waiting.clear();
+  private lose(worker: Worker, reason: string): void {
+    if (this.worker !== worker) return;
+    this.worker = null;
+    this.generation++;
+    this.channel?.fail(reason);
+    this.channel = null;
+    void worker.terminate();
   }
 }
 
@@ -101,7 +121,8 @@ export class RenderPool {
 
   constructor(opts: RenderPoolOptions = {}) {
     const n = opts.threads ?? Math.max(1, Math.min(4, availableParallelism() - 1));
-    this.threads = Array.from({ length: n }, () => new RenderThread());
+    const timeout = opts.callTimeoutMs ?? DEFAULT_RENDER_TIMEOUT_MS;
+    this.threads = Array.from({ length: n }, (_, i) => new RenderThread(timeout, i));
   }
 
   /** A rig prepared on the least loaded thread; preparation starts now, off this thread. */
@@ -122,6 +143,8 @@ export class PooledCameraRig {
   private readonly grids = new WeakMap<SemanticGrid, number>();
   private nextGridId = 1;
   private closed = false;
+  /** The thread's generation when this rig was prepared on it. */
+  private readonly generation: number;
 
   /** @internal Made by RenderPool.rig. */
   constructor(
@@ -131,19 +154,23 @@ export class PooledCameraRig {
   ) {
     thread.rigs++;
     thread.post({ type: 'rig', rigId, cameras: [...cameras] });
+    this.generation = thread.generation;
   }
 
   /** Renders every camera (or only camera `only`); each image is uint8 [height, width, 3]. */
   render(input: RenderInput, only?: number): Promise<Uint8Array[]> {
     if (this.closed) return Promise.reject(new Error('this camera rig is closed'));
-    return this.thread.render({
-      type: 'render',
-      rigId: this.rigId,
-      gridId: this.gridId(input.grid),
-      ego: { x: input.ego.x, y: input.ego.y, heading: input.ego.heading },
-      boxes: input.boxes.map((b) => ({ ...b })),
-      ...(only === undefined ? {} : { only }),
-    });
+    return this.thread.render(
+      {
+        type: 'render',
+        rigId: this.rigId,
+        gridId: this.gridId(input.grid),
+        ego: { x: input.ego.x, y: input.ego.y, heading: input.ego.heading },
+        boxes: input.boxes.map((b) => ({ ...b })),
+        ...(only === undefined ? {} : { only }),
+      },
+      this.generation,
+    );
   }
 
   /** Frees the rig's memory on its thread. */
@@ -151,7 +178,8 @@ export class PooledCameraRig {
     if (this.closed) return;
     this.closed = true;
     this.thread.rigs--;
-    this.thread.post({ type: 'drop', rigId: this.rigId });
+    // A rig whose thread was lost is gone with it: nothing to drop (and no thread to start for it).
+    if (this.generation === this.thread.generation) this.thread.post({ type: 'drop', rigId: this.rigId });
   }
 
   /** The id the thread knows `grid` by, sending it (a copy) the first time. Rasters never change once built. */
