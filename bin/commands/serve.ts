@@ -234,7 +234,7 @@ export function registerServe(program: Command): void {
       process.on('SIGINT', () => stop('SIGINT'));
       process.on('SIGTERM', () => stop('SIGTERM'));
       const registry = defaultRegistry({ dataRoots: new DataRoots(opts.dataRoot), logger, evac: evacOptions(opts) });
-      await hostEnvs(registry, { ...hosted, logger });
+      await hostEnvs(registry, { ...hosted, logger, check: opts.check ?? false });
       server = await startServer({
         registry,
         host: opts.host,
