@@ -24,6 +24,7 @@ export const OUTSIDE_THE_SUITE: Readonly<Record<string, string>> = {
   'P-LIMIT-2': "needs the server's memory budgets; test/server/budgets.test.ts",
   'P-LIMIT-3': 'needs requests queued faster than an env steps; test/server/transports.test.ts',
   'P-LIMIT-4': "needs the server's idle timeout; test/server/transports.test.ts",
+  'P-LIMIT-6': "needs a client that stops reading past the server's outbound budget; test/server/slow-reader.test.ts",
   'P-SHUTDOWN-1': 'needs a server the suite may stop; test/cli/lifecycle.test.ts, test/client/shutdown.test.ts',
   'P-HTTP-1': 'HTTP, not the protocol; test/server/hardening.test.ts, test/server/transports.test.ts',
   'P-HTTP-2': 'HTTP, not the protocol; test/server/episode-metrics.test.ts',

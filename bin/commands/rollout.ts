@@ -157,12 +157,23 @@ export function registerRollout(program: Command): void {
     .option('--reconnect-timeout <ms>', 'how long a lost server may take to come back (its sessions resumed or remade) before the rollout fails', '60000')
     .action(async (opts: RolloutCliOptions) => {
       const summary = await runRolloutCommand(opts);
-      process.exitCode = summary.episodes + summary.incomplete > 0 ? 0 : 1;
+      process.exitCode = summary.stoppedBy ? STOP_EXIT_CODES[summary.stoppedBy] : summary.episodes + summary.incomplete > 0 ? 0 : 1;
     });
 }
 
-/** The command's body, callable from tests. */
-export async function runRolloutCommand(opts: RolloutCliOptions, out: NodeJS.WritableStream = process.stdout): Promise<RolloutSummary> {
+/**
+ * Signals that stop a rollout the way --on-stop says (Ctrl-C, a scheduler's SIGTERM, a closed
+ * terminal's SIGHUP), and the exit code each leaves once the dataset is written: 128 + the
+ * signal's number, as a shell reports a process the signal ended.
+ */
+export const STOP_EXIT_CODES = { SIGINT: 130, SIGHUP: 129, SIGTERM: 143 } as const;
+export type StopSignal = keyof typeof STOP_EXIT_CODES;
+
+/** The command's body, callable from tests. `stoppedBy` names the signal that stopped it early, if one did. */
+export async function runRolloutCommand(
+  opts: RolloutCliOptions,
+  out: NodeJS.WritableStream = process.stdout,
+): Promise<RolloutSummary & { stoppedBy: StopSignal | null }> {
   if (!['raw', 'png', 'jpeg'].includes(opts.images)) throw new Error(`--images must be raw, png or jpeg, got ${opts.images}`);
   if (!['keep', 'discard', 'finish'].includes(opts.onStop)) throw new Error(`--on-stop must be keep, discard or finish, got ${opts.onStop}`);
   const busyPoll = parseBusyPoll(opts.busyPollUs ?? 'auto');
@@ -181,6 +192,16 @@ export async function runRolloutCommand(opts: RolloutCliOptions, out: NodeJS.Wri
   const kwargs = { ...(policyKwargs ?? {}), ...userKwargs };
   const token = opts.token ?? process.env.GYMWIRE_TOKEN;
   const clients: GymwireClient[] = [];
+  // From here until the dataset is written and the sessions closed, a signal stops the rollout
+  // instead of the process (a second one quits at once).
+  let stoppedBy: StopSignal | null = null;
+  let stopRollout = () => {};
+  const onSignal = (signal: StopSignal) => {
+    if (stoppedBy !== null) process.exit(STOP_EXIT_CODES[signal]);
+    stoppedBy = signal;
+    stopRollout();
+  };
+  for (const signal of Object.keys(STOP_EXIT_CODES) as StopSignal[]) process.on(signal, onSignal);
   try {
     for (const url of opts.url) clients.push(await connect(url, { busyPoll, reconnectTimeoutMs, ...(token ? { token } : {}) }));
     const total = Number(opts.sessions);
@@ -250,13 +271,9 @@ export async function runRolloutCommand(opts: RolloutCliOptions, out: NodeJS.Wri
           }
         : undefined,
     });
-    let interrupted = 0;
-    const onSigint = () => {
-      interrupted++;
-      if (interrupted > 1) process.exit(130);
-      rollout.stop(opts.onStop);
-    };
-    process.on('SIGINT', onSigint);
+    // A signal that came while the sessions were being made stops the rollout as it starts.
+    if (stoppedBy !== null) rollout.stop(opts.onStop);
+    stopRollout = () => rollout.stop(opts.onStop);
     let summary: RolloutSummary;
     try {
       summary = await rollout.run();
@@ -269,7 +286,6 @@ export async function runRolloutCommand(opts: RolloutCliOptions, out: NodeJS.Wri
       );
       throw closing instanceof DatasetWriteError ? closing : err;
     } finally {
-      process.off('SIGINT', onSigint);
       bar?.update(rollout.progress().episodes);
       bar?.stop();
       await policy.close?.();
@@ -288,8 +304,9 @@ export async function runRolloutCommand(opts: RolloutCliOptions, out: NodeJS.Wri
       } else extra.push(['preview', 'none: the env has no camera observation and does not render']);
     }
     out.write(`${summaryTable(summary, extra)}\n`);
-    return summary;
+    return { ...summary, stoppedBy };
   } finally {
     await Promise.allSettled(clients.map((c) => c.close()));
+    for (const signal of Object.keys(STOP_EXIT_CODES) as StopSignal[]) process.off(signal, onSignal);
   }
 }

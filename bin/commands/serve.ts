@@ -253,7 +253,7 @@ export function registerServe(program: Command): void {
       process.on('SIGINT', () => stop('SIGINT'));
       process.on('SIGTERM', () => stop('SIGTERM'));
       const registry = defaultRegistry({ dataRoots: new DataRoots(opts.dataRoot), logger, evac: evacOptions(opts) });
-      await hostEnvs(registry, { ...hosted, logger });
+      await hostEnvs(registry, { ...hosted, logger, check: opts.check ?? false });
       const torchWorldModel = torchWorldModelOptions(opts);
       if (torchWorldModel)
         await hostTorchWorldModel(registry, { ...torchWorldModel, pythonExe: hosted.pythonExe, workerTimeoutMs: hosted.workerTimeoutMs, logger });

@@ -125,13 +125,17 @@ export class HostedEnv implements Env {
   }
 }
 
-/** Builds a target on a worker the pool picks, and returns its proxy. */
-export async function makeHostedEnv(pool: WorkerPool, target: HostedTarget, kwargs: Record<string, unknown>, what: string): Promise<HostedEnv> {
+/**
+ * Builds a target on a worker the pool picks, and returns its proxy. With `check` (gymwire serve
+ * --check) the worker checks every observation against the space as the env returned it, before
+ * it converts it for the wire (a float64 array for a float32 Box is reported, not cast).
+ */
+export async function makeHostedEnv(pool: WorkerPool, target: HostedTarget, kwargs: Record<string, unknown>, what: string, check = false): Promise<HostedEnv> {
   const worker = pool.place();
   const handle = worker.newHandle();
   let made: MadeEnv;
   try {
-    made = await worker.call<MadeEnv>({ op: 'make', handle, target, kwargs }, what);
+    made = await worker.call<MadeEnv>({ op: 'make', handle, target, kwargs, ...(check ? { check: true } : {}) }, what);
   } catch (err) {
     pool.release(worker);
     throw err;

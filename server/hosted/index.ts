@@ -20,6 +20,8 @@ export interface HostEnvsOptions {
   gym?: readonly string[];
   python?: readonly { target: string; id?: string }[];
   plugins?: readonly string[];
+  /** Check every observation a Python env returns against its space before any conversion (serve --check). */
+  check?: boolean;
   /** How long each plugin's import and register() may take (ms; default 30 s). */
   pluginTimeoutMs?: number;
   /** The Python interpreter; default $GYMWIRE_PYTHON or python3. */
@@ -40,7 +42,7 @@ export async function hostEnvs(registry: Registry, opts: HostEnvsOptions): Promi
   if (!opts.gym?.length && !opts.python?.length) return null;
   const pool = registry.closes(new WorkerPool({ python: opts.pythonExe, size: opts.workers, callTimeoutMs: opts.workerTimeoutMs, logger: opts.logger }));
   try {
-    const ids = await registerHostedEnvs(registry, pool, { gym: opts.gym, python: opts.python });
+    const ids = await registerHostedEnvs(registry, pool, { gym: opts.gym, python: opts.python, check: opts.check });
     opts.logger.info({ envs: ids, python: pool.python, workers: pool.size }, 'hosting python envs');
   } catch (err) {
     await pool.close();

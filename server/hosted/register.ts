@@ -23,6 +23,8 @@ export interface HostedEnvsOptions {
   gym?: readonly string[];
   /** Callables returning a gymnasium.Env: 'package.module:callable', with an optional id. */
   python?: readonly { target: string; id?: string }[];
+  /** Have the workers check each observation against its space before converting it (serve --check). */
+  check?: boolean;
 }
 
 /** Kwargs go to the Python side as they are; it answers unknown ones with ENV_ERR_INVALID_KWARGS. */
@@ -59,7 +61,7 @@ export async function registerHostedEnvs(registry: Registry, pool: WorkerPool, o
     registry.register({
       id,
       description: info.description,
-      entryPoint: (kwargs) => makeHostedEnv(pool, target, kwargs, id),
+      entryPoint: (kwargs) => makeHostedEnv(pool, target, kwargs, id, opts.check ?? false),
       kwargsSchema: PYTHON_KWARGS,
       maxEpisodeSteps: info.max_episode_steps ?? undefined,
       tags: ['python'],

@@ -25,7 +25,7 @@ async function serveWith(name: string, code: string, ...flags: string[]): Promis
   return { code: exit, stderr, file };
 }
 
-describe('gymwire serve --plugin that cannot start', () => {
+describe.concurrent('gymwire serve --plugin that cannot start', () => {
   it('names the plugin and the error it threw at import', async () => {
     const { code, stderr, file } = await serveWith('throws.mjs', "throw new Error('no license server reachable');\n");
     expect(code).toBe(1);

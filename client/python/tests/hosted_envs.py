@@ -85,6 +85,20 @@ class FaultyCounter(gym.Env[np.ndarray, np.int64]):
         self.np_random.bit_generator.state = data["rng"]
 
 
+class Float64ForFloat32(gym.Env[np.ndarray, np.int64]):
+    """Declares a float32 Box and returns float64 arrays: what ``gymwire serve --check`` must report."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        return np.zeros(3, dtype=np.float64), {}
+
+    def step(self, action: np.int64) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        return np.zeros(3, dtype=np.float64), 0.0, False, False, {}
+
+
 def make_counter(**kwargs: Any) -> FaultyCounter:
     """A counter env with faults on demand (the hosted-env tests' --python target)."""
     return FaultyCounter(**kwargs)

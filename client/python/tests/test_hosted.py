@@ -339,3 +339,24 @@ def test_a_lost_worker_affects_only_its_sessions(fault_server: ServerProcess, fa
         assert len(after) == 2 and len(after & before) == 1, (before, after)
     if fault == "crash":
         assert any("crashing the worker on purpose" in line for line in fault_server.output), "the worker's stderr reaches the server log"
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_serve_check_reports_a_float64_observation_for_a_float32_box(check: bool) -> None:
+    """--check looks at the observation as the env returned it, before the worker casts it for the wire."""
+    server = start_server(*(["--check"] if check else []), "--python", "hosted_envs:Float64ForFloat32", "--id", "tests/Float64Obs-v0")
+    try:
+        env = gymwire.make(server.url, "tests/Float64Obs-v0")
+        try:
+            if not check:
+                obs, _ = env.reset(seed=0)
+                assert obs.dtype == np.float32
+                return
+            with pytest.raises(ServerError) as caught:
+                env.reset(seed=0)
+            assert caught.value.code == "ENV_ERR_ENV_FAILURE"
+            assert "reset returned an observation outside the observation space: an array of dtype float64 where the Box has dtype float32" in str(caught.value)
+        finally:
+            env.close()
+    finally:
+        server.stop()

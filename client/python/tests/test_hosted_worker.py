@@ -51,6 +51,18 @@ def test_steps_answer_arrays_and_exceptions_answer_the_last_traceback_line() -> 
     assert obs[0] == 2 and reward == 1.0 and isinstance(terminated, bool) and info["pair"] == [1, 2.5]
 
 
+def test_check_sees_the_observation_before_the_cast() -> None:
+    host = Host()
+    made = host.run({"op": "make", "handle": 1, "target": {"kind": "callable", "path": "hosted_envs:Float64ForFloat32"}, "kwargs": {}, "check": True})
+    assert "ok" in made, made
+    err = host.run({"op": "step", "handle": 1, "action": 0})["error"]
+    assert err["type"] == "ObservationContractError"
+    assert "step returned an observation outside the observation space: an array of dtype float64 where the Box has dtype float32" in err["message"]
+    # Without check the worker casts it for the wire, as before.
+    host.run({"op": "make", "handle": 2, "target": {"kind": "callable", "path": "hosted_envs:Float64ForFloat32"}, "kwargs": {}})
+    assert host.run({"op": "step", "handle": 2, "action": 0})["ok"][0].dtype == np.float32
+
+
 def test_unencodable_info_names_where_it_sits() -> None:
     host = Host()
     host.envs[1] = HostedEnv(OddInfo())

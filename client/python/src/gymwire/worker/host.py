@@ -31,13 +31,33 @@ class InvalidStateError(ValueError):
     """set_state got bytes the env cannot restore."""
 
 
+class ObservationContractError(ValueError):
+    """With ``gymwire serve --check``: the env returned an observation outside its observation space."""
+
+
+def observation_problem(space: gs.Space[Any], value: Any) -> str | None:
+    """Why ``value``, exactly as the env returned it, is not in ``space`` (None when it is). Run
+    before any conversion for the wire: a cast would hide a wrong dtype."""
+    if isinstance(space, gs.Box) and isinstance(value, np.ndarray):
+        if value.dtype != space.dtype:
+            return f"an array of dtype {value.dtype} where the Box has dtype {space.dtype}"
+        if value.shape != space.shape:
+            return f"an array of shape {value.shape} where the Box has shape {space.shape}"
+    try:
+        inside = space.contains(value)
+    except Exception as err:  # noqa: BLE001 - a value the space cannot even compare is outside it
+        return f"{type(value).__name__} that {type(space).__name__}.contains cannot check ({err})"
+    return None if inside else f"{type(value).__name__} {value!r:.200} is not in {space}"
+
+
 class HostedEnv:
     """One env and what its wire conversions need."""
 
-    __slots__ = ("env", "observation_space", "action_space", "tools", "box_dtype", "discrete_type")
+    __slots__ = ("env", "observation_space", "action_space", "tools", "box_dtype", "discrete_type", "check")
 
-    def __init__(self, env: gym.Env[Any, Any]) -> None:
+    def __init__(self, env: gym.Env[Any, Any], check: bool = False) -> None:
         self.env = env
+        self.check = check
         self.observation_space: gs.Space[Any] = env.observation_space
         self.action_space: gs.Space[Any] = env.action_space
         self.tools = find_tools(env.unwrapped)
@@ -45,7 +65,11 @@ class HostedEnv:
         self.box_dtype = env.observation_space.dtype if isinstance(env.observation_space, gs.Box) else None
         self.discrete_type = env.action_space.dtype.type if isinstance(env.action_space, gs.Discrete) else None
 
-    def obs(self, value: Any) -> Any:
+    def obs(self, value: Any, op: str = "step") -> Any:
+        if self.check:
+            problem = observation_problem(self.observation_space, value)
+            if problem is not None:
+                raise ObservationContractError(f"{op} returned an observation outside the observation space: {problem}")
         if type(value) is np.ndarray and value.dtype == self.box_dtype:
             return value
         return wire_value(value_to_wire(self.observation_space, value), "obs")
@@ -95,7 +119,7 @@ class Host:
 
     def make(self, call: dict[str, Any]) -> dict[str, Any]:
         env = targets.build(call["target"], call.get("kwargs") or {})
-        hosted = HostedEnv(env)
+        hosted = HostedEnv(env, check=bool(call.get("check")))
         unwrapped = env.unwrapped
         metadata = wire_metadata(dict(env.metadata))
         metadata["render_modes"] = [m for m in metadata.get("render_modes", []) if isinstance(m, str)]
@@ -113,7 +137,7 @@ class Host:
     def reset(self, call: dict[str, Any]) -> list[Any]:
         hosted = self.get(call)
         obs, info = hosted.env.reset(seed=call.get("seed"), options=call.get("options"))
-        return [hosted.obs(obs), wire_info(info)]
+        return [hosted.obs(obs, "reset"), wire_info(info)]
 
     def step(self, call: dict[str, Any]) -> Any:
         hosted = self.get(call)
