@@ -15,9 +15,9 @@ OUT="${OUT:-/tmp/world-model-bench-out}"
 mkdir -p "$OUT"
 MODE=()
 case "${1:-}" in
-  --cpu-smoke | --cpu) MODE=("$1") ;;
-  '') ;;
-  *) echo "usage: $0 [--cpu-smoke | --cpu]" >&2; exit 2 ;;
+  --cpu-smoke | --cpu) MODE=("$1"); shift ;;
+  '' | --*) ;;
+  *) echo "usage: $0 [--cpu-smoke | --cpu] [world_model_bench.py options: --sessions 1,8 --measure 8 ...]" >&2; exit 2 ;;
 esac
 PY="${GYMWIRE_BENCH_PYTHON:-python3}"
 CARRY=.device-carry
@@ -53,6 +53,6 @@ export GYMWIRE_PYTHON="$PY"
 timeout 120 "$PY" -c "import gymnasium, websockets, numpy, msgpack, torch, gymwire.worldmodel; print('python ok: torch', torch.__version__, 'cuda', torch.cuda.is_available())" >&2
 
 phase "bench"
-timeout 420 "$PY" scripts/device/world_model_bench.py --node "$NODE" --server-js "$CARRY/server/gymwire.mjs" --out "$OUT" ${MODE[@]+"${MODE[@]}"}
+timeout 420 "$PY" scripts/device/world_model_bench.py --node "$NODE" --server-js "$CARRY/server/gymwire.mjs" --out "$OUT" ${MODE[@]+"${MODE[@]}"} "$@"
 phase "done"
 rm -rf "$WORK"

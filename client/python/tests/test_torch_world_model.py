@@ -17,7 +17,6 @@ import os
 import re
 import sys
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +29,8 @@ from conftest import ServerProcess
 import gymwire
 from gymwire.errors import ServerError
 
-pytestmark = pytest.mark.torch
+# Each server loads torch and the model before it listens: slow on a loaded 2-core machine.
+pytestmark = [pytest.mark.torch, pytest.mark.timeout(600)]
 torch = pytest.importorskip("torch", reason="torch is not installed in this venv: client/python/scripts/test-torch.sh runs the torch tests")
 
 from gymwire.worldmodel import TorchWorldModelEnv, WorldModelDeviceError, WorldModelMemoryError  # noqa: E402
@@ -249,41 +249,38 @@ def test_memory_budget_refuses_the_make_past_it() -> None:
         server.stop()
 
 
-def test_a_client_with_one_session_is_not_starved_by_one_stepping_many() -> None:
-    server = serve_tiny("--torch-world-model-batch-size", "4", "--torch-world-model-batch-window", "5ms")
-    stop = time.monotonic() + 3.0
+def test_a_client_with_one_session_is_not_starved_by_one_stepping_many(served: ServerProcess) -> None:
+    rounds = 4
+    done = threading.Event()
     counts = {"many": 0, "one": 0}
 
     def many() -> None:
-        vec = gymwire.make_vec(server.url, ENV_ID, 12)
+        vec = gymwire.make_vec(served.url, ENV_ID, 12)
         try:
             vec.reset(seed=0)
-            while time.monotonic() < stop:
+            for _ in range(rounds):
                 vec.step(np.zeros((12, 4, 7), np.float32))
                 counts["many"] += 1
         finally:
+            done.set()
             vec.close()
 
     def one() -> None:
-        with gymwire.make(server.url, ENV_ID) as env:
+        with gymwire.make(served.url, ENV_ID) as env:
             env.reset(seed=0)
-            while time.monotonic() < stop:
+            while not done.is_set():
                 _, _, terminated, truncated, _ = env.step(np.zeros((4, 7), np.float32))
                 counts["one"] += 1
                 if terminated or truncated:
                     env.reset()
 
-    try:
-        threads = [threading.Thread(target=many), threading.Thread(target=one)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=60)
-        text = scrape(server)
-    finally:
-        server.stop()
-    # Twelve sessions need three passes of four per vector step; first come, first served puts the
+    threads = [threading.Thread(target=one), threading.Thread(target=many)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    # Twelve sessions need two passes of eight per vector step; first come, first served puts the
     # lone session's step in line with them, so it steps about as often as each of the twelve.
-    assert counts["many"] > 5, counts
-    assert counts["one"] >= 0.5 * counts["many"], counts
-    assert metric(text, "gymwire_world_model_batch_size_count") > 0
+    assert counts["many"] == rounds, counts
+    assert counts["one"] >= rounds // 2, counts
+    assert metric(scrape(served), "gymwire_world_model_batch_size_count") > 0
