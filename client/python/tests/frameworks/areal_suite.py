@@ -29,6 +29,7 @@ from areal.infra.workflow_executor import check_trajectory_format
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "python"
 sys.path.insert(0, str(EXAMPLES))
 from _tiny_lm import ScriptedChatServer, ScriptedGenerateServer, build_tokenizer, build_vision_processor  # noqa: E402
+from conftest import sessions_left  # noqa: E402
 
 CARTPOLE = "gymwire/CartPole-v1"
 EVAC = "gymwire/EvacWorldModel-v0"
@@ -108,6 +109,80 @@ def test_single_controller_rebuilds_the_workflow_from_its_class_path(url: str, m
         assert (traj["versions"][0][~mask & traj["attention_mask"][0].bool()] == -1).all()
     stops = {tuple(r["sampling_params"]["stop_token_ids"]) for r in server.requests}
     assert stops == {(tok.pad_token_id, tok.eos_token_id)}  # gconfig.new_with_stop_and_pad_token_ids
+    assert sessions_left(url) == 0
+
+
+class RPCWorker:
+    """AReaL's own RPC server (``python -m areal.infra.rpc.rpc_server``) as a rollout worker process, called the way
+    AReaL's LocalScheduler calls it: ``/create_engine`` and ``/call`` with AReaL's serialization, results fetched
+    back from the worker's data store (``RTensor.localize``)."""
+
+    def __init__(self, tmp: Path) -> None:
+        from areal.api.cli_args import NameResolveConfig
+        from areal.utils import name_resolve, names
+
+        root = tmp / "name_resolve"
+        args = ["--host", "127.0.0.1", "--port", "0", "--experiment-name", "gymwire", "--trial-name", "rpc", "--role", "rollout", "--worker-index", "0"]
+        args += ["--name-resolve-type", "nfs", "--nfs-record-root", str(root)]
+        self.log = open(tmp / "rpc_server.log", "w")  # noqa: SIM115 - open for the worker's lifetime
+        self.proc = subprocess.Popen([sys.executable, "-m", "areal.infra.rpc.rpc_server", *args], stdout=self.log, stderr=subprocess.STDOUT)
+        name_resolve.reconfigure(NameResolveConfig(type="nfs", nfs_record_root=str(root)))
+        self.addr = name_resolve.wait(names.worker_discovery("gymwire", "rpc", "rollout", 0), timeout=240)
+
+    def post(self, route: str, payload: dict):
+        import requests
+
+        r = requests.post(f"http://{self.addr}/{route}", json=payload, timeout=300)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def create_engine(self, engine: str, **kwargs) -> None:
+        self.post("create_engine", {"engine": engine, "engine_name": "rollout/0", "init_args": serialize_value([]), "init_kwargs": serialize_value(kwargs)})
+
+    def call(self, method: str, **kwargs):
+        from areal.infra.rpc.rtensor import RTensor
+
+        out = self.post("call", {"method": method, "engine_name": "rollout/0", "args": serialize_value([]), "kwargs": serialize_value(kwargs)})
+        return RTensor.localize(deserialize_value(out["result"]))
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+        self.log.close()
+
+
+@pytest.mark.xfail(
+    run=False,
+    reason="not yet passing: on this machine the first trajectory completes inside the RPC server (its format check "
+    "logs) but the /call rollout_batch never answers; not diagnosed yet. The in-process engine tests above pass.",
+)
+@pytest.mark.timeout(600)
+def test_single_controller_through_areals_rpc_server(url: str, model_dir: Path, tmp_path: Path) -> None:
+    """The controller side of AReaL's single-controller mode against AReaL's RPC server in its own process: the
+    engine is built there from its class path, the workflow from its class path and serialized workflow_kwargs.
+    The LLM server is the scripted SGLang stand-in (SGLang needs a GPU)."""
+    server = scripted_server(model_dir, ACTION)
+    worker = RPCWorker(tmp_path)
+    try:
+        config = InferenceEngineConfig(
+            experiment_name="gymwire", trial_name="rpc", consumer_batch_size=2, max_concurrent_rollouts=2, check_trajectory_format=True,
+            tokenizer_path=str(model_dir), setup_timeout=60, request_timeout=60, backend="sglang:d1",
+        )  # fmt: skip
+        worker.create_engine("areal.engine.sglang_remote.RemoteSGLangEngine", config=config)
+        worker.call("initialize", addr=server.address)
+        kwargs = {"server_url": url, "gconfig": {"max_new_tokens": 64}, "tokenizer": str(model_dir), "env_id": CARTPOLE, "max_turns": 4}
+        for _ in range(2):  # two batches
+            trajs = worker.call("rollout_batch", data=[{"seed": 3}, {"seed": 4}], workflow=WORKFLOW, workflow_kwargs=kwargs)
+            assert len(trajs) == 2
+            for traj in trajs:
+                assert check_trajectory_format(traj) is True
+                assert traj["rewards"].tolist() == [4.0]  # four turns of CartPole pushed right, the return counted once
+            assert sessions_left(url) == 0
+        worker.call("destroy")
+    finally:
+        worker.close()
+        server.close()
+    assert sessions_left(url) == 0
 
 
 def test_vlm_turns_come_from_the_processor_with_multi_modal_input(url: str, vision_dir: Path) -> None:

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -93,6 +94,55 @@ def test_a_wrong_action_shape_is_a_clear_error_in_the_driver(launcher_report: di
     assert "GYMWIRE_BAD_ACTION_ACCEPTED" not in log
     assert "ValueError: gymwire: the policy's actions have shape (4, 57), which is not [num_envs, 8 (num_action_chunks), 7 (action_dim)]" in log
     assert launcher_report["exit_code"] != 0
+
+
+def evaluate(env: RemoteGymEnv, eval_cfg, chunks: int, epochs: int) -> dict[str, list]:
+    """RLinf's ``EnvWorker.evaluate`` loop with its own ``env_evaluate_step`` (where RLinf decides which episodes count),
+    run on an object holding what those methods read; the policy (a VLA on a GPU) is a stand-in that pushes right.
+    ``evaluate`` itself is not called: it talks to the rollout workers over RLinf's channels."""
+    from rlinf.workers.env.env_worker import EnvWorker
+
+    gw_rlinf.register()  # what RLINF_EXT_MODULE makes every RLinf worker process do
+    worker = types.SimpleNamespace(
+        cfg=OmegaConf.create({"env": {"eval": eval_cfg}}),
+        model_cfg=OmegaConf.create({"model_type": "mlp_policy", "num_action_chunks": 8, "action_dim": 1}),
+        eval_env_list=[env],
+        eval_prev_done=[None],
+        use_external_reward_model=False,
+    )
+    metrics: dict[str, list] = {}
+    for epoch in range(epochs):
+        if not eval_cfg.auto_reset or epoch == 0:  # as EnvWorker.evaluate does
+            env.is_start = True
+            worker.eval_prev_done[0] = torch.zeros(env.num_envs, dtype=torch.bool)
+            env.reset()
+        for _ in range(chunks):
+            _, env_info = EnvWorker.env_evaluate_step(worker, np.ones((env.num_envs, 8), dtype=np.int64), 0)
+            for key, value in env_info.items():
+                metrics.setdefault(key, []).extend(value.tolist())
+    return metrics
+
+
+@pytest.mark.parametrize("auto_reset", [False, True], ids=["auto_reset-false", "auto_reset-true"])
+def test_eval_counts_episodes_that_end_mid_chunk(url: str, auto_reset: bool) -> None:
+    """CartPole pushed right falls after 9 or 10 steps: inside the second chunk of 8. Two eval epochs of 4 chunks."""
+    import gc
+
+    from conftest import sessions_left
+
+    eval_cfg = config(url, auto_reset=auto_reset, is_eval=True, max_episode_steps=32, env_type="gymwire")
+    env = make(eval_cfg)
+    metrics = evaluate(env, eval_cfg, chunks=4, epochs=2)
+    lengths = metrics.get("episode_len", [])
+    assert lengths and all(0 < n < 32 for n in lengths) and any(n % 8 for n in lengths), metrics  # episodes ending mid-chunk are counted
+    assert metrics["return"] == [float(n) for n in lengths]  # reward 1 a step: each return counted once, lengths stop at the end
+    if auto_reset:
+        assert len(lengths) == int(env.sessions.reset_count.sum()) - 2  # every episode that ended, once (2 resets at start)
+    else:
+        assert len(lengths) == 2 * 2  # one episode per env per epoch, each counted once
+    del env
+    gc.collect()  # RLinf's env worker drops its envs without close(): the sessions close anyway
+    assert sessions_left(url) == 0
 
 
 def config(url: str, env_id: str = CARTPOLE, **extra) -> object:
@@ -177,7 +227,7 @@ def test_max_episode_steps_truncates_and_reward_coef_scales(url: str) -> None:
         assert torch.equal(r1, torch.full((2, 2), 2.5))
         assert not tr1.any() and tr2[:, 0].all() and tr2[:, 1].all()  # without auto_reset the end stays on later columns, as LIBERO's does
         assert r2[:, 1].tolist() == [0.0, 0.0]  # a truncated session is not stepped again
-        assert infos[-1]["episode"]["episode_len"].tolist() == [4, 4]
+        assert infos[-1]["episode"]["episode_len"].tolist() == [3, 3]  # the episode's length, not the columns after its end
     finally:
         env.close()
 

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -176,9 +177,28 @@ def test_wrong_actions_unknown_env_and_a_down_server_are_clear_errors_in_the_wor
         ray.get(agent_worker.generate_sequences.remote(samples(["Balance the pole."], gymwire_url=["ws://127.0.0.1:9"])))
 
 
+class LoopThread:
+    """An event loop running in a thread of its own, as a Ray async actor runs its methods (here without Ray)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def call(self, coro, timeout: float = 600):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
 @pytest.fixture(scope="module", params=[False, True], ids=["uuid-request-ids", "full-determinism"])
-def tool_worker(request, url: str, model_dir: Path, tmp_path_factory: pytest.TempPathFactory, ray_session):
-    """verl's AgentLoopWorker running its own ToolAgentLoop with gymwire's tools (loaded by verl from tool_config_path)."""
+def tool_worker(request, url: str, model_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+    """verl's AgentLoopWorker running its own ToolAgentLoop with gymwire's tools (loaded by verl from tool_config_path).
+
+    The worker runs on an event loop in a thread of its own, as in the Ray actor verl's AgentLoopManager starts (Ray
+    itself is left out here: the other tests start it, and a Ray start costs minutes on a loaded machine)."""
     tmp = tmp_path_factory.mktemp("verl-tools")
     tools = tmp / "tools.yaml"
     tools.write_text(yaml.safe_dump(GymWSTool.tool_config(url, CARTPOLE, asyncio.run(fetch_env_tool_schemas(url, CARTPOLE)))))
@@ -192,9 +212,10 @@ def tool_worker(request, url: str, model_dir: Path, tmp_path_factory: pytest.Tem
         "actor_rollout_ref.rollout.multi_turn.format=hermes",
         f"actor_rollout_ref.rollout.full_determinism={str(request.param).lower()}",
     )
-    worker = ray.remote(AgentLoopWorker).remote(config, ScriptedLLM(str(model_dir)))
-    yield request.param, worker
-    ray.kill(worker)
+    host = LoopThread()
+    worker = AgentLoopWorker(config, ScriptedLLM(str(model_dir)))
+    yield request.param, host, worker
+    host.stop()
 
 
 @pytest.mark.timeout(900)
@@ -202,14 +223,14 @@ def test_tool_agent_loop_keeps_one_session_per_trajectory_and_leaves_none_open(t
     """verl's ToolAgentLoop with ``max_assistant_turns=3``: two tool calls per trajectory (the third turn ends it),
     each a ``step`` of CartPole pushed right, which lasts longer: every trajectory ends before its episode does.
     The LLM engine is a stand-in (a GPU is needed for vLLM/SGLang); the loop, worker and tool loader are verl's."""
-    full_determinism, worker = tool_worker
+    full_determinism, host, worker = tool_worker
     seeds = [3, 4]
     batch = lambda: samples(  # noqa: E731
         ["Balance the pole."] * 2, agent_name="tool_agent", tools_kwargs=[{"step": {"create_kwargs": {"seed": s}}} for s in seeds], priority=[0, 1]
     )
-    first = ray.get(worker.generate_sequences.remote(batch()))
+    first = host.call(worker.generate_sequences(batch()))
     assert sessions_left(url) == 0  # every trajectory's session closed when verl dropped the trajectory
-    second = ray.get(worker.generate_sequences.remote(batch()))
+    second = host.call(worker.generate_sequences(batch()))
     assert sessions_left(url) == 0
     for out in (first, second):
         assert [list(r) for r in out.non_tensor_batch["tool_rewards"]] == [[1.0, 1.0], [1.0, 1.0]]  # two steps each, counted once

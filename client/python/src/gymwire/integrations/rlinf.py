@@ -184,7 +184,9 @@ class RemoteGymEnv(gym.Env[Any, Any]):
             done_before = self.sessions.done.copy()
             o, r, te, tr, i = self.sessions.chunk_step(part)
             before = self._elapsed_steps.copy()
-            self._elapsed_steps += r.shape[1]
+            # An ended episode's length stops with it (RLinf reads episode_len when it counts the episode, which can be a
+            # chunk later); under ignore_terminations every env runs on to the limit.
+            self._elapsed_steps += r.shape[1] * (np.ones(self.num_envs, dtype=np.int32) if self.ignore_terminations else ~done_before)
             if self.max_episode_steps is not None:
                 # The limit fires once, when an open episode crosses it; under ignore_terminations every
                 # episode stays open to the limit (RLinf asserts that all envs truncate together).
