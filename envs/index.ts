@@ -10,6 +10,13 @@ import { registerNavsim } from './navsim/index.ts';
 import { registerEvac } from './evac/index.ts';
 import type { RegisterEvacOptions } from './evac/index.ts';
 
+// What a plugin author needs (docs/serve-your-env.md): the registry, the Env contract and its helpers.
+export { Registry } from './core/registry.ts';
+export type { EnvSpec, MakeContext, RegistryOptions } from './core/registry.ts';
+export type { Env, EnvMetadata, EnvTool, Info, RenderFrame, ResetOptions, ResetResult, StepResult, ToolContext } from './core/env.ts';
+export { defineTool, InvalidActionError, InvalidOptionsError, InvalidStateError } from './core/env.ts';
+export { packState, unpackState } from './core/state.ts';
+
 /**
  * `opts.dataRoots`: where path kwargs (model_dir, scene_dir...) may point besides the bundled assets;
  * `opts.evac`: the world-model runtime's settings (batching, threads, device, default model).

@@ -8,7 +8,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -144,6 +144,51 @@ await client.close();
     expect(uws.stderr).toContain('npm install uws@npm:@trufflesuite/uws-js-unofficial');
   });
 
+  it('serves a .ts plugin typed with the package exports, once the project has tsx', async () => {
+    // The plugin's own project inside the app (tsx is linked there only, not where other cases look).
+    const project = join(app, 'plugin-project');
+    mkdirSync(join(project, 'node_modules'), { recursive: true });
+    const plugin = join(project, 'coin-plugin.ts');
+    writeFileSync(
+      plugin,
+      `import type { Env, EnvMetadata, Registry, ResetResult, StepResult } from 'gymwire/envs';
+import { spaces } from 'gymwire';
+
+class Coin implements Env<number, number> {
+  readonly observationSpace = spaces.discrete(2);
+  readonly actionSpace = spaces.discrete(2);
+  readonly metadata = { render_modes: [] };
+  reset(): ResetResult<number> { return { obs: 0, info: {} }; }
+  step(action: number): StepResult<number> { return { obs: action, reward: action, terminated: true, truncated: false, info: {} }; }
+  close(): void {}
+}
+
+export function register(registry: Registry): void {
+  registry.register({ id: 'mine/Coin-v0', entryPoint: () => new Coin() });
+}
+`,
+    );
+    const serve = (cwd: string) =>
+      new Promise<string>((resolveLine) => {
+        const child = spawn(gymwireBin, ['serve', '--port', '0', '--plugin', plugin], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+        let out = '';
+        const take = (chunk: Buffer) => {
+          out += chunk.toString();
+          if (/on ws:\/\//.test(out)) child.kill('SIGTERM');
+        };
+        child.stdout!.on('data', take);
+        child.stderr!.on('data', take);
+        child.on('exit', () => resolveLine(out));
+      });
+    // Without a TypeScript loader in the project the command says how to add one.
+    expect(await serve(app)).toContain('npm install tsx');
+    // With tsx in the project (linked from this checkout's install) the plugin loads.
+    symlinkSync(join(ROOT, 'node_modules', 'tsx'), join(project, 'node_modules', 'tsx'), 'dir');
+    const out = await serve(app);
+    expect(out).toMatch(/on ws:\/\//);
+    expect(out).toContain('mine/Coin-v0');
+  });
+
   it('imports from ESM and CommonJS', async () => {
     writeFileSync(
       join(app, 'esm.mjs'),
@@ -182,7 +227,21 @@ import type { ServerOptions } from 'gymwire/server';
 import { encode, GYMWIRE_VERSION } from 'gymwire/protocol';
 import type { Space } from 'gymwire/protocol';
 import { defaultRegistry } from 'gymwire/envs';
+import type { Env, EnvMetadata, Registry, ResetResult, StepResult } from 'gymwire/envs';
 import { runConformance, targetFromUrl } from 'gymwire/conformance';
+
+// A plugin author's env and register function, typed with the package's exports.
+class Coin implements Env<number, number> {
+  readonly observationSpace = { type: 'discrete' as const, n: 2, start: 0, dtype: 'int64' as const };
+  readonly actionSpace = { type: 'discrete' as const, n: 2, start: 0, dtype: 'int64' as const };
+  readonly metadata: EnvMetadata = { render_modes: [] };
+  reset(): ResetResult<number> { return { obs: 0, info: {} }; }
+  step(action: number): StepResult<number> { return { obs: action, reward: action, terminated: true, truncated: false, info: {} }; }
+  close(): void {}
+}
+export function register(registry: Registry): void {
+  registry.register({ id: 'mine/Coin-v0', entryPoint: () => new Coin() });
+}
 
 export async function main(options: ClientOptions, serverOptions: ServerOptions): Promise<number> {
   const server = await startServer(serverOptions);

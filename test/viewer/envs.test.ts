@@ -48,6 +48,7 @@ async function stepSession(
   actions: unknown[],
   vector: (obs: unknown) => Record<string, number[]>,
   asNumbers: (a: unknown) => number[],
+  opts: { untilEpisodes?: number } = {},
 ): Promise<Produced> {
   const p: Produced = { rewards: [], actions: [], lastObs: {}, episodes: [] };
   let ret = 0;
@@ -63,6 +64,7 @@ async function stepSession(
       p.episodes.push({ return: ret, length: len });
       ret = 0;
       len = 0;
+      if (p.episodes.length === opts.untilEpisodes) break;
       if (p.rewards.length < actions.length) await env.reset();
     }
   }
@@ -192,6 +194,33 @@ describe.skipIf(!HAVE_CHROMIUM)('viewer page per env in headless Chromium at 128
     expect(await page.locator('#step-label').textContent()).toContain('step 39');
     await page.locator('#pause').click();
     await page.waitForFunction(() => document.getElementById('step-label')?.textContent?.includes('step 42'));
+    await page.close();
+  }, 90_000);
+
+  it('CartPole as the README makes it (no render_mode): a state plot instead of a frame, one episode charted', async () => {
+    const env = await client.make('gymwire/CartPole-v1');
+    await env.reset({ seed: 5 });
+    // Pushing one way ends the first episode within a few dozen steps; stop right there.
+    const p = await stepSession(
+      env,
+      Array.from({ length: 60 }, () => 1),
+      cartpoleVector,
+      (a) => [a as number],
+      { untilEpisodes: 1 },
+    );
+    expect(p.episodes.length).toBe(1);
+    const page = await checkPage(env.sessionId, p, 'cartpole-no-render');
+    await page.waitForSelector('#state-plot:not([hidden])');
+    const state = await page.evaluate(() => (document.getElementById('chart-state') as unknown as { uplot: { data: (number | null)[][] } }).uplot.data);
+    expect(state.length).toBe(1 + 4);
+    expect(state[0]!.length).toBe(p.rewards.length);
+    // The one-episode chart draws its single point (uPlot shows points where the data is sparse).
+    const pointsShown = await page.evaluate(() => {
+      const u = (document.getElementById('chart-episodes') as unknown as { uplot: { series: { points: { show: unknown } }[] } }).uplot;
+      const show = u.series[1]!.points.show;
+      return typeof show === 'function' ? (show as (...a: unknown[]) => boolean)(u, 1, 0, 0) : show;
+    });
+    expect(pointsShown).toBe(true);
     await page.close();
   }, 90_000);
 

@@ -59,6 +59,9 @@ function resetView() {
 
 const charts = {};
 const COLOURS = { reward: '#4ea1ff', return: '#f5b041', score: '#58d68d' };
+const STATE_COLOURS = ['#4ea1ff', '#f5b041', '#58d68d', '#ec7063', '#af7ac5', '#48c9b0', '#f4d03f', '#aab7b8'];
+/** At most this many observation values are plotted when a session has no frame. */
+const STATE_SERIES = 8;
 
 function chart(id, series) {
   if (!window.uPlot) return null;
@@ -78,7 +81,8 @@ function chart(id, series) {
       ],
       series: [
         { label: series[0] },
-        ...series.slice(1).map((label) => ({ label, stroke: COLOURS[label.split(' ')[0]] ?? '#ccc', width: 1.5, points: { show: false } })),
+        // No `points` override: uPlot draws them where the data is sparse, so one episode is one dot.
+        ...series.slice(1).map((label, i) => ({ label, stroke: COLOURS[label.split(' ')[0]] ?? STATE_COLOURS[i % STATE_COLOURS.length], width: 1.5 })),
       ],
     },
     [[], ...series.slice(1).map(() => [])],
@@ -96,9 +100,32 @@ function drawCharts() {
   }
   const s = chart('chart-steps', ['step', 'reward', 'return']);
   s.setData([view.steps.map((x) => x.seq), view.steps.map((x) => x.reward), view.steps.map((x) => x.return)]);
+  drawStatePlot();
   const hasScore = view.episodes.some((e) => e.score !== null);
   const e = chart('chart-episodes', ['episode', 'return', 'score']);
   e.setData([view.episodes.map((x) => x.episode), view.episodes.map((x) => x.return), view.episodes.map((x) => (hasScore ? x.score : null))]);
+}
+
+/**
+ * Without frames (an env made without render_mode, or one with no camera) the observation is drawn
+ * over the steps instead: the first vector observation's values, one line each.
+ */
+function drawStatePlot() {
+  const noFrames = !view.canRender && view.frameRefs.length === 0;
+  const first = view.steps.find((s) => Object.keys(s.obs).length > 0);
+  const [label, values] = first ? Object.entries(first.obs)[0] : [null, []];
+  $('state-plot').hidden = !noFrames || !label;
+  if ($('state-plot').hidden) return;
+  const dims = Math.min(STATE_SERIES, values.length);
+  const id = 'chart-state';
+  const names = Array.from({ length: dims }, (_, i) => `${label}[${i}]`);
+  if (charts[id] && charts[id].series.length !== dims + 1) {
+    charts[id].destroy();
+    delete charts[id];
+  }
+  const u = chart(id, ['step', ...names]);
+  const rows = view.steps.filter((s) => Array.isArray(s.obs[label]));
+  u.setData([rows.map((s) => s.seq), ...names.map((_, i) => rows.map((s) => s.obs[label][i]))]);
 }
 
 window.addEventListener('resize', () => {
@@ -144,8 +171,12 @@ function renderOverview(o) {
       ),
     ),
   );
-  const errors = Object.entries(o.errors).filter(([, n]) => n > 0);
-  $('errors').textContent = errors.length ? errors.map(([code, n]) => `${code}: ${n}`).join(' · ') : 'no errors';
+  // One line per error code, the most frequent first.
+  const errors = Object.entries(o.errors)
+    .filter(([, n]) => n > 0)
+    .sort((a, b) => b[1] - a[1]);
+  $('errors').textContent = errors.length ? '' : 'no errors';
+  $('error-codes').replaceChildren(...errors.map(([code, n]) => el('li', {}, el('code', { textContent: code }), ` ${n}`)));
 }
 
 /** Labelled number lists; a list whose shape has rows (an action chunk, poses) is laid out one row per line. */
