@@ -42,7 +42,7 @@ export async function loadPlugin(registry: Registry, path: string, timeoutMs = D
   const url = /^[a-z]+:/i.test(path) && !/^[a-z]:[\\/]/i.test(path) ? path : pathToFileURL(resolve(path)).href;
   let step = 'import';
   const load = async (): Promise<string[]> => {
-    const mod = (await import(url)) as { register?: unknown; default?: unknown };
+    const mod = (await importPlugin(url)) as { register?: unknown; default?: unknown };
     const register = typeof mod.register === 'function' ? mod.register : mod.default;
     if (typeof register !== 'function') {
       throw new Error(`plugin ${path} exports no register(registry) function (export function register, or export default)`);
@@ -69,13 +69,6 @@ export async function loadPlugin(registry: Registry, path: string, timeoutMs = D
     throw new Error(`plugin ${path} failed in its ${step}: ${reasonOf(err)}`, { cause: err });
   } finally {
     clearTimeout(timer);
-/** Imports a plugin and lets it register its envs; returns the ids it added. */
-export async function loadPlugin(registry: Registry, path: string): Promise<string[]> {
-  const url = /^[a-z]+:/i.test(path) && !/^[a-z]:[\\/]/i.test(path) ? path : pathToFileURL(resolve(path)).href;
-  const mod = (await importPlugin(url)) as { register?: unknown; default?: unknown };
-  const register = typeof mod.register === 'function' ? mod.register : mod.default;
-  if (typeof register !== 'function') {
-    throw new Error(`plugin ${path} exports no register(registry) function (export function register, or export default)`);
   }
 }
 

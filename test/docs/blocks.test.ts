@@ -62,10 +62,7 @@ npx() { if [ "$1" = gymwire ]; then shift; gymwire "$@"; else command npx "$@"; 
  * Blocks that fail today for a bug being fixed elsewhere, keyed by page and the block's first line.
  * Expected to fail: once one passes, the test says to remove it from here.
  */
-const KNOWN_FAILURES: Record<string, string> = {
-  'docs/serve-your-env.md: gymwire check ws://127.0.0.1:8765 --env gym/HalfCheetah-v5':
-    "check's fuzzer counts a render the env does not support (no render_mode) as a server fault (issue 35, `gymwire check`)",
-};
+const KNOWN_FAILURES: Record<string, string> = {};
 
 const INSTALLS = /\b(?:npm|pnpm|yarn)\s+(?:install|i|ci|publish|start|test)\b|\bpip\s+install\b/;
 
