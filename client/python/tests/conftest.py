@@ -101,6 +101,17 @@ def server() -> ServerProcess:
     return shared_server()
 
 
+@pytest.fixture
+def own_server_url():
+    """A server of this test's own: its open-session count is this test's alone (the shared server
+    also holds sessions that earlier tests' clients close lazily, on the asyncio transport)."""
+    proc = ServerProcess()
+    try:
+        yield proc.url
+    finally:
+        proc.stop()
+
+
 @pytest.fixture(scope="session")
 def url(server: ServerProcess) -> str:
     return server.url

@@ -116,8 +116,10 @@ class AgentData(types.SimpleNamespace):
     """verl's per-trajectory AgentData, as the tools see it (a plain object: weakly referenceable)."""
 
 
-def test_base_tool_keeps_one_session_per_trajectory_and_closes_it_when_verl_drops_the_trajectory(url: str) -> None:
+def test_base_tool_keeps_one_session_per_trajectory_and_closes_it_when_verl_drops_the_trajectory(own_server_url: str) -> None:
     from conftest import sessions_left
+
+    url = own_server_url
 
     schema = {"type": "function", "function": {"name": "step", "description": "", "parameters": {}}}
     cfg = {"url": url, "env_id": "gymwire/CartPole-v1", "seed": 0}
