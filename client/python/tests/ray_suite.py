@@ -382,7 +382,7 @@ def test_shutdown_stops_every_server_and_actor(cluster: RayCluster) -> None:
 def test_scale_out_doc_script_runs_against_the_cluster(cluster: RayCluster, tmp_path: Path) -> None:
     """The script in docs/scale-out.md, as a user runs it: a plain script whose pool calls ray.init()."""
     doc = (REPO / "docs" / "scale-out.md").read_text()
-    blocks = re.findall(r"<!-- tested: scale-out-script -->\s*```python\n(.*?)```", doc, re.S)
+    blocks = re.findall(r"<!-- tested: scale-out-script -->\s*(?:<!--[^\n]*-->\s*)*```python\n(.*?)```", doc, re.S)
     assert len(blocks) == 1, "docs/scale-out.md must mark exactly one script as tested"
     script = tmp_path / "train.py"
     script.write_text(blocks[0])
