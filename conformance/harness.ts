@@ -22,6 +22,16 @@ export interface ConformanceTarget {
   token?: string;
   /** A label for reports. */
   name: string;
+  /** The server's HTTP side and a way to stop it, when the suite controls the server (`--serve`): the lifecycle cases need it. */
+  lifecycle?: ServerLifecycle;
+}
+
+/** A server the suite may stop. */
+export interface ServerLifecycle {
+  /** `http://HOST:PORT` of the server's HTTP routes (/healthz). */
+  httpBase: string;
+  /** Starts the server's graceful stop (SIGTERM for a served command); resolves once it is asked. */
+  stop(): Promise<void> | void;
 }
 
 export interface CaseContext {
@@ -44,6 +54,8 @@ export interface ConformanceCase {
   covers: string[];
   /** Cases that do not depend on the env run once per server. */
   perServer?: boolean;
+  /** The case stops the server: it runs after every other case. */
+  endsServer?: boolean;
   run(ctx: CaseContext): Promise<CaseResult | void>;
 }
 
@@ -106,6 +118,19 @@ export class RawConnection {
       if (this.closed) return this.closeCode;
       const left = deadline - Date.now();
       if (left <= 0) return null;
+      await this.arrival(left);
+    }
+  }
+
+  /** The next event named `name` (other events stay in the inbox), within timeoutMs. */
+  async event(name: string, timeoutMs = REQUEST_DEADLINE_MS): Promise<Record<string, unknown>> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const i = this.inbox.findIndex((m) => m.type === 'event' && m.event === name);
+      if (i >= 0) return this.inbox.splice(i, 1)[0]!;
+      if (this.closed) throw new ConformanceFailure(`the server closed the connection (code ${this.closeCode}) without the ${name} event`);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new ConformanceFailure(`no ${name} event within ${timeoutMs} ms`);
       await this.arrival(left);
     }
   }

@@ -34,11 +34,12 @@ import {
 } from './harness.ts';
 import { REFERENCE_CASES } from './cases/reference.ts';
 import { SESSION_CASES } from './cases/sessions.ts';
+import { LIFECYCLE_CASES } from './cases/lifecycle.ts';
 import { WIRE_CASES } from './cases/wire.ts';
 import type { CaseContext, CaseResult, ConformanceCase, ConformanceTarget } from './harness.ts';
 
 export { ConformanceFailure, RawConnection, valuesEqual } from './harness.ts';
-export type { CaseContext, CaseResult, ConformanceCase, ConformanceTarget } from './harness.ts';
+export type { CaseContext, CaseResult, ConformanceCase, ConformanceTarget, ServerLifecycle } from './harness.ts';
 
 /** The conformance fuzz case's frames and seed (test/server/fuzz.test.ts runs more, and other seeds). */
 const FUZZ_FRAMES = 300;
@@ -847,6 +848,7 @@ export const CASES: ConformanceCase[] = [
   ...WIRE_CASES,
   ...SESSION_CASES,
   ...REFERENCE_CASES,
+  ...LIFECYCLE_CASES,
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -894,11 +896,12 @@ export async function runConformance(target: ConformanceTarget, opts: RunOptions
   if (unknown.length) throw new UnknownEnvsError(unknown, listed);
   const envIds = opts.envIds ?? listed;
   const cases = CASES.filter((c) => !opts.filter || c.name.includes(opts.filter));
-  const serverCases = cases.filter((c) => c.perServer);
+  const serverCases = cases.filter((c) => c.perServer && !c.endsServer);
   const envCases = cases.filter((c) => !c.perServer);
   const jobs: [string, ConformanceCase][] = [
     ...serverCases.map((c) => ['(server)', c] as [string, ConformanceCase]),
     ...envIds.flatMap((id) => envCases.map((c) => [id, c] as [string, ConformanceCase])),
+    ...cases.filter((c) => c.endsServer).map((c) => ['(server)', c] as [string, ConformanceCase]),
   ];
   for (const [envId, kase] of jobs) {
     const clients: GymwireClient[] = [];

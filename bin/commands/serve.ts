@@ -245,7 +245,11 @@ export function registerServe(program: Command): void {
           .then(() => registry.close())
           .then(() => process.exit(0));
       const stop = (signal: string) => {
-        if (stopping) process.exit(1);
+        // A second Ctrl-C is a person insisting: exit now. A repeated SIGTERM is not: a service
+        // manager that signals the whole process group (systemd's default) reaches this process
+        // both directly and through the launcher that re-ran it, and the drain must go on.
+        if (stopping && signal === 'SIGINT') process.exit(1);
+        if (stopping) return;
         stopping = true;
         logger.info({ signal }, 'shutting down: answering in-flight requests');
         if (server) shutdown();

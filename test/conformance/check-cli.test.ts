@@ -42,3 +42,41 @@ describe('gymwire check against a server that cannot be checked', () => {
     expect(out.ms).toBeLessThan(30_000);
   });
 });
+
+describe('gymwire check --serve: the suite starts, limits and stops the server itself', () => {
+  it('runs the lifecycle cases against `gymwire serve` with small limits and stops it with SIGTERM', { timeout: 120_000 }, async () => {
+    const serve = `${JSON.stringify(process.execPath)} bin/gymwire.js serve --port {port} --max-sessions 3 --idle-timeout 1s --drain-timeout 3s`;
+    const out = await run(['check', '--serve', serve, '--env', 'gymwire/CartPole-v1', '--filter', 'lifecycle', '--json']);
+    expect(out.code, `${out.stdout}\n${out.stderr}`).toBe(0);
+    const reports = out.stdout
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { name: string; status: string; message?: string });
+    expect(reports.map((r) => [r.name.replace(/:.*/, ''), r.status])).toEqual(Array.from({ length: 4 }, () => ['lifecycle', 'pass']));
+    // The SIGTERM case ran last, and the server it stopped has exited when the command returns.
+    expect(reports.at(-1)!.name).toMatch(/stopping the server/);
+    expect(out.stdout).toMatch(/the served server exited/);
+  });
+
+  it('says why when the command exits before it listens (exit 2, its output quoted)', { timeout: 60_000 }, async () => {
+    const out = await run(['check', '--serve', 'echo "no such env server here" >&2; exit 3']);
+    expect(out.code).toBe(2);
+    expect(out.stderr).toMatch(/needs the server URL|exited \(3\) before it listened/);
+  });
+
+  it('skips each lifecycle case with the flag to use when the suite does not control the server', { timeout: 60_000 }, async () => {
+    const out = await run([
+      'check',
+      '--serve',
+      `${JSON.stringify(process.execPath)} bin/gymwire.js serve --port {port}`,
+      '--env',
+      'gymwire/CartPole-v1',
+      '--filter',
+      'lifecycle: make past',
+      '--json',
+    ]);
+    const report = JSON.parse(out.stdout.split('\n').find((l) => l.startsWith('{'))!) as { status: string; message: string };
+    expect(report.status).toBe('skip');
+    expect(report.message).toMatch(/--max-sessions 4/);
+  });
+});

@@ -10,7 +10,7 @@ import { runConformance, TargetUnusableError } from '../../conformance/suite.ts'
 import { wsConnector } from '../../client/ts/transport.ts';
 import { startServer } from '../../server/index.ts';
 import type { RunningServer } from '../../server/index.ts';
-import { MUTANTS, mutantConnector } from './mutants.ts';
+import { LIFECYCLE_MUTANTS, MUTANTS, mutantConnector } from './mutants.ts';
 import type { MutantName } from './mutants.ts';
 
 /** Mutants the suite cannot kill, and why (none: the reference-env case knows rewards and bounds). */
@@ -47,7 +47,7 @@ describe('the conformance suite against mutant servers', () => {
     expect(await failures('none', false)).toEqual([]);
   });
 
-  for (const mutant of Object.keys(MUTANTS).filter((m) => m !== 'none') as MutantName[]) {
+  for (const mutant of Object.keys(MUTANTS).filter((m) => m !== 'none' && !(LIFECYCLE_MUTANTS as readonly string[]).includes(m)) as MutantName[]) {
     const survives = SURVIVORS[mutant];
     // Concurrently: each mutant has a proxy of its own in front of the one server, and most of a run is waiting.
     it.concurrent(`${survives ? 'cannot kill' : 'kills'} ${mutant}: ${MUTANTS[mutant]}`, { timeout: 600_000 }, async () => {
@@ -57,4 +57,40 @@ describe('the conformance suite against mutant servers', () => {
       else expect(failed.length, `the suite did not catch ${mutant}`).toBeGreaterThan(0);
     });
   }
+});
+
+/**
+ * The lifecycle mutants, each against a server of its own that the suite may stop (the lifecycle
+ * cases' `stop` is the server's graceful close, what SIGTERM runs in `gymwire serve`), with limits
+ * small enough to reach: 3 sessions, a 1 s idle timeout.
+ */
+describe('the lifecycle cases against mutant servers the suite controls', () => {
+  async function lifecycleFailures(mutant: MutantName): Promise<string[]> {
+    const own = await startServer({
+      port: 0,
+      transport: 'ws',
+      limits: { max_sessions: 3, idle_timeout_ms: 1000 },
+    });
+    try {
+      const target = {
+        connector: mutantConnector(wsConnector(own.url), mutant),
+        name: mutant,
+        lifecycle: { httpBase: own.url.replace(/^ws/, 'http'), stop: () => void own.close(3000) },
+      };
+      const reports = await runConformance(target, { envIds: ['gymwire/CartPole-v1'], filter: 'lifecycle' });
+      expect(reports.map((r) => r.status).filter((s) => s === 'skip')).toEqual([]);
+      return reports.filter((r) => r.status === 'fail').map((r) => `${r.name}: ${r.message}`);
+    } finally {
+      await own.close(1000);
+    }
+  }
+
+  it('passes every lifecycle case through the faithful proxy', { timeout: 60_000 }, async () => {
+    expect(await lifecycleFailures('none')).toEqual([]);
+  });
+
+  for (const mutant of LIFECYCLE_MUTANTS)
+    it.concurrent(`kills ${mutant}: ${MUTANTS[mutant]}`, { timeout: 60_000 }, async () => {
+      expect((await lifecycleFailures(mutant)).length, `the suite did not catch ${mutant}`).toBeGreaterThan(0);
+    });
 });

@@ -69,7 +69,14 @@ export const MUTANTS = {
   'time-limit-early': 'episodes are truncated at 40% of the max_episode_steps make reports',
   // stale observations everywhere (single and batched alike)
   'stale-everywhere': 'step and step_batch answers carry the previous observation',
+  // lifecycle (killed only when the suite controls the server: LIFECYCLE_MUTANTS)
+  'shutdown-event-dropped': 'a stopping server closes its connections without the shutdown event',
+  'shutdown-close-1000': 'a stopping server closes its connections with 1000, not 1001',
+  'idle-event-dropped': 'sessions closed by the idle reaper send no session_closed event',
+  'max-sessions-misreported': 'the welcome announces one session fewer than the server holds',
 } as const;
+/** The mutants only a suite that starts and stops the server can kill (the lifecycle cases). */
+export const LIFECYCLE_MUTANTS = ['shutdown-event-dropped', 'shutdown-close-1000', 'idle-event-dropped', 'max-sessions-misreported'] as const;
 export type MutantName = keyof typeof MUTANTS;
 
 /** Proxy ids per client id: the ones in between are for injected requests. */
@@ -165,7 +172,7 @@ export function mutantConnector(inner: Connector, mutant: MutantName): Connector
     t.onclose = (code, reason) => {
       // A server without a hello deadline: the connection that never said hello stays open.
       if (mutant === 'no-hello-deadline' && !client) return;
-      wrapped.onclose?.(code, reason);
+      wrapped.onclose?.(mutant === 'shutdown-close-1000' && code === 1001 ? 1000 : code, reason);
     };
     t.onmessage = (frame) => {
       const m = decode(frame) as Message;
@@ -173,6 +180,8 @@ export function mutantConnector(inner: Connector, mutant: MutantName): Connector
       const c = client;
       const entry = c && typeof m.id === 'number' ? c.requests.get(m.id) : undefined;
       if (!c || !entry) {
+        if (m.type === 'event' && mutant === 'shutdown-event-dropped' && m.event === 'shutdown') return;
+        if (m.type === 'event' && mutant === 'idle-event-dropped' && m.event === 'session_closed') return;
         const code = (m.error as { code?: string } | undefined)?.code;
         if (mutant === 'no-hello-deadline' && !c && code === 'ENV_ERR_HANDSHAKE_REQUIRED' && m.id === null) return;
         if (mutant === 'unknown-extension-accepted' && code === 'ENV_ERR_BAD_FRAME' && /extension/i.test(String((m.error as { message?: unknown }).message)))
@@ -328,6 +337,9 @@ function answerSide(mutant: MutantName, c: LogicalClient, req: Message, answer: 
   switch (mutant) {
     case 'welcome-malformed':
       if (req.type === 'hello' && result) delete result.resume_token;
+      return;
+    case 'max-sessions-misreported':
+      if (req.type === 'hello' && result) (result.limits as { max_sessions: number }).max_sessions -= 1;
       return;
     case 'batch-rewards-float32':
       if (req.type === 'step_batch' && result)
