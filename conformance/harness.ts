@@ -6,7 +6,7 @@
 import { decode, encode } from '../protocol/codec.ts';
 import { ProtocolError } from '../protocol/errors.ts';
 import type { ErrorCode } from '../protocol/errors.ts';
-import { PROTOCOL_VERSION } from '../protocol/messages.ts';
+import { CONFORMANCE_CLIENT_NAME, PROTOCOL_VERSION } from '../protocol/messages.ts';
 import { isPlainObject } from '../protocol/spaces.ts';
 import type { Space } from '../protocol/spaces.ts';
 import { Tensor } from '../protocol/tensor.ts';
@@ -172,7 +172,7 @@ export class RawConnection {
   }
 
   async hello(token?: string): Promise<Record<string, unknown>> {
-    this.send({ id: 0, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: 'conformance', ...(token ? { token } : {}) });
+    this.send({ id: 0, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: CONFORMANCE_CLIENT_NAME, ...(token ? { token } : {}) });
     const welcome = await this.next();
     check(welcome.type === 'result', `hello failed: ${JSON.stringify(welcome.error)}`);
     return welcome;

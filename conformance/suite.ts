@@ -8,7 +8,7 @@
  */
 import { decode } from '../protocol/codec.ts';
 import { isErrorCode, previewValue, ProtocolError } from '../protocol/errors.ts';
-import { PROTOCOL_VERSION, WelcomeResultSchema } from '../protocol/messages.ts';
+import { CONFORMANCE_CLIENT_NAME, PROTOCOL_VERSION, WelcomeResultSchema } from '../protocol/messages.ts';
 import { Random } from '../runtime/random.ts';
 import { contains, isPlainObject } from '../protocol/spaces.ts';
 import { sample } from '../runtime/space-sample.ts';
@@ -637,7 +637,7 @@ export const CASES: ConformanceCase[] = [
         id: 2,
         type: 'hello',
         protocol_version: PROTOCOL_VERSION,
-        client_name: 'conformance',
+        client_name: CONFORMANCE_CLIENT_NAME,
         resume_token: welcome.resume_token,
         ...(ctx.target.token ? { token: ctx.target.token } : {}),
       });
@@ -657,7 +657,7 @@ export const CASES: ConformanceCase[] = [
         id: 3,
         type: 'hello',
         protocol_version: PROTOCOL_VERSION,
-        client_name: 'conformance',
+        client_name: CONFORMANCE_CLIENT_NAME,
         resume_token: resumed.resume_token,
         ...(ctx.target.token ? { token: ctx.target.token } : {}),
       });
@@ -676,7 +676,7 @@ export const CASES: ConformanceCase[] = [
     async run(ctx) {
       if (!ctx.target.token) return { status: 'skip', reason: 'no token given (pass --token to probe a server that requires one)' };
       const raw = await ctx.raw();
-      raw.send({ id: 1, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: 'conformance', token: `${ctx.target.token}-wrong` });
+      raw.send({ id: 1, type: 'hello', protocol_version: PROTOCOL_VERSION, client_name: CONFORMANCE_CLIENT_NAME, token: `${ctx.target.token}-wrong` });
       const msg = await raw.next();
       check(errorCode(msg) === 'ENV_ERR_UNAUTHORIZED' && msg.id === 1, `wrong token: ${previewValue(msg, 200)}`);
       const code = await raw.closedWith();
@@ -916,7 +916,7 @@ export async function runConformance(target: ConformanceTarget, opts: RunOptions
           token: target.token,
           reconnectDelayMs: 10,
           requestTimeoutMs: REQUEST_DEADLINE_MS,
-          clientName: 'gymwire-conformance',
+          clientName: CONFORMANCE_CLIENT_NAME,
           ...o,
         });
         clients.push(c);
@@ -981,7 +981,7 @@ async function checkWelcome(target: ConformanceTarget): Promise<void> {
       id: 1,
       type: 'hello',
       protocol_version: PROTOCOL_VERSION,
-      client_name: 'gymwire-conformance',
+      client_name: CONFORMANCE_CLIENT_NAME,
       ...(target.token ? { token: target.token } : {}),
     });
     const answer = await raw.next(WELCOME_WAIT_MS);

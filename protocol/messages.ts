@@ -67,6 +67,13 @@ const CHANGES: MessageFacts = { changesState: true, answerKept: true };
 const req = <T extends string, S extends z.ZodRawShape>(type: T, facts: MessageFacts, shape: S) =>
   Object.assign(z.object({ id: RequestIdSchema, type: z.literal(type), ack: AckSchema, ...shape }).strict(), { facts });
 
+/**
+ * The `client_name` the conformance suite says hello with: a server counts the errors it answers
+ * such a client apart from its users' (`gymwire_conformance_errors_total`), so the suite's
+ * deliberate bad requests do not read as faults on dashboards and in the viewer.
+ */
+export const CONFORMANCE_CLIENT_NAME = 'gymwire-conformance';
+
 // hello attaches a client (state) but is never answered from memory: a reconnect sends a new one.
 export const HelloRequestSchema = req(
   'hello',

@@ -8,6 +8,7 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { MetricObjectWithValues, MetricValueWithName } from 'prom-client';
 
+import { CONFORMANCE_CLIENT_NAME } from '../protocol/messages.ts';
 import type { BusyPoller } from '../runtime/busy-poll.ts';
 
 /** Counts kept per label value and added to a prom-client counter at scrape time. */
@@ -168,6 +169,17 @@ export class ServerMetrics {
     },
   });
   readonly errors = new Counter({ name: 'gymwire_errors_total', help: 'Error answers by code', labelNames: ['code'], registers: [this.registry] });
+  readonly conformanceErrors = new Counter({
+    name: 'gymwire_conformance_errors_total',
+    help: 'Error answers by code to clients that said hello as the conformance suite (its deliberate probes)',
+    labelNames: ['code'],
+    registers: [this.registry],
+  });
+
+  /** Counts an error answer, apart when the connection's client is the conformance suite. */
+  countError(code: string, clientName: string | undefined): void {
+    (clientName === CONFORMANCE_CLIENT_NAME ? this.conformanceErrors : this.errors).inc({ code });
+  }
   private readonly requests: Counter = new Counter({
     name: 'gymwire_requests_total',
     help: 'Requests by type',

@@ -100,15 +100,15 @@ function run(core: ServerCore, conn: Connection, client: ClientState, req: Reque
     const handler = HANDLERS[req.type] as Handler<RequestType>;
     out = handler(core, conn, client, req);
   } catch (err) {
-    return encodeFailure(core, conn.log, req, err);
+    return encodeFailure(core, conn, req, err);
   }
   // The sync path (a sync env's step) allocates no closure and no promise.
-  if (!(out instanceof Promise)) return encodeAnswer(core, conn.log, client, req, out);
+  if (!(out instanceof Promise)) return encodeAnswer(core, conn, client, req, out);
   core.inFlight++;
   return out
     .then(
-      (result: unknown) => encodeAnswer(core, conn.log, client, req, result),
-      (err: unknown) => encodeFailure(core, conn.log, req, err),
+      (result: unknown) => encodeAnswer(core, conn, client, req, result),
+      (err: unknown) => encodeFailure(core, conn, req, err),
     )
     .finally(() => core.inFlight--);
 }

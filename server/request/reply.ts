@@ -3,7 +3,6 @@
  * gate, which answers a retried request from what its first attempt produced and refuses ids
  * that are done or expired, so no request runs twice.
  */
-import type { Logger } from 'pino';
 
 import { EnvContractError } from '../../envs/core/wrappers.ts';
 import { encode } from '../../protocol/codec.ts';
@@ -19,7 +18,7 @@ import { toProtocolError } from './error-handler.ts';
 
 /** Sends an error answer for a request that never reached a handler, and counts it. */
 export function refuse(core: ServerCore, conn: Connection, id: number | null, err: ProtocolError): void {
-  core.metrics.errors.inc({ code: err.code });
+  core.metrics.countError(err.code, conn.client?.name);
   conn.log.debug({ code: err.code, id }, err.message);
   conn.sendError(id, err);
 }
@@ -89,7 +88,7 @@ export function answeredFromCache(core: ServerCore, conn: Connection, client: Cl
  * returned something msgpack cannot carry (a symbol, a cycle, an integer past 64 bits). A bad
  * value must not reject the answer's promise, which nothing awaits, and take the process down.
  */
-export function encodeAnswer(core: ServerCore, log: Logger, client: ClientState, req: RequestOf<RequestType>, result: unknown): EncodedFrame {
+export function encodeAnswer(core: ServerCore, conn: Connection, client: ClientState, req: RequestOf<RequestType>, result: unknown): EncodedFrame {
   try {
     return encodeResult(core, client, req, result);
   } catch (err) {
@@ -102,7 +101,7 @@ export function encodeAnswer(core: ServerCore, log: Logger, client: ClientState,
         : new EnvContractError(
             `the ${req.type} result cannot be sent: ${why} (observations, rewards and infos must be msgpack values: docs/PROTOCOL.md, sections 1 and 2)`,
           );
-    return encodeFailure(core, log, req, fault);
+    return encodeFailure(core, conn, req, fault);
   }
 }
 
@@ -128,8 +127,8 @@ function encodeResult(core: ServerCore, client: ClientState, req: RequestOf<Requ
 }
 
 /** The error answer for a request whose handler threw (or whose result could not be encoded). */
-export function encodeFailure(core: ServerCore, log: Logger, req: RequestOf<RequestType>, err: unknown): Uint8Array {
-  const pe = toProtocolError(err, log, req.type);
-  core.metrics.errors.inc({ code: pe.code });
+export function encodeFailure(core: ServerCore, conn: Connection, req: RequestOf<RequestType>, err: unknown): Uint8Array {
+  const pe = toProtocolError(err, conn.log, req.type);
+  core.metrics.countError(pe.code, conn.client?.name);
   return encode({ id: req.id, type: 'error', error: pe.toWire() });
 }

@@ -40,7 +40,10 @@ export interface Overview {
   episodes_per_min: number;
   envs: EnvOverview[];
   /** Error answers since the server started, by code. */
+  /** Error answers by code, to every client but the conformance suite. */
   errors: Record<string, number>;
+  /** Error answers by code to the conformance suite (its deliberate probes), kept apart. */
+  conformance_errors: Record<string, number>;
 }
 
 function meanStd(xs: number[]): [number | null, number | null] {
@@ -76,14 +79,20 @@ export async function overview(core: ServerCore, now = Date.now()): Promise<Over
       mean_score: meanStd(scores)[0],
     });
   }
-  const errors: Record<string, number> = {};
-  for (const v of (await core.metrics.errors.get()).values) errors[String(v.labels['code'])] = v.value;
+  const byCode = async (counter: typeof core.metrics.errors) => {
+    const counts: Record<string, number> = {};
+    for (const v of (await counter.get()).values) counts[String(v.labels['code'])] = v.value;
+    return counts;
+  };
+  const errors = await byCode(core.metrics.errors);
+  const conformanceErrors = await byCode(core.metrics.conformanceErrors);
   return {
     sessions: envs.reduce((a, e) => a + e.sessions, 0),
     steps_per_s: envs.reduce((a, e) => a + e.steps_per_s, 0),
     episodes_per_min: envs.reduce((a, e) => a + e.episodes_per_min, 0),
     envs,
     errors,
+    conformance_errors: conformanceErrors,
   };
 }
 

@@ -36,3 +36,23 @@ describe.each(TRANSPORTS)('conformance over %s', (transport) => {
     }
   });
 });
+
+describe('the suite’s own probes are counted apart', () => {
+  it('leaves gymwire_errors_total to real clients and counts its bad requests in gymwire_conformance_errors_total', async () => {
+    const srv = await startTestServer('ws');
+    try {
+      const reports = await runConformance({ connector: srv.connector, name: 'ws' }, { envIds: ['gymwire/CartPole-v1'], filter: 'bad frames' });
+      expect(reports.map((r) => r.status)).toEqual(['pass']);
+      const metrics = await (await fetch(`${srv.server.url.replace(/^ws/, 'http')}/metrics`)).text();
+      const count = (name: string) =>
+        metrics
+          .split('\n')
+          .filter((line) => line.startsWith(`${name}{`))
+          .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+      expect(count('gymwire_conformance_errors_total')).toBeGreaterThan(5);
+      expect(count('gymwire_errors_total')).toBe(0);
+    } finally {
+      await srv.close();
+    }
+  });
+});

@@ -171,12 +171,18 @@ function renderOverview(o) {
       ),
     ),
   );
-  // One line per error code, the most frequent first.
-  const errors = Object.entries(o.errors)
-    .filter(([, n]) => n > 0)
-    .sort((a, b) => b[1] - a[1]);
+  // One line per error code, the most frequent first; the conformance suite's probes apart.
+  const byCount = (counts) =>
+    Object.entries(counts ?? {})
+      .filter(([, n]) => n > 0)
+      .sort((a, b) => b[1] - a[1]);
+  const codeItems = (rows) => rows.map(([code, n]) => el('li', {}, el('code', { textContent: code }), ` ${n}`));
+  const errors = byCount(o.errors);
   $('errors').textContent = errors.length ? '' : 'no errors';
-  $('error-codes').replaceChildren(...errors.map(([code, n]) => el('li', {}, el('code', { textContent: code }), ` ${n}`)));
+  $('error-codes').replaceChildren(...codeItems(errors));
+  const probes = byCount(o.conformance_errors);
+  $('conformance-errors').hidden = !probes.length;
+  $('conformance-error-codes').replaceChildren(...codeItems(probes));
 }
 
 /** Labelled number lists; a list whose shape has rows (an action chunk, poses) is laid out one row per line. */
