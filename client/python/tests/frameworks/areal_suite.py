@@ -156,7 +156,11 @@ class RPCWorker:
 
     def close(self) -> None:
         self.proc.terminate()
-        self.proc.wait(30)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:  # a worker still importing, or stuck: never left behind
+            self.proc.kill()
+            self.proc.wait(10)
         self.log.close()
 
 
@@ -193,6 +197,7 @@ def test_vlm_turns_come_from_the_processor_with_multi_modal_input(url: str, visi
     first, second = server.requests
     assert len(first["image_data"]) == 1 and len(second["image_data"]) == 2  # every image whose tokens are in the prompt
     assert first["input_ids"].count(image_pad) == 4
+    assert sessions_left(url) == 0
 
 
 def test_agent_run_in_the_proxys_subproc_mode(url: str) -> None:
@@ -210,6 +215,7 @@ def test_agent_run_in_the_proxys_subproc_mode(url: str) -> None:
         chat.close()
     assert isinstance(reward, float) and reward >= 5.0
     assert chat.api_keys == {"Bearer session-key"}
+    assert sessions_left(url) == 0  # the agent closed its session in AReaL's worker process
 
 
 def test_unknown_env_and_a_down_server_are_clear_errors_in_areals_log(url: str, model_dir: Path, capfd: pytest.CaptureFixture) -> None:
@@ -228,6 +234,7 @@ def test_unknown_env_and_a_down_server_are_clear_errors_in_areals_log(url: str, 
     log = "".join(capfd.readouterr())
     assert 'Workflow execution failed: ENV_ERR_UNKNOWN_ENV: no env is registered as "gymwire/NoSuchEnv-v0"' in log
     assert re.search(r"Workflow execution failed: .*ws://127\.0\.0\.1:9", log)
+    assert sessions_left(url) == 0
 
 
 def test_a_wrong_action_shape_is_refused_with_the_servers_message_in_areals_log(
@@ -247,6 +254,7 @@ def test_a_wrong_action_shape_is_refused_with_the_servers_message_in_areals_log(
     log = caplog.text + "".join(capfd.readouterr())
     reason = "ENV_ERR_INVALID_ACTION: action is not in the action space: expected an integer in [0, 1], got an array of 2"
     assert log.count("gymwire workflow: turn") == 3 and reason in log, log[-3000:]
+    assert sessions_left(url) == 0
 
 
 @pytest.mark.timeout(600)  # a fresh process importing torch and AReaL: minutes on a loaded 2-core machine
@@ -255,6 +263,7 @@ def test_example_runs_areal_code(url: str) -> None:
     out = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=540, env={**os.environ, "GYMWIRE_URL": url})
     assert out.returncode == 0, f"{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
     assert re.search(r"AReaL \d", out.stdout)
+    assert sessions_left(url) == 0
 
 
 @pytest.mark.timeout(900)  # includes waiting for the worker to finish starting (rpc_worker)
