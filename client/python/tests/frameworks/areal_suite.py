@@ -269,7 +269,8 @@ def test_example_runs_areal_code(url: str) -> None:
 @pytest.mark.timeout(900)  # includes waiting for the worker to finish starting (rpc_worker)
 def test_single_controller_through_areals_rpc_server(url: str, model_dir: Path, rpc_worker: RPCWorker) -> None:
     """The controller side of AReaL's single-controller mode against AReaL's RPC server in its own process: the
-    engine is built there from its class path, the workflow from its class path and serialized workflow_kwargs.
+    engine is built there from its class path, the workflow from its class path and serialized workflow_kwargs;
+    one batch through ``rollout_batch``, one through the controller's per-task ``submit`` and ``wait_for_task``.
     The LLM server is the scripted SGLang stand-in (SGLang needs a GPU).
 
     Between batches the controller moves the policy version on, as AReaL's trainer does after each weight update
@@ -286,9 +287,14 @@ def test_single_controller_through_areals_rpc_server(url: str, model_dir: Path, 
         worker.create_engine("areal.engine.sglang_remote.RemoteSGLangEngine", config=config)
         worker.call("initialize", addr=server.address)
         kwargs = {"server_url": url, "gconfig": {"max_new_tokens": 64}, "tokenizer": str(model_dir), "env_id": CARTPOLE, "max_turns": 4}
+        data = [{"seed": 3}, {"seed": 4}]
         for version in range(2):  # two batches, one policy version each
             worker.call("set_version", version=version)
-            trajs = worker.call("rollout_batch", data=[{"seed": 3}, {"seed": 4}], workflow=WORKFLOW, workflow_kwargs=kwargs)
+            if version == 0:
+                trajs = worker.call("rollout_batch", data=data, workflow=WORKFLOW, workflow_kwargs=kwargs)
+            else:  # as AReaL's RolloutController sends each task (which learns of its end by a callback instead)
+                task_ids = [worker.call("submit", data=d, workflow=WORKFLOW, workflow_kwargs=kwargs) for d in data]
+                trajs = [worker.call("wait_for_task", task_id=task_id, timeout=60) for task_id in task_ids]
             assert len(trajs) == 2
             for traj in trajs:
                 assert check_trajectory_format(traj) is True
