@@ -87,13 +87,20 @@ TURNS = 4
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("replies", [[ACTION], ["push right", ACTION]], ids=["one-agent", "reasoner-and-actor"])
-def test_multi_agent_loop_plays_one_session_per_trajectory(model_dir: Path, text_env: str, url: str, replies: list[str]) -> None:
-    """siiRL's MultiAgentLoop.generate_colocate (colocate_task per sample and agent) with siiRL's example process
-    file shape; the agents' SGLang engines are stand-ins (multi_agent.py says what else is)."""
+@pytest.mark.parametrize(
+    ("replies", "siirl_process_file"),
+    [([ACTION], False), (["push right", ACTION], False), ([ACTION], True)],
+    ids=["one-agent", "reasoner-and-actor", "siirls-example-process-file"],
+)
+def test_multi_agent_loop_plays_one_session_per_trajectory(model_dir: Path, text_env: str, url: str, replies: list[str], siirl_process_file: bool) -> None:
+    """siiRL's MultiAgentLoop.generate_colocate (colocate_task per sample and agent) with a process file in the shape
+    of siiRL's marft example, and with that example's own file as the siirl wheel installs it; the agents' SGLang
+    engines are stand-ins (multi_agent.py says what else is)."""
     from gymwire.integrations.siirl import GymwireTextEnv
 
-    loop = multi_agent.build_loop(model_dir, text_env, replies, max_turns=TURNS)
+    process_file = multi_agent.siirl_example_process_file() if siirl_process_file else multi_agent.PROCESS_FILE
+    assert process_file.is_file(), process_file
+    loop = multi_agent.build_loop(model_dir, text_env, replies, max_turns=TURNS, process_file=process_file)
     actor = loop.node_queue[-1].node_id
     for _ in range(2):  # two batches
         result = multi_agent.run_batch(loop, ["Balance the pole."] * 2, seeds=[3, 4])
@@ -103,6 +110,8 @@ def test_multi_agent_loop_plays_one_session_per_trajectory(model_dir: Path, text
             tags = set(GymwireTextEnv.EPISODE_RE.findall(steps[-1].original_prompt))
             assert len(tags) == 1  # one session for the whole trajectory
         assert len({GymwireTextEnv.EPISODE_RE.findall(s[-1].original_prompt)[0] for s in result[actor].values()}) == 2
+    if siirl_process_file:
+        return  # its prompts to the rollout are not token ids under transformers 5 (multi_agent.siirl_example_process_file)
     # Every agent's later prompts carry the observation (the reasoner's come through siiRL's obs routing).
     decoded = loop.node_queue[0].agent_process.tokenizer.decode(loop.rollouts[0].prompts[-1])
     assert "Observation:" in decoded

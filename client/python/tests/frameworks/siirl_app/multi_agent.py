@@ -27,8 +27,21 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
 
 HERE = Path(__file__).parent
-# A process file in the shape of siiRL's marft example (examples/experimental/marft/config/process.py).
+# A process file in the shape of siiRL's marft example (examples/experimental/marft/config/process.py): the prompt
+# wrapped in a template, the reply appended after a per-agent marker, without the chat template (see below).
 PROCESS_FILE = HERE / "marft_process.py"
+
+
+def siirl_example_process_file() -> Path:
+    """siiRL's own marft process file, as the siirl wheel installs it (``examples/experimental/marft/config/process.py``).
+
+    Under transformers 5 (the siiRL venv's) its ``pre_process`` returns ``apply_chat_template(..., tokenize=True)``,
+    a ``BatchEncoding``, not token ids; ``colocate_task`` slices it and hands the rollout a list of
+    ``tokenizers.Encoding`` (a real SGLang engine would refuse it; the stand-in records it). What reaches the env is
+    ``post_process``'s decoded prompt plus reply, which the file builds from token ids either way."""
+    from importlib.metadata import distribution
+
+    return Path(str(distribution("siirl").locate_file("examples/experimental/marft/config/process.py")))
 
 
 def import_multi_agent_loop() -> tuple[type, type]:
@@ -107,7 +120,7 @@ def one_process_group() -> Any:
     return init_device_mesh("cpu", (1,), mesh_dim_names=("tp",))
 
 
-def build_loop(model_dir: Path, env_path: str, replies: list[str], max_turns: int) -> Any:
+def build_loop(model_dir: Path, env_path: str, replies: list[str], max_turns: int, process_file: Path = PROCESS_FILE) -> Any:
     """A MultiAgentLoop over ``len(replies)`` agents; the last one acts on the env (as siiRL's marft workflow)."""
     from siirl.dag_worker.constants import DAGConstants
     from siirl.execution.dag.node import Node, NodeRole, NodeType
@@ -119,8 +132,10 @@ def build_loop(model_dir: Path, env_path: str, replies: list[str], max_turns: in
     for i, _reply in enumerate(replies):
         options = {
             "obs_with_env": True,
-            "process_path": str(PROCESS_FILE),
-            "pre_process_kwargs": {"pre_chat_template": f"<|im_start|>agent {i}: ${{prompt}} <|im_end|>"},
+            "process_path": str(process_file),
+            "pre_process_kwargs": {"pre_chat_template": f"<|im_start|>agent {i}: ${{prompt}} <|im_end|>"}
+            if process_file == PROCESS_FILE
+            else {"pre_chat_template": f"agent {i}: ${{prompt}}"},  # siiRL's file applies the chat template itself
             "post_process_kwargs": {"post_chat_template": f" agent {i}: "},
             "env_path": [env_path] if i == len(replies) - 1 else [],
         }
