@@ -33,7 +33,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 
 from . import errors as E
-from ._protocol import FATAL_CLOSE_CODES, PROTOCOL_VERSION
+from ._protocol import EVENT_SESSION_CLOSED, EVENT_SHUTDOWN, FATAL_CLOSE_CODES, PROTOCOL_VERSION
 from ._request_template import FilledRequest
 from .codec import pack, packer, unpack
 
@@ -434,22 +434,22 @@ class AsyncClient:
         try:
             msg = unpack(frame)
         except Exception as err:  # noqa: BLE001 - a bad frame from the server must not kill the reader
-            self._emit({"type": "event", "event": "shutdown", "reason": f"unreadable frame from server: {err}"})
+            self._emit({"type": "event", "event": EVENT_SHUTDOWN, "reason": f"unreadable frame from server: {err}"})
             return
         if not isinstance(msg, dict):
             return
         kind = msg.get("type")
         if kind == "event":
-            if msg.get("event") == "session_closed" and msg.get("session_id") in self._envs:
+            if msg.get("event") == EVENT_SESSION_CLOSED and msg.get("session_id") in self._envs:
                 self._envs[msg["session_id"]].mark_closed(msg.get("reason", ""))
-            if msg.get("event") == "shutdown" and self._state != "closed":
+            if msg.get("event") == EVENT_SHUTDOWN and self._state != "closed":
                 self._on_server_shutdown(str(msg.get("reason") or ""))
             self._emit(msg)
             return
         rid = msg.get("id")
         if rid is None:
             error = msg.get("error") or {}
-            self._emit({"type": "event", "event": "shutdown", "reason": f"server error without id: {error.get('code')}: {error.get('message')}"})
+            self._emit({"type": "event", "event": EVENT_SHUTDOWN, "reason": f"server error without id: {error.get('code')}: {error.get('message')}"})
             return
         entry = self._pending.get(rid) if isinstance(rid, int) else None
         if entry is None or entry.future.done():
