@@ -152,6 +152,12 @@ class AsyncClient:
     def is_open(self) -> bool:
         return self._state == "open"
 
+    @property
+    def closed_by(self) -> E.SdkError | None:
+        """The error that closed this client for good (:meth:`abandon`, a server shutdown without
+        reconnects), which every later call raises; None while open or after a plain :meth:`close`."""
+        return self._closed_by
+
     async def list_envs(self) -> list[dict[str, Any]]:
         """The envs the server hosts: ``[{id, description, max_episode_steps, tags, kwargs_schema}]``."""
         return (await self.request("list_envs", {}))["envs"]
@@ -650,7 +656,7 @@ class Client:
             coro.close()
             # An abandoned client raises what it was abandoned with, like its async client.
             aclient: AsyncClient | None = getattr(self, "aclient", None)
-            raise (aclient._closed_by if aclient is not None else None) or E.ClientClosedError("the client is closed")
+            raise (aclient.closed_by if aclient is not None else None) or E.ClientClosedError("the client is closed")
         return asyncio.run_coroutine_threadsafe(coro, self._start_loop()).result()
 
     def drive(self, coro: Coroutine[Any, Any, T]) -> T:
