@@ -10,6 +10,8 @@ A helper thread covers the time nobody calls: after a short quiet spell it watch
 server events and pings, sends keepalive pings, and drops a link whose pings go unanswered (the next
 reader then reconnects and resumes). A caller that arrives while it watches wakes it through a pipe.
 
+The connection's rules (ids, acks, answers, events, what a resume sends again) are the I/O-free
+:class:`~gymwire._connection.ConnectionCore`, which this driver feeds and calls under its lock.
 Reconnect and resume follow the asyncio client: the thread that notices a drop redials with backoff
 while holding the reader's role, presents the resume token, and re-sends every waiting request with
 its original id. The async API still works on this client (``await client.request(...)`` runs the
