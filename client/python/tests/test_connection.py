@@ -134,3 +134,19 @@ def test_keepalive_pings_a_quiet_link_and_drops_a_silent_one() -> None:
     assert keepalive.due(33, last_received=18) == "ping"
     assert keepalive.due(62, last_received=18) is None
     assert keepalive.due(63, last_received=18) == "drop"
+
+
+def test_the_core_imports_no_io_and_no_driver() -> None:
+    # Sans-I/O: the core may not reach a socket, a loop, a thread or either driver, even by accident.
+    import ast
+    from pathlib import Path
+
+    import gymwire._connection as core_module
+
+    tree = ast.parse(Path(core_module.__file__).read_text())
+    imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
+        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+    }
+    assert imported <= {"__future__", "collections.abc", "dataclasses", "typing", "", "_protocol", "_request_template", "codec"}
+    imported_names = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level and not n.module for a in n.names}
+    assert imported_names == {"errors"}
