@@ -292,9 +292,11 @@ export const ErrorResponseSchema = z.object({
   type: z.literal('error'),
   error: WireErrorSchema,
 });
+/** The events a server sends unasked (frames with no id). */
+export const SERVER_EVENTS = ['session_closed', 'shutdown'] as const;
 export const EventSchema = z.object({
   type: z.literal('event'),
-  event: z.enum(['session_closed', 'shutdown']),
+  event: z.enum(SERVER_EVENTS),
   session_id: SessionIdSchema.optional(),
   reason: z.string(),
 });

@@ -104,6 +104,21 @@ export const SpaceSchema: z.ZodType<Space> = z.lazy(() =>
   ]),
 ) as z.ZodType<Space>;
 
+/** Every space's tag (its `type`), checked against `Space` both ways by the compiler: a tag added to one is missed by the other. */
+const SPACE_TAGS: { readonly [Tag in Space['type']]: true } = {
+  box: true,
+  discrete: true,
+  multi_discrete: true,
+  multi_binary: true,
+  text: true,
+  dict: true,
+  tuple: true,
+  sequence: true,
+  graph: true,
+  oneof: true,
+};
+export const SPACE_TYPES = Object.keys(SPACE_TAGS) as readonly Space['type'][];
+
 // ---------------------------------------------------------------------------------------------
 // Constructors
 

@@ -1,15 +1,20 @@
 /**
  * Renders the Python SDK's protocol constants (client/python/src/gymwire/_protocol.py) from the
  * TypeScript protocol, the single source of truth: versions, dtypes, the tensor extension type,
- * close codes, wire error codes with their fault and summary, the SDK's local error codes, and the
- * waypoint controllers' constants (runtime/waypoint-control.ts).
+ * close codes, server event names, space tags, wire error codes with their fault and summary, the
+ * SDK's local error codes, the adaptive busy-poll window (runtime/busy-poll.ts), the trajectory
+ * dataset's format and version (client/ts/dataset/format.ts), and the waypoint controllers'
+ * constants (runtime/waypoint-control.ts).
  * `npm run gen:python` writes the file; a test fails when the committed copy is stale.
  */
 import { CLOSE_CODES, FATAL_CLOSE_CODES } from '../../protocol/close-codes.ts';
 import { ERROR_CODES } from '../../protocol/errors.ts';
-import { AUTORESET_MODES, PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../../protocol/messages.ts';
+import { AUTORESET_MODES, PROTOCOL_VERSION, SERVER_EVENTS, SUPPORTED_PROTOCOL_VERSIONS } from '../../protocol/messages.ts';
 import { SDK_ERROR_CODES } from '../../protocol/sdk-errors.ts';
+import { SPACE_TYPES } from '../../protocol/spaces.ts';
 import { DTYPES, TENSOR_EXT_TYPE } from '../../protocol/tensor.ts';
+import { DATASET_FORMAT, DATASET_VERSION } from '../../client/ts/dataset/format.ts';
+import { ADAPTIVE_DEFAULTS } from '../../runtime/busy-poll.ts';
 import { WAYPOINT_CONTROLLERS } from '../../runtime/waypoint-control.ts';
 
 const py = (value: unknown): string => JSON.stringify(value);
@@ -49,6 +54,12 @@ export function renderPythonConstants(): string {
     ...Object.entries(CLOSE_CODES).map(([name, code]) => `CLOSE_${name}: Final = ${code}`),
     `FATAL_CLOSE_CODES: Final = ${tuple(FATAL_CLOSE_CODES)}`,
     '',
+    "#: The events a server sends unasked (``{type: 'event', event, ...}`` frames with no id).",
+    ...SERVER_EVENTS.map((name) => `EVENT_${name.toUpperCase()}: Final = ${py(name)}`),
+    '',
+    "#: Every space tag (a wire space description's ``type``).",
+    `SPACE_TYPES: Final = ${tuple(SPACE_TYPES)}`,
+    '',
     '#: Every wire error code: who is at fault ("client", "server" or "env") and what it means.',
     'ERROR_CODES: Final[dict[str, tuple[str, str]]] = {',
     ...Object.entries(ERROR_CODES).map(([code, { fault, summary }]) => `    ${py(code)}: (${py(fault)}, ${py(summary)}),`),
@@ -58,6 +69,15 @@ export function renderPythonConstants(): string {
     'SDK_ERROR_CODES: Final[dict[str, str]] = {',
     ...Object.entries(SDK_ERROR_CODES).map(([code, summary]) => `    ${py(code)}: ${py(summary)},`),
     '}',
+    '',
+    '#: The adaptive busy-poll window both ends use (runtime/busy-poll.ts): times in µs, the rest counts and a fraction.',
+    'BUSY_POLL_ADAPTIVE: Final[dict[str, float]] = {',
+    ...Object.entries(ADAPTIVE_DEFAULTS).map(([key, value]) => `    ${py(snake(key))}: ${literal(value)},`),
+    '}',
+    '',
+    '#: The trajectory dataset written and read by both SDKs (client/ts/dataset/format.ts).',
+    `DATASET_FORMAT: Final = ${py(DATASET_FORMAT)}`,
+    `DATASET_VERSION: Final = ${DATASET_VERSION}`,
     '',
     "#: The waypoint controllers by name (gymwire.control implements them): each reference's constants.",
     'WAYPOINT_CONTROLLERS: Final[dict[str, dict[str, object]]] = {',

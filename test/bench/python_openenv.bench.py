@@ -10,7 +10,7 @@ openenv-core and its dependencies never enter the project's environments: on fir
 creates a throwaway venv (default /tmp/gymwire-openenv-bench, `--venv` to choose) with
 `pip install openenv-core==0.3.0` plus what the gymwire SDK imports, and re-runs itself there.
 
-Run: python3 test/bench/python_openenv.bench.py [--steps 3000] [--seconds 3]
+Run: python3 test/bench/python_openenv.bench.py [--steps 3000] [--seconds 3] [--gymwire-src OTHER/client/python/src]
 Prints JSON lines {"bench", "metric", "value", "unit", ...}.
 """
 
@@ -225,10 +225,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=3)
+    # Another checkout's SDK (its client/python/src), to measure a change before and after against the same OpenEnv.
+    parser.add_argument("--gymwire-src", default=str(REPO / "client" / "python" / "src"))
     parser.add_argument("--serve-openenv", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     ensure_venv(Path(args.venv))
-    sys.path.insert(0, str(REPO / "client" / "python" / "src"))
+    sys.path.insert(0, args.gymwire_src)
     if args.serve_openenv is not None:
         serve_openenv(args.serve_openenv)
         return

@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "client" / "python" / "src"))
+# GYMWIRE_BENCH_SRC: another checkout's client/python/src, to measure a change before and after.
+sys.path.insert(0, os.environ.get("GYMWIRE_BENCH_SRC") or str(REPO / "client" / "python" / "src"))
 
 import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402

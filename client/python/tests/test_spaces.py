@@ -50,3 +50,13 @@ def test_a_camera_session_from_the_server_has_full_image_bounds(url: str) -> Non
             assert env.observation_space.contains(obs)
         finally:
             env.close()
+
+
+def test_every_wire_space_tag_has_a_builder() -> None:
+    # SPACE_TYPES is generated from protocol/spaces.ts: a tag the server gains fails here until the SDK builds it.
+    from gymwire._protocol import SPACE_TYPES
+    from gymwire.spaces import SPACE_BUILDERS
+
+    assert set(SPACE_BUILDERS) == set(SPACE_TYPES)
+    with pytest.raises(ValueError, match="unknown space type"):
+        space_from_wire({"type": "hyperbox"})

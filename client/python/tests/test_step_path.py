@@ -61,3 +61,14 @@ def test_spin_rests_when_polling_does_not_shorten_the_gaps() -> None:
     assert spin.resting and spin.next() == 0
     with pytest.raises(ValueError):
         SpinOptions(start_s=0)
+
+
+def test_spin_defaults_are_the_servers() -> None:
+    # The same adaptive rule on both ends: the defaults come from runtime/busy-poll.ts through the codegen.
+    from gymwire._protocol import BUSY_POLL_ADAPTIVE
+
+    o = SpinOptions()
+    assert (o.max_s, o.start_s) == (BUSY_POLL_ADAPTIVE["max_us"] * 1e-6, BUSY_POLL_ADAPTIVE["start_us"] * 1e-6)
+    assert (o.probe_every, o.trial_every, o.trial_length, o.keep_below, o.backoff) == tuple(
+        BUSY_POLL_ADAPTIVE[k] for k in ("probe_every", "trial_every", "trial_length", "keep_below", "backoff")
+    )

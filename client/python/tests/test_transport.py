@@ -214,7 +214,7 @@ def test_abandon_fails_what_waits_and_every_later_call_with_the_given_error(url:
         stepper = threading.Thread(target=step)
         stepper.start()
         deadline = time.monotonic() + 10  # the step is on its way into the frozen link
-        while not client.aclient._pending and time.monotonic() < deadline:
+        while not client.aclient.core.pending and time.monotonic() < deadline:
             time.sleep(0.01)
         client.abandon(gone)
         stepper.join(30)

@@ -126,3 +126,15 @@ def test_remote_last_obs_is_the_latest_batch(url: str) -> None:
         assert np.array_equal(envs.remote.last_obs, obs)
     finally:
         envs.close()
+
+
+def test_vector_seeds_is_gymnasiums_seed_plus_index_rule() -> None:
+    # One rule for every vector env of the SDK (one server's, a Ray pool's, the collection engine's).
+    from gymwire.vector import vector_seeds
+
+    assert vector_seeds(7, 3) == [7, 8, 9]
+    assert vector_seeds(np.int64(7), 2) == [7, 8]
+    assert vector_seeds(None, 3) is None
+    assert vector_seeds([1, None, 3], 3) == [1, None, 3]
+    with pytest.raises(ValueError, match="seed list has 2 entries for 3 envs"):
+        vector_seeds([1, 2], 3)

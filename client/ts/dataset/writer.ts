@@ -32,10 +32,10 @@ import { columnBuilder } from './builders.ts';
 import type { ColumnBuilder } from './builders.ts';
 import { encodeLeaf, encodeLeafSync, pick, planColumns } from './columns.ts';
 import type { ColumnPlan, ImageFormat } from './columns.ts';
+import { DATASET_FORMAT, DATASET_VERSION } from './format.ts';
 import { toJsonText, toJsonValue } from './json.ts';
 
-export const DATASET_FORMAT = 'gymwire.trajectories';
-export const DATASET_VERSION = 1;
+export { DATASET_FORMAT, DATASET_VERSION } from './format.ts';
 
 export interface StepRecord {
   obs: unknown;

@@ -23,6 +23,13 @@ CLOSE_INTERNAL_ERROR: Final = 1011
 CLOSE_SLOW_READER: Final = 4008
 FATAL_CLOSE_CODES: Final = (1002, 1008)
 
+#: The events a server sends unasked (``{type: 'event', event, ...}`` frames with no id).
+EVENT_SESSION_CLOSED: Final = "session_closed"
+EVENT_SHUTDOWN: Final = "shutdown"
+
+#: Every space tag (a wire space description's ``type``).
+SPACE_TYPES: Final = ("box", "discrete", "multi_discrete", "multi_binary", "text", "dict", "tuple", "sequence", "graph", "oneof")
+
 #: Every wire error code: who is at fault ("client", "server" or "env") and what it means.
 ERROR_CODES: Final[dict[str, tuple[str, str]]] = {
     "ENV_ERR_BAD_FRAME": ("client", "The frame is not a msgpack message."),
@@ -65,6 +72,21 @@ SDK_ERROR_CODES: Final[dict[str, str]] = {
     "FRAME_TOO_LARGE": "A request is larger than the server’s max_frame_bytes; it was not sent.",
     "VERSION_MISMATCH": "The server speaks another protocol version.",
 }
+
+#: The adaptive busy-poll window both ends use (runtime/busy-poll.ts): times in µs, the rest counts and a fraction.
+BUSY_POLL_ADAPTIVE: Final[dict[str, float]] = {
+    "max_us": 100,
+    "start_us": 20,
+    "probe_every": 16,
+    "trial_every": 512,
+    "trial_length": 16,
+    "keep_below": 0.9,
+    "backoff": 1024,
+}
+
+#: The trajectory dataset written and read by both SDKs (client/ts/dataset/format.ts).
+DATASET_FORMAT: Final = "gymwire.trajectories"
+DATASET_VERSION: Final = 1
 
 #: The waypoint controllers by name (gymwire.control implements them): each reference's constants.
 WAYPOINT_CONTROLLERS: Final[dict[str, dict[str, object]]] = {

@@ -28,26 +28,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._protocol import BUSY_POLL_ADAPTIVE
+
 
 @dataclass(frozen=True)
 class SpinOptions:
-    """The adaptive window's constants (seconds and counts); ``runtime/busy-poll.ts`` has the server's."""
+    """The adaptive window's constants (seconds and counts); the defaults are the server's
+    (``runtime/busy-poll.ts``), generated into :data:`gymwire._protocol.BUSY_POLL_ADAPTIVE`."""
 
-    #: Largest window, and the longest gap that counts as "polling would have caught it". A
-    #: step_batch of 16 CartPoles takes the server 40-100 µs on an idle 2-core VM.
-    max_s: float = 200e-6
+    #: Largest window, and the longest gap that counts as "polling would have caught it".
+    max_s: float = BUSY_POLL_ADAPTIVE["max_us"] * 1e-6
     #: First window after a caught gap, and the probe's window.
-    start_s: float = 25e-6
+    start_s: float = BUSY_POLL_ADAPTIVE["start_us"] * 1e-6
     #: While closed, one request in this many opens a probe window.
-    probe_every: int = 16
+    probe_every: int = int(BUSY_POLL_ADAPTIVE["probe_every"])
     #: Polled requests between two unpolled trials.
-    trial_every: int = 512
+    trial_every: int = int(BUSY_POLL_ADAPTIVE["trial_every"])
     #: Requests in a trial (and polled gaps it is compared with).
-    trial_length: int = 16
+    trial_length: int = int(BUSY_POLL_ADAPTIVE["trial_length"])
     #: Polling is kept when its median gap is below this fraction of the trial's.
-    keep_below: float = 0.9
+    keep_below: float = BUSY_POLL_ADAPTIVE["keep_below"]
     #: Requests without polling after a failed trial (doubles per failure, up to 64x).
-    backoff: int = 1024
+    backoff: int = int(BUSY_POLL_ADAPTIVE["backoff"])
 
     def __post_init__(self) -> None:
         counts = (self.probe_every, self.trial_every, self.trial_length, self.backoff)

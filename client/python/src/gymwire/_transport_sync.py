@@ -10,6 +10,8 @@ A helper thread covers the time nobody calls: after a short quiet spell it watch
 server events and pings, sends keepalive pings, and drops a link whose pings go unanswered (the next
 reader then reconnects and resumes). A caller that arrives while it watches wakes it through a pipe.
 
+The connection's rules (ids, acks, answers, events, what a resume sends again) are the I/O-free
+:class:`~gymwire._connection.ConnectionCore`, which this driver feeds and calls under its lock.
 Reconnect and resume follow the asyncio client: the thread that notices a drop redials with backoff
 while holding the reader's role, presents the resume token, and re-sends every waiting request with
 its original id. The async API still works on this client (``await client.request(...)`` runs the
@@ -25,12 +27,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from . import errors as E
-from ._protocol import FATAL_CLOSE_CODES
+from ._connection import Keepalive
 from ._request_template import FilledRequest
 from ._spin import AdaptiveSpin
 from ._transport_socket import SocketClosedError, SocketWebSocket
-from .client import AsyncClient, _Pending
-from .codec import pack
+from .client import AsyncClient
 
 if TYPE_CHECKING:
     from .vector import AsyncRemoteVectorEnv
@@ -87,7 +88,7 @@ class SocketClient(AsyncClient):
         super().__init__(url, **opts)
         self._spin, self._fixed_spin_s = _spin_setting(busy_poll_us)
         self._sock: SocketWebSocket | None = None
-        # Guards ids, _pending and the connection state; the reader's role is a lock of its own.
+        # Guards the core (ids, pending requests, the connection state); the reader's role is a lock of its own.
         self._lock = threading.Lock()
         self._reader = threading.Lock()
         self._handoff = threading.Condition(threading.Lock())
@@ -98,7 +99,7 @@ class SocketClient(AsyncClient):
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         self._stop = threading.Event()
-        self._ping_sent_at: float | None = None
+        self._keepalive_timer = None if self.keepalive_interval is None else Keepalive(self.keepalive_interval, self.keepalive_timeout)
         self._helper: threading.Thread | None = None
 
     # -- blocking API ----------------------------------------------------------------------------
@@ -110,11 +111,10 @@ class SocketClient(AsyncClient):
                 sock = self._dial_blocking()
                 welcome = self._handshake_blocking(sock, time.monotonic() + self.connect_timeout)
         except BaseException:
-            self._state = "closed"
+            self.core.state = "closed"
             self._close_pipe()
             raise
-        self._accept_welcome(welcome)
-        self._state = "open"
+        self.core.open(welcome)
         self._helper = threading.Thread(target=self._watch_when_idle, name="gymwire-socket", daemon=True)
         self._helper.start()
 
@@ -127,13 +127,12 @@ class SocketClient(AsyncClient):
             self._busy += 1
             watching = self._idle_watching
             try:
-                rid, frame = self._prepare(type, fields)
+                rid, frame = self.core.submit(type, fields, answer)
             except BaseException:
                 self._busy -= 1
                 raise
-            self._pending[rid] = _Pending(type, frame, answer)  # type: ignore[arg-type]
-            # While reconnecting the request waits in _pending; it goes out after the resume.
-            if self._state == "open" and self._sock is not None:
+            # While reconnecting the request waits in the core; it goes out after the resume.
+            if self.core.can_send and self._sock is not None:
                 self._send_quietly(self._sock, frame)
         sent_at = time.perf_counter()
         try:
@@ -144,7 +143,7 @@ class SocketClient(AsyncClient):
             return answer.result()
         finally:
             with self._lock:
-                self._pending.pop(rid, None)
+                self.core.finish(rid)
                 self._busy -= 1
                 self._last_call_end = time.monotonic()
 
@@ -162,12 +161,11 @@ class SocketClient(AsyncClient):
                 # Ids go out in increasing order (the server refuses one below the highest it saw),
                 # so a request is numbered and sent under one lock.
                 with self._lock:
-                    rid, frame = self._prepare(type, fields)
                     answer = _Answer()
-                    self._pending[rid] = _Pending(type, frame, answer)  # type: ignore[arg-type]
+                    rid, frame = self.core.submit(type, fields, answer)
                     entries.append((rid, answer))
-                    # While reconnecting the request waits in _pending; it goes out after the resume.
-                    if self._state == "open" and self._sock is not None:
+                    # While reconnecting the request waits in the core; it goes out after the resume.
+                    if self.core.can_send and self._sock is not None:
                         self._send_quietly(self._sock, frame)
             if watching:
                 self._wake_helper()  # the helper holds the reader's role: have it hand it over
@@ -179,17 +177,15 @@ class SocketClient(AsyncClient):
         finally:
             with self._lock:
                 for rid, _ in entries:
-                    self._pending.pop(rid, None)
+                    self.core.finish(rid)
                 self._busy -= 1
                 self._last_call_end = time.monotonic()
 
     def close_blocking(self) -> None:
         """Closes the connection and stops the helper thread; idempotent."""
         with self._lock:
-            was_open = self._state != "closed"
-            self._state = "closed"
+            was_open = self.core.close()
         if was_open:
-            self._fail_all(E.ClientClosedError("the client was closed"))
             self._notify_waiters()
         self._stop.set()
         self._wake_helper()
@@ -215,7 +211,7 @@ class SocketClient(AsyncClient):
         return AsyncRemoteVectorEnv(self, [self.adopt(m) for m in made], autoreset_mode)
 
     async def close_all(self) -> None:
-        for env in list(self._envs.values()):
+        for env in list(self.core.sessions.values()):
             await env.close()
         self.close_blocking()
 
@@ -283,8 +279,8 @@ class SocketClient(AsyncClient):
         """
         sock = self._sock
         if sock is None:
-            if self._state == "closed":
-                return True  # _fail_all has answered every waiter
+            if self.core.state == "closed":
+                return True  # closing answered every waiter
             self._reconnect_blocking()
             return True
         if spin_s > 0 and sock.spin_readable(spin_s):
@@ -297,7 +293,7 @@ class SocketClient(AsyncClient):
             self._lost(sock, closed.code, closed.reason)
             return True
         if frame is not None:
-            self._on_frame(frame)
+            self.core.receive(frame)
         if self._waiters:
             self._notify_waiters()
         return True
@@ -320,32 +316,32 @@ class SocketClient(AsyncClient):
         except OSError as err:
             raise E.ConnectFailedError(f"could not connect to {self.url}: {err}", {"url": self.url}) from err
         self._sock = sock
-        self._ping_sent_at = None
+        if self._keepalive_timer is not None:
+            self._keepalive_timer.reset()
         return sock
 
     def _handshake_blocking(self, sock: SocketWebSocket, deadline: float) -> dict[str, Any]:
         with self._lock:
-            rid, hello = self._hello()
             answer = _Answer()
-            self._pending[rid] = _Pending("hello", b"", answer)  # type: ignore[arg-type]
+            rid, hello = self.core.hello(answer)
         try:
-            self._send_quietly(sock, pack(hello))
+            self._send_quietly(sock, hello)
             while not answer.done():
                 if not sock.wait_readable(deadline - time.monotonic()):
                     sock.close()
                     raise E.ConnectFailedError(f"no welcome from {self.url} within {self.connect_timeout} s")
                 try:
-                    self._on_frame(sock.recv())
+                    self.core.receive(sock.recv())
                 except SocketClosedError as closed:
                     if not answer.done():
                         answer.set_exception(E.ConnectionLostError(f"connection closed during the handshake ({closed.code})", {"code": closed.code}))
             welcome = answer.result()
         finally:
             with self._lock:
-                self._pending.pop(rid, None)
+                self.core.finish(rid)
         if welcome.get("protocol_version") != self.protocol_version:
             sock.close()
-            self._check_version(welcome)
+            self.core.check_version(welcome)
         return welcome
 
     def _lost(self, sock: SocketWebSocket, code: int, reason: str) -> None:
@@ -353,24 +349,16 @@ class SocketClient(AsyncClient):
         if self._sock is sock:
             self._sock = None
         sock.close()
-        if self._state == "closed":
-            return
-        self._emit({"type": "disconnected", "code": code, "reason": reason})
-        if not self.reconnect or code in FATAL_CLOSE_CODES or self._state == "connecting":
-            with self._lock:
-                self._state = "closed"
-            self._closed_by = self._shutdown_error
-            self._fail_all(self._shutdown_error or E.ConnectionLostError(f"connection closed ({code}{': ' + reason if reason else ''})", {"code": code}))
-            return
         with self._lock:
-            self._state = "reconnecting"
-        self._reconnect_blocking()
+            reconnect = self.core.disconnected(code, reason, reconnect=self.reconnect)
+        if reconnect:
+            self._reconnect_blocking()
 
     def _reconnect_blocking(self) -> None:
         deadline = time.monotonic() + self.reconnect_timeout
         delay = self.reconnect_delay
         last_error: BaseException | None = None
-        while self._state == "reconnecting" and time.monotonic() < deadline:
+        while self.core.state == "reconnecting" and time.monotonic() < deadline:
             if self._stop.wait(delay):
                 return
             delay = min(delay * 2, 2.0)
@@ -384,19 +372,18 @@ class SocketClient(AsyncClient):
                 last_error = err
                 continue
             with self._lock:
-                if self._state != "reconnecting":
+                if self.core.state != "reconnecting":
                     sock.close()
                     return
                 # Re-sent under the lock, so no new (higher) id overtakes them.
-                for frame in self._resumed(welcome):
+                for frame in self.core.resumed(welcome):
                     self._send_quietly(sock, frame)
-            self._emit({"type": "reconnected", "resumed": bool(welcome.get("resumed"))})
+            self.core.emit({"type": "reconnected", "resumed": bool(welcome.get("resumed"))})
             return
-        if self._state == "reconnecting":
-            with self._lock:
-                self._state = "closed"
+        if self.core.state == "reconnecting":
             self._sock = None
-            self._fail_all(E.ConnectionLostError(f"could not reconnect to {self.url}: {last_error or 'timed out'}"))
+            with self._lock:
+                self.core.reconnect_failed(self.url, last_error)
 
     # -- the helper thread -------------------------------------------------------------------------
 
@@ -429,7 +416,7 @@ class SocketClient(AsyncClient):
         sock = self._sock
         if sock is not None:
             poller.register(sock.fileno(), select.POLLIN)
-        elif self._state == "reconnecting":
+        elif self.core.state == "reconnecting":
             self._reconnect_blocking()
             return
         ready = {fd for fd, _ in poller.poll(_IDLE_WATCH_S * 1000)}
@@ -444,19 +431,16 @@ class SocketClient(AsyncClient):
             self._read_one(time.monotonic(), control_ends=True)
 
     def _keepalive(self) -> None:
-        sock = self._sock
-        if sock is None or self.keepalive_interval is None or self._state != "open":
+        """Pings a quiet link; drops one whose ping went unanswered (the link is dead even without a
+        FIN or RST: the reader wakes with an error, reconnects and resumes)."""
+        sock, keepalive = self._sock, self._keepalive_timer
+        if sock is None or keepalive is None or self.core.state != "open":
             return
-        now = time.monotonic()
-        if self._ping_sent_at is not None and sock.last_received < self._ping_sent_at:
-            if now - self._ping_sent_at >= self.keepalive_timeout:
-                # A ping went unanswered: the link is dead even without a FIN or RST. The reader wakes with an error and reconnects.
-                self._ping_sent_at = None
-                sock.abort()
-                self._wake_helper()
-            return
-        if now - sock.last_received >= self.keepalive_interval:
-            self._ping_sent_at = now
+        action = keepalive.due(time.monotonic(), sock.last_received)
+        if action == "drop":
+            sock.abort()
+            self._wake_helper()
+        elif action == "ping":
             try:
                 sock.ping()
             except SocketClosedError:

@@ -4,7 +4,9 @@
 presents its resume token so the server re-attaches its sessions, and re-sends every request still
 waiting for an answer with its original id; the server answers retried ids from its reply cache, so
 a step that already ran is never applied twice (as ``client/ts/client.ts`` does). Every request has
-a timeout, so nothing waits forever.
+a timeout, so nothing waits forever. The rules themselves (ids, acks, answers, events, what a resume
+sends again) are the I/O-free :class:`~gymwire._connection.ConnectionCore`, shared with the socket
+transport; this class is its asyncio driver.
 
 :class:`Client` is the synchronous face, safe to call from any thread. By default it reads and
 writes its socket in the calling thread (``gymwire._transport_sync``: no event loop between a step
@@ -25,7 +27,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import websockets
@@ -33,9 +34,9 @@ from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 
 from . import errors as E
-from ._protocol import FATAL_CLOSE_CODES, PROTOCOL_VERSION
+from ._connection import ConnectionCore, Keepalive
+from ._protocol import PROTOCOL_VERSION
 from ._request_template import FilledRequest
-from .codec import pack, packer, unpack
 
 if TYPE_CHECKING:
     from ._transport_sync import SocketClient
@@ -43,13 +44,6 @@ if TYPE_CHECKING:
     from .vector import AsyncRemoteVectorEnv, GymwireVectorEnv
 
 T = TypeVar("T")
-
-
-@dataclass(slots=True)
-class _Pending:
-    type: str
-    frame: bytes
-    future: asyncio.Future[Any]
 
 
 class _HeardConnection(ClientConnection):
@@ -109,27 +103,13 @@ class AsyncClient:
         self.connect_timeout = connect_timeout
         self.keepalive_interval = keepalive_interval
         self.keepalive_timeout = keepalive_timeout
-        self.on_event = on_event
         self.protocol_version = protocol_version
+        #: The connection's state and rules (ids, acks, answers, events, resume); this class does its I/O.
+        self.core = ConnectionCore(protocol_version=protocol_version, client_name=client_name, token=token, on_event=on_event)
         self._ws: ClientConnection | None = None
-        self._state = "connecting"
-        self._next_id = 1
-        self._pending: dict[int, _Pending] = {}
-        self._welcome: dict[str, Any] | None = None
-        self._resume_token: str | None = None
-        self._envs: dict[str, Any] = {}
         self._reconnecting: asyncio.Task[None] | None = None
         self._readers: set[asyncio.Task[None]] = set()
-        #: Set from the server's ``shutdown`` event until a reconnect succeeds: requests for its (gone)
-        #: sessions raise it at once.
-        self._shutdown_error: E.ServerShutdownError | None = None
-        #: Set when the server's shutdown closed the client (no reconnects): later requests raise it
-        #: rather than ClientClosedError.
-        self._closed_by: E.SdkError | None = None
-        # One packer per client, reused for every frame (requests are encoded one at a time).
-        self._pack = packer().pack
         self._outbox: list[bytes] = []
-        self._max_frame_bytes: int | None = None
 
     @classmethod
     async def connect(cls, url: str, **opts: Any) -> AsyncClient:
@@ -139,10 +119,19 @@ class AsyncClient:
         return client
 
     @property
+    def on_event(self) -> Callable[[dict[str, Any]], None] | None:
+        """Called with server events and ``{"type": "reconnected"|"disconnected", ...}``."""
+        return self.core.on_event
+
+    @on_event.setter
+    def on_event(self, callback: Callable[[dict[str, Any]], None] | None) -> None:
+        self.core.on_event = callback
+
+    @property
     def welcome(self) -> dict[str, Any]:
-        if self._welcome is None:
+        if self.core.welcome is None:
             raise E.NotConnectedError("not connected")
-        return self._welcome
+        return self.core.welcome
 
     @property
     def limits(self) -> dict[str, Any]:
@@ -150,7 +139,13 @@ class AsyncClient:
 
     @property
     def is_open(self) -> bool:
-        return self._state == "open"
+        return self.core.state == "open"
+
+    @property
+    def closed_by(self) -> E.SdkError | None:
+        """The error that closed this client for good (:meth:`abandon`, a server shutdown without
+        reconnects), which every later call raises; None while open or after a plain :meth:`close`."""
+        return self.core.closed_by
 
     async def list_envs(self) -> list[dict[str, Any]]:
         """The envs the server hosts: ``[{id, description, max_episode_steps, tags, kwargs_schema}]``."""
@@ -165,7 +160,7 @@ class AsyncClient:
         from .env import AsyncRemoteEnv
 
         env = AsyncRemoteEnv(self, made)
-        self._envs[made["session_id"]] = env
+        self.core.sessions[made["session_id"]] = env
         return env
 
     async def make_vec(self, env_id: str, num_envs: int, kwargs: dict[str, Any] | None = None, autoreset_mode: str = "next_step") -> AsyncRemoteVectorEnv:
@@ -185,55 +180,24 @@ class AsyncClient:
     async def request(self, type: str, fields: dict[str, Any] | FilledRequest, timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
         """Sends one request and waits for its result (requests may be pipelined)."""
         timeout = self.request_timeout if timeout is ... else timeout
-        rid, frame = self._prepare(type, fields)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        self._pending[rid] = _Pending(type, frame, future)
+        rid, frame = self.core.submit(type, fields, future)
         # A timer on the future itself: asyncio.wait_for would add a task-side future and callbacks per request.
         timer = None if timeout is None else loop.call_later(timeout, _time_out, future, type, rid, timeout)
         try:
             # While reconnecting the request waits in _pending; it goes out after the resume.
-            if self._state == "open" and self._ws is not None:
+            if self.core.can_send and self._ws is not None:
                 self._send_soon(self._ws, frame, loop)
             return await future
         finally:
             if timer is not None:
                 timer.cancel()
-            self._pending.pop(rid, None)
-
-    def _prepare(self, type: str, fields: dict[str, Any] | FilledRequest) -> tuple[int, bytes]:
-        """Checks that a request may go out now and encodes it with the next id; ``(id, frame)``.
-
-        ``fields`` is a dict, or a :class:`~gymwire._request_template.FilledRequest` whose fixed
-        fields were encoded once (a vector env's ``step_batch``).
-        """
-        if self._state == "closed":
-            raise self._closed_by or E.ClientClosedError("the client is closed")
-        if self._shutdown_error is not None and ("session_id" in fields or "session_ids" in fields):
-            raise self._shutdown_error
-        rid = self._next_id
-        self._next_id += 1
-        # Every id below the oldest unanswered request has been received (ids grow and _pending keeps
-        # insertion order): the server may forget those answers instead of holding them for a retry.
-        ack = next(iter(self._pending), rid) - 1
-        if isinstance(fields, FilledRequest):
-            frame = fields.encode(rid, ack)
-        else:
-            frame = self._pack({**fields, "id": rid, "type": type, "ack": ack})
-        limit = self._max_frame_bytes
-        if limit is not None and len(frame) > limit:
-            # Sent anyway, it would close the connection, and a resume would send it again, forever.
-            raise E.FrameTooLargeLocalError(
-                f"{type} request is {len(frame)} bytes, over the server's max_frame_bytes {limit}; it was not sent",
-                {"size": len(frame), "max_frame_bytes": limit},
-            )
-        return rid, frame
+            self.core.finish(rid)
 
     async def close(self) -> None:
         """Closes the connection; the server reaps this client's sessions after its grace period."""
-        if self._state != "closed":
-            self._state = "closed"
-            self._fail_all(E.ClientClosedError("the client was closed"))
+        self.core.close()
         if self._reconnecting is not None:
             self._reconnecting.cancel()
         ws, self._ws = self._ws, None
@@ -256,19 +220,16 @@ class AsyncClient:
 
             await client.abandon(gymwire.SessionLostError("server 2 died; its sessions are gone"))
         """
-        self._closed_by = error
-        for env in list(self._envs.values()):
-            env.mark_closed(str(error))
-        self._fail_all(error)
+        self.core.abandon(error)
         await self.close()
 
     async def close_all(self) -> None:
         """Closes every session this client made, then the connection."""
-        await asyncio.gather(*(env.close() for env in list(self._envs.values())), return_exceptions=True)
+        await asyncio.gather(*(env.close() for env in list(self.core.sessions.values())), return_exceptions=True)
         await self.close()
 
     def forget(self, session_id: str) -> None:
-        self._envs.pop(session_id, None)
+        self.core.sessions.pop(session_id, None)
 
     async def simulate_connection_loss(self) -> None:
         """Drops the socket without telling the server, as a network failure would (for tests)."""
@@ -282,10 +243,9 @@ class AsyncClient:
             ws = await self._dial()
             welcome = await self._handshake(ws)
         except BaseException:
-            self._state = "closed"
+            self.core.state = "closed"
             raise
-        self._accept_welcome(welcome)
-        self._state = "open"
+        self.core.open(welcome)
 
     async def _dial(self) -> ClientConnection:
         try:
@@ -315,39 +275,29 @@ class AsyncClient:
         return ws
 
     async def _keepalive(self, ws: ClientConnection) -> None:
-        """Pings after ``keepalive_interval`` without a byte from the server; when nothing arrives within
-        ``keepalive_timeout`` of the ping, drops the socket (the reader then reconnects and resumes).
-
-        Any bytes count, as in the TypeScript client: a busy link sends no pings, and a large answer
-        still arriving slowly keeps the link alive though a pong would wait behind it.
-        """
-        interval, timeout = self.keepalive_interval, self.keepalive_timeout
-        if interval is None or not isinstance(ws, _HeardConnection):
+        """Pings a quiet link and drops a silent one (:class:`~gymwire._connection.Keepalive` decides);
+        the reader then reconnects and resumes."""
+        if self.keepalive_interval is None or not isinstance(ws, _HeardConnection):
             return
-        tick = max(0.01, min(interval, timeout) / 4)
-        pinged_at: float | None = None
+        keepalive = Keepalive(self.keepalive_interval, self.keepalive_timeout)
+        tick = max(0.01, min(self.keepalive_interval, self.keepalive_timeout) / 4)
         while ws is self._ws:
             await asyncio.sleep(tick)
-            now = time.monotonic()
-            if pinged_at is not None and ws.last_received > pinged_at:
-                pinged_at = None  # heard from the server since the ping
-            if pinged_at is not None:
-                if now - pinged_at >= timeout:
-                    ws.transport.abort()
-                    return
-            elif now - ws.last_received >= interval:
-                pinged_at = now
+            action = keepalive.due(time.monotonic(), ws.last_received)
+            if action == "drop":
+                ws.transport.abort()
+                return
+            if action == "ping":
                 try:
                     await ws.ping()
                 except websockets.exceptions.ConnectionClosed:
                     return
 
     async def _handshake(self, ws: ClientConnection) -> dict[str, Any]:
-        rid, hello = self._hello()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[rid] = _Pending("hello", b"", future)
+        rid, hello = self.core.hello(future)
         try:
-            await self._send(ws, pack(hello))
+            await self._send(ws, hello)
             welcome = await asyncio.wait_for(future, self.connect_timeout)
         except asyncio.TimeoutError:
             await ws.close()
@@ -355,34 +305,11 @@ class AsyncClient:
         except E.ServerVersionMismatchError:
             raise
         finally:
-            self._pending.pop(rid, None)
+            self.core.finish(rid)
         if welcome.get("protocol_version") != self.protocol_version:
             await ws.close()
-            self._check_version(welcome)
+            self.core.check_version(welcome)
         return welcome
-
-    def _hello(self) -> tuple[int, dict[str, Any]]:
-        rid = self._next_id
-        self._next_id += 1
-        hello: dict[str, Any] = {"id": rid, "type": "hello", "protocol_version": self.protocol_version, "client_name": self.client_name}
-        if self.token is not None:
-            hello["token"] = self.token
-        if self._resume_token is not None:
-            hello["resume_token"] = self._resume_token
-        return rid, hello
-
-    def _check_version(self, welcome: dict[str, Any]) -> None:
-        version = welcome.get("protocol_version")
-        if version != self.protocol_version:
-            raise E.VersionMismatchError(
-                f"the server speaks protocol version {version}, this client speaks {self.protocol_version}",
-                {"server": version, "client": self.protocol_version},
-            )
-
-    def _accept_welcome(self, welcome: dict[str, Any]) -> None:
-        self._welcome = welcome
-        self._resume_token = welcome["resume_token"]
-        self._max_frame_bytes = (welcome.get("limits") or {}).get("max_frame_bytes")
 
     async def _send(self, ws: ClientConnection, frame: bytes) -> None:
         try:
@@ -416,7 +343,7 @@ class AsyncClient:
         try:
             async for frame in ws:
                 if isinstance(frame, bytes):
-                    self._on_frame(frame)
+                    self.core.receive(frame)
         except asyncio.CancelledError:
             return
         except Exception:  # noqa: BLE001 - any read failure is a lost connection; fall through to recovery
@@ -426,68 +353,11 @@ class AsyncClient:
             self._on_disconnect(ws.close_code or 1006, ws.close_reason or "")
         else:
             # A handshake on this socket may still be waiting (the server closed during hello).
-            for p in list(self._pending.values()):
-                if p.type == "hello" and not p.future.done():
-                    p.future.set_exception(E.ConnectionLostError("connection closed during the handshake"))
-
-    def _on_frame(self, frame: bytes) -> None:
-        try:
-            msg = unpack(frame)
-        except Exception as err:  # noqa: BLE001 - a bad frame from the server must not kill the reader
-            self._emit({"type": "event", "event": "shutdown", "reason": f"unreadable frame from server: {err}"})
-            return
-        if not isinstance(msg, dict):
-            return
-        kind = msg.get("type")
-        if kind == "event":
-            if msg.get("event") == "session_closed" and msg.get("session_id") in self._envs:
-                self._envs[msg["session_id"]].mark_closed(msg.get("reason", ""))
-            if msg.get("event") == "shutdown" and self._state != "closed":
-                self._on_server_shutdown(str(msg.get("reason") or ""))
-            self._emit(msg)
-            return
-        rid = msg.get("id")
-        if rid is None:
-            error = msg.get("error") or {}
-            self._emit({"type": "event", "event": "shutdown", "reason": f"server error without id: {error.get('code')}: {error.get('message')}"})
-            return
-        entry = self._pending.get(rid) if isinstance(rid, int) else None
-        if entry is None or entry.future.done():
-            return  # answered after a timeout, or a duplicate answer after a resume
-        if kind == "error":
-            entry.future.set_exception(E.server_error(msg.get("error") or {}))
-        elif kind == "result" and isinstance(msg.get("result"), dict):
-            entry.future.set_result(msg["result"])
-        else:
-            entry.future.set_exception(E.BadResponseError(f"the server's answer to {entry.type} is not a result or an error: {msg!r}"))
-
-    def _emit(self, event: dict[str, Any]) -> None:
-        if self.on_event is not None:
-            try:
-                self.on_event(event)
-            except Exception:  # noqa: BLE001 - a user callback must not break the connection
-                pass
-
-    def _on_server_shutdown(self, reason: str) -> None:
-        # The server answered everything in flight before its shutdown event and closes next, taking
-        # its sessions with it: what still waits, and any request for a session, fails now instead of
-        # after a timeout. The client still reconnects (a restarted server takes new sessions);
-        # requests that need no session wait for that, up to reconnect_timeout.
-        self._shutdown_error = E.ServerShutdownError(f"the server shut down{f' ({reason})' if reason else ''}; its sessions are gone", {"reason": reason})
-        for env in list(self._envs.values()):
-            env.mark_closed("the server shut down")
-        self._fail_all(self._shutdown_error)
+            self.core.handshake_lost(E.ConnectionLostError("connection closed during the handshake"))
 
     def _on_disconnect(self, code: int, reason: str) -> None:
-        if self._state == "closed":
+        if not self.core.disconnected(code, reason, reconnect=self.reconnect):
             return
-        self._emit({"type": "disconnected", "code": code, "reason": reason})
-        if not self.reconnect or code in FATAL_CLOSE_CODES or self._state == "connecting":
-            self._state = "closed"
-            self._closed_by = self._shutdown_error
-            self._fail_all(self._shutdown_error or E.ConnectionLostError(f"connection closed ({code}{': ' + reason if reason else ''})", {"code": code}))
-            return
-        self._state = "reconnecting"
         if self._reconnecting is None:
             self._reconnecting = asyncio.get_running_loop().create_task(self._reconnect_loop())
 
@@ -497,12 +367,12 @@ class AsyncClient:
         delay = self.reconnect_delay
         last_error: BaseException | None = None
         try:
-            while self._state == "reconnecting" and loop.time() < deadline:
+            while self.core.state == "reconnecting" and loop.time() < deadline:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
                 try:
                     ws = await self._dial()
-                    if self._state != "reconnecting":
+                    if self.core.state != "reconnecting":
                         await ws.close()
                         return
                     welcome = await self._handshake(ws)
@@ -512,35 +382,13 @@ class AsyncClient:
                 except E.SdkError as err:
                     last_error = err
                     continue
-                for frame in self._resumed(welcome):
+                for frame in self.core.resumed(welcome):
                     await self._send(ws, frame)
-                self._emit({"type": "reconnected", "resumed": bool(welcome.get("resumed"))})
+                self.core.emit({"type": "reconnected", "resumed": bool(welcome.get("resumed"))})
                 return
-            if self._state == "reconnecting":
-                self._state = "closed"
-                self._fail_all(E.ConnectionLostError(f"could not reconnect to {self.url}: {last_error or 'timed out'}"))
+            self.core.reconnect_failed(self.url, last_error)
         finally:
             self._reconnecting = None
-
-    def _resumed(self, welcome: dict[str, Any]) -> list[bytes]:
-        """Takes a reconnect's welcome; returns the frames to re-send, in their original order, with their original ids."""
-        self._accept_welcome(welcome)
-        self._state = "open"
-        self._shutdown_error = None
-        if not welcome.get("resumed"):
-            # The server forgot us (restarted, or the grace period passed): sessions are gone.
-            for env in list(self._envs.values()):
-                env.mark_closed("the server did not resume this client's sessions")
-            self._fail_all(
-                E.SessionLostError("reconnected, but the server no longer has this client's sessions"),
-                lambda p: p.type not in ("list_envs", "ping", "make"),
-            )
-        return [p.frame for rid, p in sorted(self._pending.items()) if p.type != "hello" and not p.future.done()]
-
-    def _fail_all(self, err: Exception, which: Callable[[_Pending], bool] = lambda p: True) -> None:
-        for p in list(self._pending.values()):
-            if which(p) and not p.future.done():
-                p.future.set_exception(err)
 
 
 class EventLoopThread:
@@ -650,7 +498,7 @@ class Client:
             coro.close()
             # An abandoned client raises what it was abandoned with, like its async client.
             aclient: AsyncClient | None = getattr(self, "aclient", None)
-            raise (aclient._closed_by if aclient is not None else None) or E.ClientClosedError("the client is closed")
+            raise (aclient.closed_by if aclient is not None else None) or E.ClientClosedError("the client is closed")
         return asyncio.run_coroutine_threadsafe(coro, self._start_loop()).result()
 
     def drive(self, coro: Coroutine[Any, Any, T]) -> T:

@@ -20,7 +20,6 @@ the TypeScript rollout engine (client/ts/rollout/engine.ts).
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 from . import errors as E
 from .policies import ActContext, PolicyOutput, context_caller, notify_episode_start
 from .spaces import value_from_wire
-from .vector import AsyncRemoteVectorEnv
+from .vector import AsyncRemoteVectorEnv, vector_seeds
 
 if TYPE_CHECKING:
     from .dataset import EpisodeRecord
@@ -105,12 +104,9 @@ class CollectionEngine:
         """Sends a request without waiting for its answer.
 
         The socket transport's blocking requests run in the engine's own threads (one per group; the
-        client is safe from any thread and pipelines them); the asyncio transport's run on its loop.
+        client is safe from any thread and pipelines them); the asyncio transport's hand theirs to its loop and wait.
         """
-        blocking = getattr(self.aclient, "request_blocking", None)
-        if blocking is not None:
-            return self._senders.submit(blocking, type, fields)
-        return asyncio.run_coroutine_threadsafe(self.aclient.request(type, fields), self.client.loop)
+        return self._senders.submit(self.client.request, type, fields)
 
     def _begin(self, slot: _Slot, obs: Any, info: dict[str, Any], seed: int | None) -> None:
         from .dataset import EpisodeRecord
@@ -139,10 +135,11 @@ class CollectionEngine:
 
     def _run(self) -> None:
         wanted = self.slots[: min(len(self.slots), self.episodes)]
-        seeds = [None if self.seed is None else self.seed + s.index for s in wanted]
+        every_seed = vector_seeds(self.seed, len(self.slots))
+        seeds = [None if every_seed is None else every_seed[s.index] for s in wanted]
         r = self._submit("reset_batch", {"session_ids": [s.session_id for s in wanted], "seeds": seeds, "options": None}).result()
         helper = self._helper(wanted)
-        obs_items = list(iterate(helper.observation_space, helper._batch_obs(r["obs"], len(wanted))))
+        obs_items = list(iterate(helper.observation_space, helper.batch_obs(r["obs"], len(wanted))))
         for slot, obs, info, s in zip(wanted, obs_items, r["infos"], seeds, strict=True):
             self._begin(slot, obs, dict(info or {}), s)
         try:
@@ -174,7 +171,7 @@ class CollectionEngine:
             actions = list(iterate(helper.action_space, out.actions))
             fut = self._submit(
                 "step_batch",
-                {"session_ids": ctx.session_ids, "actions": helper._actions_to_wire(out.actions), "autoreset_mode": "same_step"},
+                {"session_ids": ctx.session_ids, "actions": helper.actions_to_wire(out.actions), "autoreset_mode": "same_step"},
             )
             self.steps += len(live)
             in_flight[g] = (live, out, actions, fut)
@@ -202,7 +199,7 @@ class CollectionEngine:
                 s = live[i]
                 raise E.server_error({"code": err["code"], "message": f"session {s.session_id}: {err['message']}", "details": {"index": s.index}})
         helper = self._helper(live)
-        obs_b = helper._batch_obs(r["obs"], len(live))
+        obs_b = helper.batch_obs(r["obs"], len(live))
         obs_items = list(iterate(helper.observation_space, obs_b))
         rewards = np.asarray(r["rewards"], dtype=np.float64)
         terms = np.asarray(r["terminated"], dtype=np.bool_)

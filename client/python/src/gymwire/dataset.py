@@ -30,12 +30,11 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces as gs
 
+from ._protocol import DATASET_FORMAT, DATASET_VERSION
 from .codec import wire_dtype_name
 from .policies import Policy
 from .spaces import space_from_wire, space_to_wire
 
-DATASET_FORMAT = "gymwire.trajectories"
-DATASET_VERSION = 1
 _SAFE_INT = 2**53 - 1
 
 

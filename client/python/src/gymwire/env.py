@@ -56,11 +56,27 @@ class AsyncRemoteEnv:
         self.closed_reason = reason
 
     async def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        r = await self.client.request("reset", {"session_id": self.session_id, "seed": seed, "options": options})
-        return value_from_wire(self.observation_space, r["obs"]), _decode_info(r["info"])
+        return self.reset_result(await self.client.request("reset", self.reset_request(seed, options)))
 
     async def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        r = await self.client.request("step", {"session_id": self.session_id, "action": value_to_wire(self.action_space, action)})
+        return self.step_result(await self.client.request("step", self.step_request(action)))
+
+    # The halves of reset and step, for a caller that sends the request itself (the blocking env).
+
+    def reset_request(self, seed: int | None = None, options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The fields of this session's ``reset`` request."""
+        return {"session_id": self.session_id, "seed": seed, "options": options}
+
+    def reset_result(self, r: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """A ``reset`` result as Gymnasium's ``reset`` returns it."""
+        return value_from_wire(self.observation_space, r["obs"]), _decode_info(r["info"])
+
+    def step_request(self, action: Any) -> dict[str, Any]:
+        """The fields of this session's ``step`` request for ``action`` (converted to its wire form)."""
+        return {"session_id": self.session_id, "action": value_to_wire(self.action_space, action)}
+
+    def step_result(self, r: dict[str, Any]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """A ``step`` result as Gymnasium's ``step`` returns it."""
         return (
             value_from_wire(self.observation_space, r["obs"]),
             float(r["reward"]),
@@ -151,10 +167,13 @@ class GymwireEnv(gym.Env[Any, Any]):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         super().reset(seed=seed)
-        return self._client.drive(self._remote.reset(seed=seed, options=options))
+        remote = self._remote
+        return remote.reset_result(self._client.request("reset", remote.reset_request(seed, options)))
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-        return self._client.drive(self._remote.step(action))
+        # One direction: the remote env's fields, the client's blocking request, the remote env's result.
+        remote = self._remote
+        return remote.step_result(self._client.request("step", remote.step_request(action)))
 
     def render(self) -> Any:
         if self.render_mode is None:

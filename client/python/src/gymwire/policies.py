@@ -360,7 +360,8 @@ class OnnxPolicy:
                 f"{where} has shape {list(meta.shape)} but the observation is {list(space.shape)} (expected [N, {', '.join(map(str, space.shape))}])"
             )
 
-    def _feeds(self, obs: Any) -> dict[str, np.ndarray]:
+    def feeds(self, obs: Any) -> dict[str, np.ndarray]:
+        """The model's input tensors for a batch of observations (by input name), as ``session.run`` takes them."""
         feeds = {}
         for meta in self.inputs_meta:
             leaf: Any = obs
@@ -382,7 +383,7 @@ class OnnxPolicy:
         return feeds
 
     def act(self, obs: Any, ctx: Any = None) -> PolicyOutput:
-        feeds = self._feeds(obs)
+        feeds = self.feeds(obs)
         n = len(next(iter(feeds.values())))
         b = self.fixed_batch
         if b is None or n == b:

@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,35 +24,49 @@ from gymnasium import spaces as gs
 from .codec import wire_dtype_name
 
 
+def _box(desc: dict[str, Any]) -> gs.Space[Any]:
+    dtype = np.dtype(desc["dtype"])
+    shape = tuple(int(d) for d in desc["shape"])
+    return gs.Box(low=_box_bound(desc["low"], dtype, shape), high=_box_bound(desc["high"], dtype, shape), shape=shape, dtype=dtype)
+
+
+def _multi_discrete(desc: dict[str, Any]) -> gs.Space[Any]:
+    dtype = np.dtype(desc["dtype"])
+    return gs.MultiDiscrete(np.asarray(desc["nvec"], dtype=dtype), dtype=dtype.type, start=np.asarray(desc["start"], dtype=dtype))
+
+
+def _multi_binary(desc: dict[str, Any]) -> gs.Space[Any]:
+    n = [int(d) for d in desc["n"]]
+    return gs.MultiBinary(n[0] if len(n) == 1 else n)
+
+
+def _graph(desc: dict[str, Any]) -> gs.Space[Any]:
+    edge = desc.get("edge_space")
+    return gs.Graph(space_from_wire(desc["node_space"]), None if edge is None else space_from_wire(edge))  # type: ignore[arg-type]
+
+
+#: A builder per wire space tag; :data:`gymwire._protocol.SPACE_TYPES` (generated from
+#: ``protocol/spaces.ts``) lists the tags, and a test checks that every one has its builder here.
+SPACE_BUILDERS: dict[str, Callable[[dict[str, Any]], gs.Space[Any]]] = {
+    "box": _box,
+    "discrete": lambda desc: gs.Discrete(int(desc["n"]), start=int(desc["start"]), dtype=np.dtype(desc["dtype"]).type),
+    "multi_discrete": _multi_discrete,
+    "multi_binary": _multi_binary,
+    "text": lambda desc: gs.Text(int(desc["max_length"]), min_length=int(desc["min_length"]), charset=str(desc["charset"])),
+    "dict": lambda desc: gs.Dict({key: space_from_wire(sub) for key, sub in desc["spaces"].items()}),
+    "tuple": lambda desc: gs.Tuple([space_from_wire(sub) for sub in desc["spaces"]]),
+    "sequence": lambda desc: gs.Sequence(space_from_wire(desc["space"]), stack=bool(desc["stack"])),
+    "graph": _graph,
+    "oneof": lambda desc: gs.OneOf([space_from_wire(sub) for sub in desc["spaces"]]),
+}
+
+
 def space_from_wire(desc: dict[str, Any]) -> gs.Space[Any]:
     """Builds the Gymnasium space for a wire space description."""
-    kind = desc.get("type")
-    if kind == "box":
-        dtype = np.dtype(desc["dtype"])
-        shape = tuple(int(d) for d in desc["shape"])
-        return gs.Box(low=_box_bound(desc["low"], dtype, shape), high=_box_bound(desc["high"], dtype, shape), shape=shape, dtype=dtype)
-    if kind == "discrete":
-        return gs.Discrete(int(desc["n"]), start=int(desc["start"]), dtype=np.dtype(desc["dtype"]).type)
-    if kind == "multi_discrete":
-        dtype = np.dtype(desc["dtype"])
-        return gs.MultiDiscrete(np.asarray(desc["nvec"], dtype=dtype), dtype=dtype.type, start=np.asarray(desc["start"], dtype=dtype))
-    if kind == "multi_binary":
-        n = [int(d) for d in desc["n"]]
-        return gs.MultiBinary(n[0] if len(n) == 1 else n)
-    if kind == "text":
-        return gs.Text(int(desc["max_length"]), min_length=int(desc["min_length"]), charset=str(desc["charset"]))
-    if kind == "dict":
-        return gs.Dict({key: space_from_wire(sub) for key, sub in desc["spaces"].items()})
-    if kind == "tuple":
-        return gs.Tuple([space_from_wire(sub) for sub in desc["spaces"]])
-    if kind == "sequence":
-        return gs.Sequence(space_from_wire(desc["space"]), stack=bool(desc["stack"]))
-    if kind == "graph":
-        edge = desc.get("edge_space")
-        return gs.Graph(space_from_wire(desc["node_space"]), None if edge is None else space_from_wire(edge))  # type: ignore[arg-type]
-    if kind == "oneof":
-        return gs.OneOf([space_from_wire(sub) for sub in desc["spaces"]])
-    raise ValueError(f"unknown space type {kind!r} in {desc!r}")
+    build = SPACE_BUILDERS.get(desc.get("type"))  # type: ignore[arg-type]
+    if build is None:
+        raise ValueError(f"unknown space type {desc.get('type')!r} in {desc!r}")
+    return build(desc)
 
 
 def _box_bound(bound: Any, dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:

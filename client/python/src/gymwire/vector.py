@@ -27,6 +27,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from . import errors as E
+from ._protocol import AUTORESET_MODES
 from ._request_template import FilledRequest, RequestTemplate
 from .client import release, with_owned_client
 from .spaces import value_from_wire, value_to_wire
@@ -35,16 +36,36 @@ if TYPE_CHECKING:
     from .client import AsyncClient, Client
     from .env import AsyncRemoteEnv
 
-_MODES = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP, "disabled": AutoresetMode.DISABLED}
+#: Gymnasium's autoreset mode for each wire name (the wire names are generated from protocol/messages.ts).
+GYMNASIUM_AUTORESET_MODES: dict[str, AutoresetMode] = {name: AutoresetMode[name.upper()] for name in AUTORESET_MODES}
 
 
-def _mode_name(mode: str | AutoresetMode) -> str:
-    for name, value in _MODES.items():
+def autoreset_mode_name(mode: str | AutoresetMode) -> str:
+    """The wire name of an autoreset mode given as a wire name or a Gymnasium ``AutoresetMode``."""
+    for name, value in GYMNASIUM_AUTORESET_MODES.items():
         if mode == value or mode == value.value:
             return name
-    if mode not in _MODES:
-        raise ValueError(f"autoreset_mode must be one of {', '.join(_MODES)}, got {mode!r}")
+    if mode not in GYMNASIUM_AUTORESET_MODES:
+        raise ValueError(f"autoreset_mode must be one of {', '.join(GYMNASIUM_AUTORESET_MODES)}, got {mode!r}")
     return mode
+
+
+def vector_seeds(seed: int | list[int | None] | None, num_envs: int) -> list[int | None] | None:
+    """The per-env seeds of a vector reset: an int seed gives env i ``seed + i`` (Gymnasium's rule), a
+    list is taken as is (one per env), None leaves every env unseeded. Every vector env of the SDK
+    (one server's, a Ray pool's, the collection engine's) seeds through this.
+
+    Example::
+
+        vector_seeds(7, 3)  # [7, 8, 9]
+    """
+    if seed is None:
+        return None
+    if isinstance(seed, (int, np.integer)):
+        return [int(seed) + i for i in range(num_envs)]
+    if len(seed) != num_envs:
+        raise ValueError(f"seed list has {len(seed)} entries for {num_envs} envs")
+    return list(seed)
 
 
 def _is_number(value: Any) -> bool:
@@ -108,12 +129,12 @@ class AsyncRemoteVectorEnv:
         self.envs = envs
         self.num_envs = len(envs)
         self.session_ids = [e.session_id for e in envs]
-        self.autoreset_mode = _mode_name(autoreset_mode)
+        self.autoreset_mode = autoreset_mode_name(autoreset_mode)
         self.single_observation_space = envs[0].observation_space
         self.single_action_space = envs[0].action_space
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self.metadata: dict[str, Any] = {**envs[0].metadata, "autoreset_mode": _MODES[self.autoreset_mode]}
+        self.metadata: dict[str, Any] = {**envs[0].metadata, "autoreset_mode": GYMNASIUM_AUTORESET_MODES[self.autoreset_mode]}
         self._last_obs: Any = None
         # Every step sends the same session ids and mode: encoded once, only the actions per step.
         self._step_request = RequestTemplate("step_batch", {"session_ids": self.session_ids, "autoreset_mode": self.autoreset_mode})
@@ -127,14 +148,7 @@ class AsyncRemoteVectorEnv:
         """Resets every session (or those in ``options["reset_mask"]``); an int seed gives session i ``seed + i``."""
         options = dict(options) if options else {}
         mask = options.pop("reset_mask", None)
-        if isinstance(seed, int):
-            seeds: list[int | None] | None = [seed + i for i in range(self.num_envs)]
-        elif seed is None:
-            seeds = None
-        else:
-            if len(seed) != self.num_envs:
-                raise ValueError(f"seed list has {len(seed)} entries for {self.num_envs} envs")
-            seeds = list(seed)
+        seeds = vector_seeds(seed, self.num_envs)
         indices = list(range(self.num_envs))
         if mask is not None:
             mask = np.asarray(mask, dtype=np.bool_)
@@ -149,7 +163,7 @@ class AsyncRemoteVectorEnv:
                 "options": options or None,
             },
         )
-        part = self._batch_obs(r["obs"], len(indices))
+        part = self.batch_obs(r["obs"], len(indices))
         if mask is None or self._last_obs is None:
             obs = part
         else:
@@ -162,14 +176,18 @@ class AsyncRemoteVectorEnv:
         return obs, infos
 
     async def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        return self._step_outcome(await self.client.request("step_batch", self._step_fields(actions)))
+        return self.step_result(await self.client.request("step_batch", self.step_request(actions)))
 
-    def _step_fields(self, actions: Any) -> FilledRequest:
-        """The step_batch request for these actions."""
-        return self._step_request.fill(actions=self._actions_to_wire(actions))
+    def step_request(self, actions: Any) -> FilledRequest:
+        """The ``step_batch`` request for these actions, ready for ``client.request("step_batch", ...)``.
 
-    def _step_outcome(self, r: dict[str, Any]) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """A step_batch result as Gymnasium's vector step returns it."""
+        With :meth:`step_result` it splits :meth:`step` for a caller that sends the request itself
+        (the blocking vector env, which sends it from the calling thread).
+        """
+        return self._step_request.fill(actions=self.actions_to_wire(actions))
+
+    def step_result(self, r: dict[str, Any]) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """A ``step_batch`` result as Gymnasium's vector step returns it (and kept as :attr:`last_obs`)."""
         errors = r.get("errors")
         if errors and any(errors):
             for i, err in enumerate(errors):
@@ -177,7 +195,7 @@ class AsyncRemoteVectorEnv:
                     raise E.server_error(
                         {"code": err["code"], "message": f"env {i} (session {self.session_ids[i]}): {err['message']}", "details": {"index": i}}
                     )
-        obs = self._batch_obs(r["obs"], self.num_envs)
+        obs = self.batch_obs(r["obs"], self.num_envs)
         self._last_obs = obs
         wire_infos = r["infos"]
         # Most steps of most envs have empty infos: Gymnasium's vector info for them is {}.
@@ -194,9 +212,8 @@ class AsyncRemoteVectorEnv:
         for env in self.envs:
             await env.close()
 
-    # ------------------------------------------------------------------------------------------
-
-    def _actions_to_wire(self, actions: Any) -> Any:
+    def actions_to_wire(self, actions: Any) -> Any:
+        """A batch of actions (as ``action_space`` holds them) in the wire form ``step_batch`` takes."""
         space = self.single_action_space
         if isinstance(space, gs.Discrete):
             arr = np.asarray(actions)
@@ -210,7 +227,8 @@ class AsyncRemoteVectorEnv:
                 return np.stack([value_to_wire(space, a) for a in arr]) if arr.dtype != space.dtype else arr
         return [value_to_wire(space, a) for a in iterate(self.action_space, actions)]
 
-    def _batch_obs(self, wire_obs: Any, n: int) -> Any:
+    def batch_obs(self, wire_obs: Any, n: int) -> Any:
+        """``n`` decoded wire observations (a batch tensor, or a list) as one batch of ``single_observation_space``."""
         space = self.single_observation_space
         if isinstance(wire_obs, np.ndarray) and isinstance(space, (gs.Box, gs.Discrete, gs.MultiDiscrete)):
             return wire_obs.astype(space.dtype, copy=False) if isinstance(space, gs.Discrete) else wire_obs
@@ -251,7 +269,7 @@ class GymwireVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
 
     @property
     def autoreset_mode(self) -> AutoresetMode:
-        return _MODES[self._remote.autoreset_mode]
+        return GYMNASIUM_AUTORESET_MODES[self._remote.autoreset_mode]
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         if isinstance(seed, int):
@@ -260,7 +278,7 @@ class GymwireVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         remote = self._remote
-        return remote._step_outcome(self._client.request("step_batch", remote._step_fields(actions)))
+        return remote.step_result(self._client.request("step_batch", remote.step_request(actions)))
 
     def close_extras(self, **kwargs: Any) -> None:
         if self._closed:
@@ -273,5 +291,5 @@ def make_vec(
     url: str, env_id: str, num_envs: int, autoreset_mode: str | AutoresetMode = "next_step", *, client_options: dict[str, Any] | None = None, **kwargs: Any
 ) -> GymwireVectorEnv:
     """Connects to ``url`` and makes ``num_envs`` sessions of ``env_id`` as one ``gymnasium.vector.VectorEnv``."""
-    mode = _mode_name(autoreset_mode)
+    mode = autoreset_mode_name(autoreset_mode)
     return with_owned_client(url, client_options, lambda c: GymwireVectorEnv(c, c.drive(c.aclient.make_vec(env_id, num_envs, kwargs, mode)), owns_client=True))

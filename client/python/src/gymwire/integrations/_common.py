@@ -159,8 +159,8 @@ class ChunkedSessions:
         self.reset_count = np.zeros(num_envs, dtype=np.int64)  # resets per session, so callers can prove there are no double resets
 
     def _request(self, type_: str, fields: dict[str, Any]) -> dict[str, Any]:
-        # drive: on the socket transport the request runs in this thread, with no event-loop hop.
-        return self.client.drive(self.client.aclient.request(type_, fields))
+        # On the socket transport the request runs in this thread, with no event-loop hop.
+        return self.client.request(type_, fields)
 
     def reset(self, indices: list[int] | None = None, seeds: list[int | None] | None = None, options: dict[str, Any] | None = None) -> list[Any]:
         """Resets the given sessions (all by default); returns every session's current obs."""

@@ -29,6 +29,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from ..vector import vector_seeds
 from ._common import ChunkedSessions, ObsMapper, as_tensor, cfg_get
 
 ENV_TYPE = "gymwire"
@@ -149,7 +150,7 @@ class RemoteGymEnv(gym.Env[Any, Any]):
                 reset_state_ids = self.reset_state_ids[idx]
             self._is_start = False
         if seed is not None:
-            reset_state_ids = np.arange(seed, seed + len(idx))
+            reset_state_ids = vector_seeds(seed, len(idx))
         if reset_state_ids is None:
             reset_state_ids = self._random_ids(len(idx))
         ids = np.asarray(reset_state_ids, dtype=np.int64).reshape(-1)

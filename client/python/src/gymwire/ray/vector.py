@@ -23,7 +23,7 @@ from gymnasium import spaces as gs
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from ..errors import GymwireError, SdkError
-from ..vector import _MODES, _mode_name
+from ..vector import GYMNASIUM_AUTORESET_MODES, autoreset_mode_name, vector_seeds
 from .pool import ServerLostError
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ class PoolVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
         self._pool = pool
         self.env_id = env_id
         self._kwargs = dict(kwargs)
-        self._mode = _mode_name(autoreset_mode)
+        self._mode = autoreset_mode_name(autoreset_mode)
         self.recreate_sessions = recreate_sessions
         self._closed = False
         self._parts: list[_Part] = []
@@ -94,7 +94,7 @@ class PoolVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
 
     @property
     def autoreset_mode(self) -> Any:
-        return _MODES[self._mode]
+        return GYMNASIUM_AUTORESET_MODES[self._mode]
 
     @property
     def session_ids(self) -> list[str]:
@@ -117,8 +117,7 @@ class PoolVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
             mask = np.asarray(mask, dtype=np.bool_)
             if mask.shape != (self.num_envs,) or not mask.any():
                 raise ValueError(f"options['reset_mask'] must be a bool array of shape ({self.num_envs},) with at least one True")
-        if isinstance(seed, list) and len(seed) != self.num_envs:
-            raise ValueError(f"seed list has {len(seed)} entries for {self.num_envs} envs")
+        seeds = vector_seeds(seed, self.num_envs)
         calls = {}
         for k, part in enumerate(self._parts):
             part_mask = None if mask is None else mask[part.start : part.start + part.count]
@@ -127,12 +126,7 @@ class PoolVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
             self._ensure_sessions(k)
             part = self._parts[k]
             part.pending_reset = None
-            if isinstance(seed, int):
-                part_seed: Any = [seed + i for i in part.indices]
-            elif seed is None:
-                part_seed = None
-            else:
-                part_seed = list(seed[part.start : part.start + part.count])
+            part_seed = None if seeds is None else seeds[part.start : part.start + part.count]
             part_options = {**options, "reset_mask": part_mask} if part_mask is not None else (options or None)
             calls[k] = (part_seed, part_options)
         results, lost = self._gather({k: self._parts[k].remote.reset(seed=a, options=o) for k, (a, o) in calls.items()})

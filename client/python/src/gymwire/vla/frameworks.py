@@ -100,7 +100,7 @@ class OnnxModel:
 
     def predict(self, inputs: VLAInput) -> VLAPrediction:
         named = {k: v for k, v in inputs.as_dict().items() if k != "instruction"}
-        feeds = self.policy._feeds(named)
+        feeds = self.policy.feeds(named)
         outputs = dict(zip(self.policy.output_names, self.policy.session.run(None, feeds), strict=True))
         return VLAPrediction.from_outputs(outputs, self.interval)
 

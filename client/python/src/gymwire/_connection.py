@@ -1,0 +1,318 @@
+"""The connection's rules without its I/O: requests into bytes, bytes into answers and events.
+
+:class:`ConnectionCore` is what both transports of the client share, in the sans-I/O style of
+h11, wsproto and h2: it numbers requests and encodes them with their ack, keeps every request still
+waiting for its answer (with its frame, so a resume can send it again with the same id), matches
+answers to requests by the reply rules, tracks the sessions the client made (for their
+``session_closed`` events), and holds the state a reconnect needs (the resume token, the server's
+shutdown). It never touches a socket, a loop or a clock; a driver does that and tells it what
+happened. Two drivers run it: the asyncio client (``gymwire.client.AsyncClient``) and the blocking
+socket client (``gymwire._transport_sync.SocketClient``).
+
+A request's *answer* is whatever the driver waits on: an ``asyncio.Future`` or a plain settable
+object; the core only calls its ``done``, ``set_result`` and ``set_exception``.
+
+Example (what a driver does)::
+
+    core = ConnectionCore(protocol_version=PROTOCOL_VERSION, client_name="me")
+    rid, hello = core.hello(answer)       # send hello, then feed what arrives
+    core.receive(frame)                   # settles answer with the welcome
+    core.open(answer.result())
+    rid, frame = core.submit("ping", {}, other_answer)   # write frame; core.receive(...) settles it
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from . import errors as E
+from ._protocol import EVENT_SESSION_CLOSED, EVENT_SHUTDOWN, FATAL_CLOSE_CODES
+from ._request_template import FilledRequest
+from .codec import pack, packer, unpack
+
+#: Requests that need no session: after a resume that lost the sessions they stand.
+_SESSIONLESS = ("list_envs", "ping", "make")
+
+
+class Answer(Protocol):
+    """What a driver waits on for one request (an ``asyncio.Future`` is one)."""
+
+    def done(self) -> bool: ...
+    def set_result(self, result: Any) -> None: ...
+    def set_exception(self, error: BaseException) -> None: ...
+
+
+class ClosableSession(Protocol):
+    """A session the client made: the core marks it closed when the server says so."""
+
+    def mark_closed(self, reason: str) -> None: ...
+
+
+@dataclass(slots=True)
+class PendingRequest:
+    """A request sent (or waiting to be) and not yet answered."""
+
+    type: str
+    frame: bytes
+    answer: Answer
+
+
+class ConnectionCore:
+    """The client connection's state and rules, with no I/O (see the module docs).
+
+    ``state`` is ``"connecting"``, ``"open"``, ``"reconnecting"`` or ``"closed"``. ``on_event`` is
+    called with server events and with ``{"type": "disconnected"|"reconnected", ...}``.
+    """
+
+    def __init__(self, *, protocol_version: int, client_name: str, token: str | None = None, on_event: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.protocol_version = protocol_version
+        self.client_name = client_name
+        self.token = token
+        self.on_event = on_event
+        self.state = "connecting"
+        #: Requests waiting for their answers, by id, in the order they were numbered.
+        self.pending: dict[int, PendingRequest] = {}
+        #: The sessions this client made, by id.
+        self.sessions: dict[str, ClosableSession] = {}
+        self.welcome: dict[str, Any] | None = None
+        self.max_frame_bytes: int | None = None
+        #: Set from the server's ``shutdown`` event until a reconnect succeeds: requests for its
+        #: (gone) sessions raise it at once.
+        self.shutdown_error: E.ServerShutdownError | None = None
+        #: The error that closed the client for good (abandoned, or a shutdown without reconnects):
+        #: later requests raise it rather than ClientClosedError.
+        self.closed_by: E.SdkError | None = None
+        self._next_id = 1
+        self._resume_token: str | None = None
+        # One packer per connection, reused for every frame (requests are encoded one at a time).
+        self._pack = packer().pack
+
+    # -- requests ---------------------------------------------------------------------------------
+
+    def submit(self, type: str, fields: dict[str, Any] | FilledRequest, answer: Answer) -> tuple[int, bytes]:
+        """Numbers and encodes a request and keeps it until its answer comes; ``(id, frame)`` to send.
+
+        ``fields`` is a dict, or a :class:`~gymwire._request_template.FilledRequest` whose fixed
+        fields were encoded once (a vector env's ``step_batch``). Raises what the client was closed
+        with, the server's shutdown for a session request, or ``FrameTooLargeLocalError``.
+        """
+        if self.state == "closed":
+            raise self.closed_by or E.ClientClosedError("the client is closed")
+        if self.shutdown_error is not None and ("session_id" in fields or "session_ids" in fields):
+            raise self.shutdown_error
+        rid = self._next_id
+        # Every id below the oldest unanswered request has been received (ids grow and pending keeps
+        # insertion order): the server may forget those answers instead of holding them for a retry.
+        ack = next(iter(self.pending), rid) - 1
+        frame = fields.encode(rid, ack) if isinstance(fields, FilledRequest) else self._pack({**fields, "id": rid, "type": type, "ack": ack})
+        limit = self.max_frame_bytes
+        if limit is not None and len(frame) > limit:
+            # Sent anyway, it would close the connection, and a resume would send it again, forever.
+            raise E.FrameTooLargeLocalError(
+                f"{type} request is {len(frame)} bytes, over the server's max_frame_bytes {limit}; it was not sent",
+                {"size": len(frame), "max_frame_bytes": limit},
+            )
+        self._next_id = rid + 1
+        self.pending[rid] = PendingRequest(type, frame, answer)
+        return rid, frame
+
+    def finish(self, rid: int) -> None:
+        """Forgets a request whose caller has stopped waiting (answered, timed out or cancelled)."""
+        self.pending.pop(rid, None)
+
+    @property
+    def can_send(self) -> bool:
+        """Whether a request goes out now; otherwise it waits in :attr:`pending` for the resume."""
+        return self.state == "open"
+
+    # -- handshake --------------------------------------------------------------------------------
+
+    def hello(self, answer: Answer) -> tuple[int, bytes]:
+        """The hello frame (with the resume token after a drop); ``answer`` gets the welcome."""
+        rid = self._next_id
+        self._next_id += 1
+        hello: dict[str, Any] = {"id": rid, "type": "hello", "protocol_version": self.protocol_version, "client_name": self.client_name}
+        if self.token is not None:
+            hello["token"] = self.token
+        if self._resume_token is not None:
+            hello["resume_token"] = self._resume_token
+        self.pending[rid] = PendingRequest("hello", b"", answer)
+        return rid, pack(hello)
+
+    def check_version(self, welcome: dict[str, Any]) -> None:
+        """Raises ``VersionMismatchError`` when the welcome speaks another protocol version."""
+        version = welcome.get("protocol_version")
+        if version != self.protocol_version:
+            raise E.VersionMismatchError(
+                f"the server speaks protocol version {version}, this client speaks {self.protocol_version}",
+                {"server": version, "client": self.protocol_version},
+            )
+
+    def handshake_lost(self, error: E.SdkError) -> None:
+        """The connection closed while a hello waited for its welcome."""
+        for p in list(self.pending.values()):
+            if p.type == "hello" and not p.answer.done():
+                p.answer.set_exception(error)
+
+    def open(self, welcome: dict[str, Any]) -> None:
+        """The first welcome: the connection is open."""
+        self._take_welcome(welcome)
+        self.state = "open"
+
+    def resumed(self, welcome: dict[str, Any]) -> list[bytes]:
+        """A reconnect's welcome; returns the frames to send again, in their original order, with their original ids.
+
+        Without ``resumed`` the server forgot this client: its sessions are marked closed and every
+        request that needs one fails with ``SessionLostError``.
+        """
+        self._take_welcome(welcome)
+        self.state = "open"
+        self.shutdown_error = None
+        if not welcome.get("resumed"):
+            self._close_sessions("the server did not resume this client's sessions")
+            self.fail_all(E.SessionLostError("reconnected, but the server no longer has this client's sessions"), lambda p: p.type not in _SESSIONLESS)
+        return [p.frame for _, p in sorted(self.pending.items()) if p.type != "hello" and not p.answer.done()]
+
+    def _take_welcome(self, welcome: dict[str, Any]) -> None:
+        self.welcome = welcome
+        self._resume_token = welcome["resume_token"]
+        self.max_frame_bytes = (welcome.get("limits") or {}).get("max_frame_bytes")
+
+    # -- what arrives -----------------------------------------------------------------------------
+
+    def receive(self, frame: bytes | bytearray | memoryview) -> None:
+        """One binary message from the server: settles its request's answer, or handles an event."""
+        try:
+            msg = unpack(frame)
+        except Exception as err:  # noqa: BLE001 - a bad frame from the server must not kill the reader
+            self.emit({"type": "event", "event": EVENT_SHUTDOWN, "reason": f"unreadable frame from server: {err}"})
+            return
+        if not isinstance(msg, dict):
+            return
+        kind = msg.get("type")
+        if kind == "event":
+            event = msg.get("event")
+            if event == EVENT_SESSION_CLOSED and msg.get("session_id") in self.sessions:
+                self.sessions[msg["session_id"]].mark_closed(msg.get("reason", ""))
+            if event == EVENT_SHUTDOWN and self.state != "closed":
+                self._server_shutdown(str(msg.get("reason") or ""))
+            self.emit(msg)
+            return
+        rid = msg.get("id")
+        if rid is None:
+            error = msg.get("error") or {}
+            self.emit({"type": "event", "event": EVENT_SHUTDOWN, "reason": f"server error without id: {error.get('code')}: {error.get('message')}"})
+            return
+        entry = self.pending.get(rid) if isinstance(rid, int) else None
+        if entry is None or entry.answer.done():
+            return  # answered after a timeout, or a duplicate answer after a resume
+        if kind == "error":
+            entry.answer.set_exception(E.server_error(msg.get("error") or {}))
+        elif kind == "result" and isinstance(msg.get("result"), dict):
+            entry.answer.set_result(msg["result"])
+        else:
+            entry.answer.set_exception(E.BadResponseError(f"the server's answer to {entry.type} is not a result or an error: {msg!r}"))
+
+    def _server_shutdown(self, reason: str) -> None:
+        # The server answered everything in flight before its shutdown event and closes next, taking
+        # its sessions with it: what still waits, and any request for a session, fails now instead of
+        # after a timeout. The client still reconnects (a restarted server takes new sessions);
+        # requests that need no session wait for that, up to reconnect_timeout.
+        self.shutdown_error = E.ServerShutdownError(f"the server shut down{f' ({reason})' if reason else ''}; its sessions are gone", {"reason": reason})
+        self._close_sessions("the server shut down")
+        self.fail_all(self.shutdown_error)
+
+    # -- the connection's life --------------------------------------------------------------------
+
+    def disconnected(self, code: int, reason: str, *, reconnect: bool) -> bool:
+        """The socket closed; True when the driver should reconnect and resume.
+
+        Otherwise (reconnects off, a fatal close code, a drop during the first handshake) the client
+        is closed and everything waiting fails.
+        """
+        if self.state == "closed":
+            return False
+        self.emit({"type": "disconnected", "code": code, "reason": reason})
+        if not reconnect or code in FATAL_CLOSE_CODES or self.state == "connecting":
+            self.state = "closed"
+            self.closed_by = self.shutdown_error
+            self.fail_all(self.shutdown_error or E.ConnectionLostError(f"connection closed ({code}{': ' + reason if reason else ''})", {"code": code}))
+            return False
+        self.state = "reconnecting"
+        return True
+
+    def reconnect_failed(self, url: str, last_error: BaseException | None) -> None:
+        """The driver gave up reconnecting: the client is closed and everything waiting fails."""
+        if self.state == "reconnecting":
+            self.state = "closed"
+            self.fail_all(E.ConnectionLostError(f"could not reconnect to {url}: {last_error or 'timed out'}"))
+
+    def close(self) -> bool:
+        """The user closed the client: everything waiting fails; False when it was closed already."""
+        if self.state == "closed":
+            return False
+        self.state = "closed"
+        self.fail_all(E.ClientClosedError("the client was closed"))
+        return True
+
+    def abandon(self, error: E.SdkError) -> None:
+        """The server is known to be gone: waiting and later requests fail with ``error``, sessions are closed."""
+        self.closed_by = error
+        self._close_sessions(str(error))
+        self.fail_all(error)
+
+    def fail_all(self, error: BaseException, which: Callable[[PendingRequest], bool] = lambda p: True) -> None:
+        """Fails every waiting request (``which`` picks some) with ``error``."""
+        for p in list(self.pending.values()):
+            if which(p) and not p.answer.done():
+                p.answer.set_exception(error)
+
+    def _close_sessions(self, reason: str) -> None:
+        for session in list(self.sessions.values()):
+            session.mark_closed(reason)
+
+    def emit(self, event: dict[str, Any]) -> None:
+        """Hands an event to ``on_event``; a callback that raises does not break the connection."""
+        if self.on_event is not None:
+            try:
+                self.on_event(event)
+            except Exception:  # noqa: BLE001 - a user callback must not break the connection
+                pass
+
+
+class Keepalive:
+    """When to ping a quiet link and when to drop a silent one, from times the driver reads.
+
+    Any bytes count, as in the TypeScript client: a busy link sends no pings, and a large answer
+    still arriving slowly keeps the link alive though a pong would wait behind it.
+
+    Example::
+
+        keepalive = Keepalive(interval=15, timeout=30)
+        action = keepalive.due(time.monotonic(), last_received)   # "ping", "drop" or None
+    """
+
+    def __init__(self, interval: float, timeout: float) -> None:
+        self.interval = interval
+        self.timeout = timeout
+        self._pinged_at: float | None = None
+
+    def due(self, now: float, last_received: float) -> str | None:
+        """``"ping"`` (send one now), ``"drop"`` (a ping went unanswered: the link is dead) or None."""
+        if self._pinged_at is not None and last_received > self._pinged_at:
+            self._pinged_at = None  # heard from the server since the ping
+        if self._pinged_at is not None:
+            if now - self._pinged_at >= self.timeout:
+                self._pinged_at = None
+                return "drop"
+            return None
+        if now - last_received >= self.interval:
+            self._pinged_at = now
+            return "ping"
+        return None
+
+    def reset(self) -> None:
+        """A new socket: no ping outstanding."""
+        self._pinged_at = None
