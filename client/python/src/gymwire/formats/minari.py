@@ -59,7 +59,7 @@ class MinariWriter:
         self.dataset_id = dataset_id or self.dir.name
         if not _ID.match(self.dataset_id):
             raise ValueError(
-                f"Minari dataset id {self.dataset_id!r} must look like [namespace/]name-v<version>: name the output directory so (e.g. cartpole-random-v0) or pass dataset_id"
+                f"Minari dataset id {self.dataset_id!r} must look like [namespace/]name-v<version> (e.g. cartpole-random-v0): name --out so, or pass dataset_id"
             )
         if not self.dir.as_posix().rstrip("/").endswith(self.dataset_id):
             raise ValueError(
