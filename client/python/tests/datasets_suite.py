@@ -105,7 +105,7 @@ def test_lerobot_camera_task_state_and_success_load_in_lerobot(url: str, tmp_pat
 
 def test_lerobot_keeps_navsim_scores(url: str, tmp_path: Path) -> None:
     env, records = _collect(url, NAVSIM, 4, policy="driver")
-    assert all(isinstance(r.steps[-1].info["pdms"], float) for r in records)
+    assert all(isinstance(r.steps[-1].info["pdms"], (int, float)) for r in records)
     _write("lerobot", tmp_path / "navsim", env, records, NAVSIM)
     _check_lerobot(tmp_path / "navsim", NAVSIM, env, records)
     env.close()
@@ -167,7 +167,7 @@ def _check_minari(datasets_root: Path, dataset_id: str, env_id: str, records: li
         for key in fam.scores:
             np.testing.assert_allclose(ep.infos[key][1:], [score_of(s.info, key) for s in rec.steps])
         meta = next(iter(ds.storage.get_episode_metadata([ep.id])))
-        assert meta["seed"] == rec.seed and meta["gymwire_status"] == rec.status
+        assert meta.get("seed") == rec.seed and meta["gymwire_status"] == rec.status
         for key in fam.scores:
             assert meta[key] == pytest.approx(score_of(rec.steps[-1].info, key))
 
@@ -196,6 +196,7 @@ def test_minari_camera_and_task_text(url: str, tmp_path: Path, monkeypatch: pyte
 # gymwire rollout --format, stopped mid-collection
 
 
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("format", ["minari", "lerobot"])
 def test_rollout_stopped_by_sigint_leaves_a_loadable_dataset(url: str, tmp_path: Path, format: str, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "cartpole-random-v0"
@@ -208,7 +209,7 @@ def test_rollout_stopped_by_sigint_leaves_a_loadable_dataset(url: str, tmp_path:
     deadline = time.monotonic() + 60
     while not any(staging.glob("steps-*.arrow")) and time.monotonic() < deadline:
         time.sleep(0.2)
-    time.sleep(1.0)  # some episodes end
+    time.sleep(0.3)  # a few episodes end
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 130, stderr

@@ -96,10 +96,11 @@ class MinariWriter:
             return
         index = self.counts["episodes"]
         infos: dict[str, Any] = {"gymwire_info": ["{}"] + [_info_json_text(_row_info(s.info)) for s in ep.steps]}
+        # Plain lists, not 1-d arrays: Minari 0.5.4 writes a 1-d array info with an empty shape that it cannot read back.
         for key in self.family.scores:
-            infos[key] = np.array([0.0] + [score_of(s.info, key) for s in ep.steps], dtype=np.float64)
+            infos[key] = [0.0] + [score_of(s.info, key) for s in ep.steps]
         if self.family.success:
-            infos["success"] = np.array([False] + [bool(s.info.get(self.family.success, False)) for s in ep.steps], dtype=np.bool_)
+            infos["success"] = [False] + [bool(s.info.get(self.family.success, False)) for s in ep.steps]
         buffer = EpisodeBuffer(
             id=index,
             seed=ep.seed,
