@@ -15,7 +15,7 @@ Example::
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from gymnasium import spaces as gs
 
 FORMATS = ("arrow", "lerobot", "minari")
 #: The modules each format's writer imports, checked before any collection starts.
-_NEEDS = {"lerobot": ("lerobot.datasets.lerobot_dataset", "av"), "minari": ("minari", "pyarrow"), "arrow": ("pyarrow",)}
+_NEEDS = {"lerobot": ("lerobot", "av", "torch"), "minari": ("minari", "pyarrow"), "arrow": ("pyarrow",)}
 _EXTRA = {"lerobot": "lerobot", "minari": "minari", "arrow": "datasets"}
 
 
@@ -32,16 +32,16 @@ class MissingExtraError(ImportError):
 
 
 def require(format: str) -> None:
-    """Raises :class:`MissingExtraError` unless ``format``'s writer can be imported here."""
+    """Raises :class:`MissingExtraError` unless ``format``'s libraries are installed here.
+
+    Finds them without importing them: importing LeRobot (and torch with it) takes tens of seconds,
+    which a rollout should not wait before it starts.
+    """
     if format not in FORMATS:
         raise ValueError(f"unknown dataset format {format!r}: one of {', '.join(FORMATS)}")
     for module in _NEEDS[format]:
-        try:
-            importlib.import_module(module)
-        except ImportError as err:
-            raise MissingExtraError(
-                f"the {format} format needs {module.split('.')[0]} ({err}); install it with: pip install 'gymwire[{_EXTRA[format]}]'"
-            ) from err
+        if importlib.util.find_spec(module) is None:
+            raise MissingExtraError(f"the {format} format needs {module}, which is not installed; install it with: pip install 'gymwire[{_EXTRA[format]}]'")
 
 
 def open_writer(
