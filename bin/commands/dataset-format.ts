@@ -70,7 +70,8 @@ export async function prepareFormat(format: string, out: string, overwrite: bool
     throw new DatasetFormatError(`--format ${fmt}: ${why}; ${extraHint(fmt)}`);
   }
   const entries = await readdir(out).catch(() => [] as string[]);
-  if (entries.length > 0 && !overwrite) throw new DatasetFormatError(`${out} is not empty; write a ${fmt} dataset into a new directory, or pass --overwrite to replace the ${fmt} dataset there`);
+  if (entries.length > 0 && !overwrite)
+    throw new DatasetFormatError(`${out} is not empty; write a ${fmt} dataset into a new directory, or pass --overwrite to replace the ${fmt} dataset there`);
   const arrowDir = `${out}.gymwire-arrow`;
   return {
     format: fmt,

@@ -149,9 +149,16 @@ export function registerRollout(program: Command): void {
     .option('--out <dir>', 'write the dataset here (refused if it holds one already)')
     .option('--overwrite', 'replace a dataset already in --out (its dataset files only)')
     .option('--images <format>', 'store uint8 image observations as raw, png or jpeg', 'raw')
-    .option('--format <format>', "dataset format: arrow, lerobot or minari (these two through the Python SDK's writer: pip install 'gymwire[lerobot]' / 'gymwire[minari]')", 'arrow')
+    .option(
+      '--format <format>',
+      "dataset format: arrow, lerobot or minari (these two through the Python SDK's writer: pip install 'gymwire[lerobot]' / 'gymwire[minari]')",
+      'arrow',
+    )
     .option('--fps <n>', "lerobot: frames per second (default: the env family's rate)")
-    .option('--dataset-id <id>', 'lerobot: the repo id (default gymwire/<dir name>); minari: the dataset id, which --out must end with (default: its last part)')
+    .option(
+      '--dataset-id <id>',
+      'lerobot: the repo id (default gymwire/<dir name>); minari: the dataset id, which --out must end with (default: its last part)',
+    )
     .option('--groups <n>', 'session groups stepping concurrently (1 = lock-step)', '2')
     .option('--seed <n>', 'seed: session i starts from seed + i; also the policy sampler', '0')
     .option('--token <token>', 'auth token (also GYMWIRE_TOKEN)')
