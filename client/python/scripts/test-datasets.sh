@@ -10,9 +10,14 @@ cd "$(dirname "$0")/.."
 
 . scripts/_venv.sh
 LEROBOT_PIN="lerobot==0.4.4"
+# Of requirements-test.txt, only the SDK's own dependencies and pytest, at its pins (gymnasium without
+# the MuJoCo and pygame extras, no ONNX): the suite runs nothing else, and each of those costs install time.
+sdk_test_pins() {
+  grep -E '^(gymnasium|numpy|msgpack|websockets|pytest|pytest-timeout|pyarrow|tqdm)(\[[^]]*\])?==' requirements-test.txt | sed -E 's/\[[^]]*\]//'
+}
 install_dataset_requirements() {
   gymwire_over_torch "$1"
-  "$1/bin/python" -m pip install "${PIP_INSTALL_FLAGS[@]}" -r requirements-test.txt -r requirements-datasets.txt
+  "$1/bin/python" -m pip install "${PIP_INSTALL_FLAGS[@]}" -r <(sdk_test_pins) -r requirements-datasets.txt
   "$1/bin/python" -m pip install "${PIP_INSTALL_FLAGS[@]}" --no-deps "$LEROBOT_PIN"
 }
 gymwire_check_torch_pin requirements-datasets.txt
