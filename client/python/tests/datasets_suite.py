@@ -17,9 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+# minari and LeRobotDataset are imported here, at collection, not inside a test: the first import of
+# LeRobot (torch, datasets) takes tens of seconds on a busy 2-core machine.
+import minari
 import numpy as np
 import pytest
 from conftest import REPO
+from lerobot.datasets.lerobot_dataset import LeRobotDataset
 from test_collect import NAVSIM, ParityDriver
 
 import gymwire
@@ -29,6 +33,9 @@ from gymwire.formats.mapping import FrameLayout, family_of, score_of
 from gymwire.policies import make_policy
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # LeRobot must read the local root, never the hub
+
+# Writing encodes video and saves parquet per episode: slower than the SDK's default 120 s per test on a busy machine.
+pytestmark = pytest.mark.timeout(300)
 
 EVAC = "gymwire/EvacWorldModel-v0"
 EVAC_KWARGS = {"model_dir": "tiny-128", "max_episode_steps": 24}
@@ -60,8 +67,6 @@ def _psnr(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _check_lerobot(root: Path, env_id: str, env: Any, records: list[EpisodeRecord]) -> None:
-    from lerobot.datasets.lerobot_dataset import LeRobotDataset
-
     ds = LeRobotDataset(f"gymwire/{root.name}", root=root, video_backend="pyav")
     layout = FrameLayout.of(env.single_observation_space, env.single_action_space)
     fam = family_of(env_id)
@@ -144,8 +149,6 @@ def _stack(values: list[Any]) -> Any:
 
 
 def _check_minari(datasets_root: Path, dataset_id: str, env_id: str, records: list[EpisodeRecord], monkeypatch: pytest.MonkeyPatch) -> None:
-    import minari
-
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(datasets_root))
     assert dataset_id in minari.list_local_datasets()
     ds = minari.load_dataset(dataset_id)
@@ -196,7 +199,6 @@ def test_minari_camera_and_task_text(url: str, tmp_path: Path, monkeypatch: pyte
 # gymwire rollout --format, stopped mid-collection
 
 
-@pytest.mark.timeout(300)
 @pytest.mark.parametrize("format", ["minari", "lerobot"])
 def test_rollout_stopped_by_sigint_leaves_a_loadable_dataset(url: str, tmp_path: Path, format: str, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "cartpole-random-v0"
@@ -219,15 +221,11 @@ def test_rollout_stopped_by_sigint_leaves_a_loadable_dataset(url: str, tmp_path:
     assert proc.returncode == 130, stderr[-3000:]
     assert not staging.exists()  # converted, then removed
     if format == "minari":
-        import minari
-
         monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))
         ds = minari.load_dataset("cartpole-random-v0")
         assert ds.total_episodes > 0
         assert all(bool(ep.terminations[-1] or ep.truncations[-1]) for ep in ds.iterate_episodes())
     else:
-        from lerobot.datasets.lerobot_dataset import LeRobotDataset
-
         ds = LeRobotDataset("gymwire/cartpole-random-v0", root=out, video_backend="pyav")
         assert ds.meta.total_episodes > 0 and ds.num_frames > 0
         assert bool(ds[ds.num_frames - 1]["next.done"].item())
