@@ -129,13 +129,7 @@ def convert(
     writer = open_writer(
         format, out_dir, manifest["env_id"], obs_space, act_space, env_kwargs=manifest.get("env_kwargs"), overwrite=overwrite, fps=fps, dataset_id=dataset_id
     )
-    bar = None
-    if progress:
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:
-            tqdm = None
-        bar = tqdm and tqdm(total=manifest["counts"]["episodes"], desc=f"writing {format} into {out_dir}", unit="episode")
+    bar = _progress_bar(manifest["counts"]["episodes"], f"writing {format} into {out_dir}") if progress else None
     try:
         for ep in episodes:
             writer.add(ep)
@@ -147,3 +141,12 @@ def convert(
         writer.discarded(int(manifest["counts"].get("discarded", 0)))
         out = writer.close(manifest.get("policy", "unknown"))
     return out
+
+
+def _progress_bar(total: int, desc: str) -> Any:
+    """A tqdm bar of episodes on stderr, or None without tqdm."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=desc, unit="episode")
