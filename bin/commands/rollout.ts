@@ -27,6 +27,7 @@ import type { Agent } from '../../envs/bench2drive/agents.ts';
 import { constantVelocityFromObs } from '../../envs/navsim/agents.ts';
 import { parseBusyPoll } from '../../runtime/busy-poll.ts';
 import { Tensor } from '../../protocol/tensor.ts';
+import { prepareFormat } from './dataset-format.ts';
 import { stderrLogger } from './logger.ts';
 
 export interface RolloutCliOptions {
@@ -53,6 +54,12 @@ export interface RolloutCliOptions {
   busyPollUs?: string;
   /** How long (ms) a lost server may take to come back before the rollout fails (default 60 s). */
   reconnectTimeout?: string;
+  /** arrow (default), lerobot or minari (written by the Python SDK: dataset-format.ts). */
+  format?: string;
+  /** LeRobot's frame rate (default: the env family's). */
+  fps?: string;
+  /** The LeRobot repo id or the Minari dataset id. */
+  datasetId?: string;
 }
 
 /** Baselines the CLI knows, by name: each builds a policy and may add make kwargs. */
@@ -129,7 +136,7 @@ export function summaryTable(s: RolloutSummary, extra: [string, string][] = []):
 export function registerRollout(program: Command): void {
   program
     .command('rollout')
-    .description('collect trajectories from gymwire servers into an Arrow dataset (docs/datasets.md)')
+    .description('collect trajectories from gymwire servers into an Arrow, LeRobot or Minari dataset (docs/datasets.md)')
     .requiredOption('--url <url>', 'server URL (repeat for several servers; sessions are split evenly)', (v: string, prev: string[] = []) => [...prev, v])
     .requiredOption('--env <id>', 'env id, e.g. gymwire/CartPole-v1')
     .option('--kwargs <json>', 'make kwargs as JSON', '{}')
@@ -142,6 +149,16 @@ export function registerRollout(program: Command): void {
     .option('--out <dir>', 'write the dataset here (refused if it holds one already)')
     .option('--overwrite', 'replace a dataset already in --out (its dataset files only)')
     .option('--images <format>', 'store uint8 image observations as raw, png or jpeg', 'raw')
+    .option(
+      '--format <format>',
+      "dataset format: arrow, lerobot or minari (these two through the Python SDK's writer: pip install 'gymwire[lerobot]' / 'gymwire[minari]')",
+      'arrow',
+    )
+    .option('--fps <n>', "lerobot: frames per second (default: the env family's rate)")
+    .option(
+      '--dataset-id <id>',
+      'lerobot: the repo id (default gymwire/<dir name>); minari: the dataset id, which --out must end with (default: its last part)',
+    )
     .option('--groups <n>', 'session groups stepping concurrently (1 = lock-step)', '2')
     .option('--seed <n>', 'seed: session i starts from seed + i; also the policy sampler', '0')
     .option('--token <token>', 'auth token (also GYMWIRE_TOKEN)')
@@ -190,6 +207,7 @@ export async function runRolloutCommand(
   }
   if (userKwargs === null || typeof userKwargs !== 'object' || Array.isArray(userKwargs)) throw new Error(`--kwargs must be a JSON object, got ${opts.kwargs}`);
   const kwargs = { ...(policyKwargs ?? {}), ...userKwargs };
+  const format = opts.out ? await prepareFormat(opts.format ?? 'arrow', opts.out, opts.overwrite ?? false) : null;
   const token = opts.token ?? process.env.GYMWIRE_TOKEN;
   const clients: GymwireClient[] = [];
   // From here until the dataset is written and the sessions closed, a signal stops the rollout
@@ -220,13 +238,14 @@ export async function runRolloutCommand(
       (probe.metadata['render_modes'] as string[] | undefined)?.includes('rgb_array');
     const episodes = Number(opts.episodes);
     const writer = opts.out
-      ? await TrajectoryWriter.create(opts.out, {
+      ? await TrajectoryWriter.create(format!.arrowDir, {
           envId: opts.env,
           envKwargs: kwargs,
           observationSpace: probe.observationSpace,
           actionSpace: probe.actionSpace,
-          images: opts.images,
-          overwrite: opts.overwrite ?? false,
+          // The other formats' writers read raw tensors; a staging copy left by a failed run is ours to replace.
+          images: format!.format === 'arrow' ? opts.images : 'raw',
+          overwrite: format!.format === 'arrow' ? (opts.overwrite ?? false) : true,
         })
       : null;
     const previewN = Number(opts.previewEpisodes);
@@ -293,7 +312,19 @@ export async function runRolloutCommand(
     const extra: [string, string][] = [];
     if (writer) {
       const manifest = await writer.close({ policy: policy.name, servers: opts.url, sessions: total });
-      extra.push(['dataset', `${opts.out} (${manifest.steps_files.length} steps file(s), ${manifest.counts.steps} rows)`]);
+      const written = await format!.finish({
+        ...(opts.fps !== undefined ? { fps: Number(opts.fps) } : {}),
+        ...(opts.datasetId !== undefined ? { datasetId: opts.datasetId } : {}),
+        overwrite: opts.overwrite ?? false,
+        progress: bar !== null,
+      });
+      const counts = written?.['counts'] as { episodes: number; steps: number } | undefined;
+      extra.push([
+        'dataset',
+        written && counts
+          ? `${opts.out} (${format!.format}: ${counts.episodes} episodes, ${counts.steps} frames)`
+          : `${opts.out} (${manifest.steps_files.length} steps file(s), ${manifest.counts.steps} rows)`,
+      ]);
     }
     if (wantPreview) {
       const path = typeof opts.preview === 'string' ? opts.preview : join(opts.out ?? '.', 'preview.webp');

@@ -465,6 +465,9 @@ def collect(
     groups: int = 2,
     progress: Any = "auto",
     overwrite: bool = False,
+    format: str = "arrow",
+    fps: int | None = None,
+    dataset_id: str | None = None,
 ) -> dict[str, Any] | list[EpisodeRecord]:
     """Runs ``policy`` on ``env``'s sessions for ``episodes`` whole episodes and records them.
 
@@ -487,6 +490,10 @@ def collect(
     ``tqdm.update``-like callable); the default, ``"auto"``, shows a tqdm bar of episodes when
     stderr is a terminal and tqdm is installed; ``None`` shows nothing. ``overwrite`` replaces a
     dataset already in ``out_dir``.
+
+    ``format`` chooses what ``out_dir`` holds: ``"arrow"`` (this module's format), ``"lerobot"`` (a
+    LeRobot dataset; ``fps`` and the repo id ``dataset_id`` are optional) or ``"minari"`` (a Minari
+    dataset; ``out_dir`` ends with its ``dataset_id``). See :mod:`gymwire.formats` and docs/datasets.md.
     """
     from .collection import CollectionEngine
     from .env import GymwireEnv
@@ -498,8 +505,14 @@ def collect(
         client, remote_envs, server = env.client, env.remote.envs, env.remote.client.url
     else:
         raise TypeError(f"collect takes a GymwireEnv or GymwireVectorEnv, got {type(env).__name__}")
+    from .formats import open_writer
+
     first = remote_envs[0]
-    writer = TrajectoryWriter(out_dir, first.env_id, first.observation_space, first.action_space, overwrite=overwrite) if out_dir is not None else None
+    writer = (
+        open_writer(format, out_dir, first.env_id, first.observation_space, first.action_space, overwrite=overwrite, fps=fps, dataset_id=dataset_id)
+        if out_dir is not None
+        else None
+    )
     done: list[EpisodeRecord] = []
     bar = _auto_progress(episodes, out_dir) if progress == "auto" else None
     if bar is not None:
