@@ -285,6 +285,28 @@ export function convexIntersectionArea(subject: Coords, clip: Coords): number {
   return Math.abs(signedArea(Float64Array.from(out)));
 }
 
+/**
+ * Area of the intersection of two simple polygons, convex or not (shapely's
+ * `a.intersection(b).area`): each polygon is a signed sum of triangles fanned from its first vertex,
+ * so the overlap is the signed sum of the triangle pairs' convex overlaps.
+ */
+export function polygonIntersectionArea(a: Coords, b: Coords): number {
+  const fan = (p: Coords): { tri: Coords; sign: number }[] => {
+    const out: { tri: Coords; sign: number }[] = [];
+    for (let i = 1; i + 1 < vertexCount(p); i++) {
+      const tri = Float64Array.of(p[0] as number, p[1] as number, p[2 * i] as number, p[2 * i + 1] as number, p[2 * i + 2] as number, p[2 * i + 3] as number);
+      const area = signedArea(tri);
+      if (area !== 0) out.push({ tri, sign: Math.sign(area) });
+    }
+    return out;
+  };
+  const fa = fan(a),
+    fb = fan(b);
+  let sum = 0;
+  for (const ta of fa) for (const tb of fb) sum += ta.sign * tb.sign * convexIntersectionArea(ta.tri, tb.tri);
+  return Math.abs(sum);
+}
+
 /** Translates and rotates `local` coords (in a frame at x, y, heading) into world coords. */
 export function toWorld(local: Coords, x: number, y: number, heading: number, out: Coords = new Float64Array(local.length)): Coords {
   const c = Math.cos(heading),

@@ -324,6 +324,33 @@ def fork() -> Dict[str, Any]:
     return doc
 
 
+def route_loop() -> Dict[str, Any]:
+    # The fork with its two connectors in two roadblock connectors that overlap where they leave
+    # lane `a`. The logged route passes straight through, comes back over `rb_a` (a repeat NAVSIM
+    # drops) and takes the left connector: NAVSIM's route repair cuts the route at the second
+    # connector that overlaps an earlier one by more than 1 m^2, so PDM-Closed's centreline runs to
+    # `rb_b`, straight on, not to `rb_l` on the left.
+    doc = fork()
+    blocks = {r["id"]: r for r in doc["map"]["roadblocks"]}
+    lanes = {l["id"]: l for l in doc["map"]["lanes"]}
+    left_poly = lanes["k_left"]["polygon"]
+    doc["map"]["name"] = "route-loop"
+    doc["map"]["roadblocks"] = [
+        {**blocks["rb_a"], "outgoing": ["rbc_straight", "rbc_left"]},
+        {"id": "rbc_straight", "kind": "roadblock_connector", "polygon": rect(0, -3.5, 30, 0), "incoming": ["rb_a"], "outgoing": ["rb_b"]},
+        {"id": "rbc_left", "kind": "roadblock_connector", "polygon": left_poly, "incoming": ["rb_a"], "outgoing": ["rb_l"]},
+        {"id": "rb_b", "kind": "roadblock", "polygon": rect(30, -3.5, 200, 0), "incoming": ["rbc_straight"], "outgoing": []},
+        {"id": "rb_l", "kind": "roadblock", "polygon": rect(30, 0, 200, 3.5), "incoming": ["rbc_left"], "outgoing": []},
+    ]
+    lanes["k_left"]["roadblock_id"] = "rbc_left"
+    lanes["k_straight"]["roadblock_id"] = "rbc_straight"
+    lanes["b_l"]["roadblock_id"] = "rb_l"
+    doc["name"] = "route_loop"
+    doc["description"] = "the logged route runs straight through a fork, comes back over the ego's roadblock and takes the overlapping left connector; the agent drives straight on at 10 m/s"
+    doc["route_roadblock_ids"] = ["rb_a", "rbc_straight", "rb_b", "rb_a", "rbc_left", "rb_l"]
+    return doc
+
+
 def junction_road() -> Dict[str, Any]:
     """One lane east: roadblock rb_a (x < 40), a junction with roadblock connector rbc_j, roadblock rb_b (x > 60)."""
     return {
@@ -444,7 +471,7 @@ def standstill() -> Dict[str, Any]:
 
 def main() -> None:
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
-    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), overlap_at_start(), fork(),
+    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), overlap_at_start(), fork(), route_loop(),
         route_repair("route_gap", ["rb_a", "rb_b"], "the logged route skips the junction's roadblock connector; the agent drives through it at 10 m/s"),
         route_repair("route_ahead", ["rb_b"], "the logged route starts beyond the junction, ahead of the ego; the agent drives through it at 10 m/s"),
         route_repair(

@@ -10,6 +10,7 @@ import {
   convexIntersects,
   coordsFrom,
   pointInPolygon,
+  polygonIntersectionArea,
   polygonsIntersect,
   principalValue,
   segmentIntersectsPolygon,
@@ -48,6 +49,29 @@ describe('geometry', () => {
     const a = boxCorners({ x: 0, y: 0, heading: 0, length: 2, width: 2 });
     const b = boxCorners({ x: 1, y: 1, heading: 0, length: 2, width: 2 });
     expect(convexIntersectionArea(a, b)).toBeCloseTo(1, 9);
+  });
+  it('computes intersection areas of non-convex polygons, either winding', () => {
+    // An L (a 2 x 2 square less its top-right unit square) against the unit squares it covers or not.
+    const l = coordsFrom([
+      [0, 0],
+      [2, 0],
+      [2, 1],
+      [1, 1],
+      [1, 2],
+      [0, 2],
+    ]);
+    const square = (x: number, y: number): Float64Array => boxCorners({ x: x + 0.5, y: y + 0.5, heading: 0, length: 1, width: 1 });
+    expect(polygonIntersectionArea(l, square(1, 1))).toBeCloseTo(0, 12);
+    expect(polygonIntersectionArea(l, square(0.5, 0.5))).toBeCloseTo(0.75, 12);
+    const clockwise = coordsFrom([
+      [0, 2],
+      [1, 2],
+      [1, 1],
+      [2, 1],
+      [2, 0],
+      [0, 0],
+    ]);
+    expect(polygonIntersectionArea(clockwise, l)).toBeCloseTo(3, 12);
   });
   it('projects onto polylines with signed offsets', () => {
     const pl = new Polyline(

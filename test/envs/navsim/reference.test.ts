@@ -38,6 +38,7 @@ describe.each([
   'kerb_edge',
   'overlap_at_start',
   'fork',
+  'route_loop',
   'route_gap',
   'route_ahead',
   'route_in_junction',
