@@ -250,6 +250,21 @@ def kerb_edge() -> Dict[str, Any]:
     return doc
 
 
+def kerb_hair() -> Dict[str, Any]:
+    # `kerb_edge` with the narrowed kerb 1e-10 m further out, the whole scene turned by 0.5 rad so
+    # the kerb is a slanted edge: the agent's right corners lie a hair inside the road. Shapely's
+    # exact predicates count them inside (DAC 1); a tolerance around the edge would put them on it,
+    # and so outside.
+    doc = kerb_edge()
+    for poly in (doc["map"]["roadblocks"][0]["polygon"], doc["map"]["lanes"][0]["polygon"]):
+        for p in poly:
+            if p[1] == -3.5:
+                p[1] = -3.5 - 1e-10
+    doc["name"] = "kerb_hair"
+    doc["description"] = "the road runs north-east; the agent drives straight with its right corners 1e-10 m inside the kerb where the road narrows; the human brakes short of it"
+    return rotated(doc, 0.5)
+
+
 def overlap_at_start() -> Dict[str, Any]:
     # A car whose rear overlaps the ego's front bumper at t = 0 and pulls away, and a cone pressed
     # against the ego's left side. NAVSIM v2's log-replay traffic drops both from every frame before
@@ -471,7 +486,7 @@ def standstill() -> Dict[str, Any]:
 
 def main() -> None:
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
-    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), overlap_at_start(), fork(), route_loop(),
+    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), kerb_hair(), overlap_at_start(), fork(), route_loop(),
         route_repair("route_gap", ["rb_a", "rb_b"], "the logged route skips the junction's roadblock connector; the agent drives through it at 10 m/s"),
         route_repair("route_ahead", ["rb_b"], "the logged route starts beyond the junction, ahead of the ego; the agent drives through it at 10 m/s"),
         route_repair(

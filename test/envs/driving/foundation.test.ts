@@ -9,6 +9,7 @@ import {
   convexIntersectionArea,
   convexIntersects,
   coordsFrom,
+  orientSign,
   pointInPolygon,
   polygonIntersectionArea,
   polygonsIntersect,
@@ -44,6 +45,26 @@ describe('geometry', () => {
     expect(pointInPolygon(1, 0.5, sq)).toBe(true);
     expect(pointInPolygon(1.1, 0.5, sq)).toBe(false);
     expect(segmentIntersectsPolygon(-1, 0.5, 2, 0.5, sq)).toBe(true);
+  });
+  it('decides the boundary exactly, as GEOS does', () => {
+    // A diamond: slanted edges, vertices at the extremes of y (a vertex is on the boundary too).
+    const diamond = coordsFrom([
+      [0, -1],
+      [1, 0],
+      [0, 1],
+      [-1, 0],
+    ]);
+    expect(pointInPolygon(0, 1, diamond, 'outside')).toBe(false);
+    expect(pointInPolygon(0, 1, diamond, 'inside')).toBe(true);
+    expect(pointInPolygon(0.5, 0.5, diamond, 'outside')).toBe(false);
+    // 1e-12 m inside and outside the edge from (1, 0) to (0, 1).
+    const h = 1e-12 / Math.SQRT2;
+    expect(pointInPolygon(0.5 - h, 0.5 - h, diamond, 'outside')).toBe(true);
+    expect(pointInPolygon(0.5 + h, 0.5 + h, diamond, 'inside')).toBe(false);
+    // The doubles 0.1 and 0.2 lie just right of the line through the doubles (0.3, 0) and (0, 0.3).
+    expect(orientSign(0.3, 0, 0, 0.3, 0.1, 0.2)).toBe(-1);
+    expect(orientSign(0, 0, 3, 3, 1, 1)).toBe(0);
+    expect(orientSign(0, 0, 3, 3, 1, 1 + Number.EPSILON)).toBe(1);
   });
   it('computes convex intersection areas', () => {
     const a = boxCorners({ x: 0, y: 0, heading: 0, length: 2, width: 2 });

@@ -36,6 +36,7 @@ describe.each([
   'red_light_turn',
   'carpark_exit',
   'kerb_edge',
+  'kerb_hair',
   'overlap_at_start',
   'fork',
   'route_loop',
