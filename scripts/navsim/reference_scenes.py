@@ -366,6 +366,26 @@ def route_loop() -> Dict[str, Any]:
     return doc
 
 
+def lane_tie() -> Dict[str, Any]:
+    # The rear axle lies exactly on the line between the two lanes of the route, heading along both:
+    # PDM-Closed's starting lane is a tie of heading errors, which NAVSIM breaks by the order of its
+    # STR-tree query (numpy's argmin takes the first). A slow car ahead in the right lane makes the
+    # two choices plan differently. The left lane is listed first.
+    m = straight_road()
+    m["lanes"] = [m["lanes"][1], m["lanes"][0], m["lanes"][3], m["lanes"][2]]
+    doc = scene(
+        "lane_tie",
+        "the ego's rear axle lies on the line between two route lanes; a slow car ahead in the right lane; the agent drives on along the line at 10 m/s",
+        m,
+        [agent("slow", "vehicle", (4.6, 1.9, 1.6), lambda t: (30.0 + 5.0 * t, -1.75, 0.0, 5.0, 0.0))],
+        {"y": 0.0},
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+    )
+    doc["ego_history"] = history([10.0, 10.0, 10.0], y=0.0)
+    return doc
+
+
 def junction_road() -> Dict[str, Any]:
     """One lane east: roadblock rb_a (x < 40), a junction with roadblock connector rbc_j, roadblock rb_b (x > 60)."""
     return {
@@ -486,7 +506,7 @@ def standstill() -> Dict[str, Any]:
 
 def main() -> None:
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
-    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), kerb_hair(), overlap_at_start(), fork(), route_loop(),
+    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), kerb_hair(), overlap_at_start(), fork(), route_loop(), lane_tie(),
         route_repair("route_gap", ["rb_a", "rb_b"], "the logged route skips the junction's roadblock connector; the agent drives through it at 10 m/s"),
         route_repair("route_ahead", ["rb_b"], "the logged route starts beyond the junction, ahead of the ego; the agent drives through it at 10 m/s"),
         route_repair(
