@@ -327,6 +327,49 @@ export function polygonIntersectionArea(a: Coords, b: Coords): number {
   return Math.abs(sum);
 }
 
+/**
+ * The order in which a GEOS STR tree (shapely's `STRtree`, `capacity` children a node) reports the
+ * items matching a query: the leaves of its sort-tile-recursive packing, each level sorted by
+ * envelope centre x, cut into ceil(sqrt(ceil(n / capacity))) vertical slices, each slice sorted by
+ * centre y and grouped by `capacity`. Returns item indices in that order; ties keep input order (as
+ * GEOS's sort does for up to 16 nodes).
+ */
+export function strTreeOrder(envelopes: readonly (readonly [number, number, number, number])[], capacity = 10): number[] {
+  interface Node {
+    env: readonly [number, number, number, number];
+    item: number;
+    children: Node[];
+  }
+  let level: Node[] = envelopes.map((env, item) => ({ env, item, children: [] }));
+  while (level.length > 1) {
+    const n = level.length;
+    const perSlice = Math.ceil(n / Math.ceil(Math.sqrt(Math.ceil(n / capacity))));
+    const byX = [...level].sort((a, b) => a.env[0] + a.env[2] - (b.env[0] + b.env[2]));
+    const parents: Node[] = [];
+    for (let s = 0; s < n; s += perSlice) {
+      const slice = byX.slice(s, s + perSlice).sort((a, b) => a.env[1] + a.env[3] - (b.env[1] + b.env[3]));
+      for (let g = 0; g < slice.length; g += capacity) {
+        const children = slice.slice(g, g + capacity);
+        const env = [
+          Math.min(...children.map((c) => c.env[0])),
+          Math.min(...children.map((c) => c.env[1])),
+          Math.max(...children.map((c) => c.env[2])),
+          Math.max(...children.map((c) => c.env[3])),
+        ] as const;
+        parents.push({ env, item: -1, children });
+      }
+    }
+    level = parents;
+  }
+  const out: number[] = [];
+  const walk = (node: Node): void => {
+    if (node.item >= 0) out.push(node.item);
+    else node.children.forEach(walk);
+  };
+  level.forEach(walk);
+  return out;
+}
+
 /** Translates and rotates `local` coords (in a frame at x, y, heading) into world coords. */
 export function toWorld(local: Coords, x: number, y: number, heading: number, out: Coords = new Float64Array(local.length)): Coords {
   const c = Math.cos(heading),

@@ -15,6 +15,7 @@ import {
   polygonsIntersect,
   principalValue,
   segmentIntersectsPolygon,
+  strTreeOrder,
 } from '../../../envs/driving/geometry.ts';
 import { IDM_PDM_CLOSED, idmAcceleration } from '../../../envs/driving/idm.ts';
 import { DrivingMap } from '../../../envs/driving/map.ts';
@@ -65,6 +66,15 @@ describe('geometry', () => {
     expect(orientSign(0.3, 0, 0, 0.3, 0.1, 0.2)).toBe(-1);
     expect(orientSign(0, 0, 3, 3, 1, 1)).toBe(0);
     expect(orientSign(0, 0, 3, 3, 1, 1 + Number.EPSILON)).toBe(1);
+  });
+  it("orders query results as shapely's STR tree does", () => {
+    // Recorded with shapely 2.1: 12 stacked strips, listed top down, queried on the line between two of them.
+    const strips = Array.from({ length: 12 }, (_, k) => [0, 10 - k, 100, 11 - k] as const);
+    const hits = strTreeOrder(strips).filter((k) => (strips[k] as readonly number[])[1] === 5 || (strips[k] as readonly number[])[3] === 5);
+    expect(hits).toEqual([6, 5]);
+    // Two levels: 30 strips, 3 slices of 10; shapely lists the lower strip first.
+    const many = Array.from({ length: 30 }, (_, i) => [0, i - 1, 100, i] as const);
+    expect(strTreeOrder(many).filter((i) => i === 14 || i === 15)).toEqual([14, 15]);
   });
   it('computes convex intersection areas', () => {
     const a = boxCorners({ x: 0, y: 0, heading: 0, length: 2, width: 2 });

@@ -40,6 +40,7 @@ describe.each([
   'overlap_at_start',
   'fork',
   'route_loop',
+  'lane_tie',
   'route_gap',
   'route_ahead',
   'route_in_junction',
