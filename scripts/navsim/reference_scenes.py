@@ -265,6 +265,18 @@ def kerb_hair() -> Dict[str, Any]:
     return rotated(doc, 0.5)
 
 
+def barrier_hair() -> Dict[str, Any]:
+    # `kerb_hair` with a barrier beyond the kerb whose edge runs 1e-10 m from the agent's right
+    # corners: shapely's exact `intersects` finds no collision; a tolerance would.
+    doc = kerb_hair()
+    c, s = math.cos(0.5), math.sin(0.5)
+    cy = -3.5 - 1e-10 - 0.25
+    doc["agents"].append(agent("barrier", "barrier", (4.0, 0.5, 1.0), lambda t: (c * 30.0 - s * cy, s * 30.0 + c * cy, 0.5, 0.0, 0.0)))
+    doc["name"] = "barrier_hair"
+    doc["description"] = "kerb_hair with a barrier beyond the kerb, 1e-10 m from the agent's right corners"
+    return doc
+
+
 def overlap_at_start() -> Dict[str, Any]:
     # A car whose rear overlaps the ego's front bumper at t = 0 and pulls away, and a cone pressed
     # against the ego's left side. NAVSIM v2's log-replay traffic drops both from every frame before
@@ -506,7 +518,7 @@ def standstill() -> Dict[str, Any]:
 
 def main() -> None:
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
-    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), kerb_hair(), overlap_at_start(), fork(), route_loop(), lane_tie(),
+    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), kerb_hair(), barrier_hair(), overlap_at_start(), fork(), route_loop(), lane_tie(),
         route_repair("route_gap", ["rb_a", "rb_b"], "the logged route skips the junction's roadblock connector; the agent drives through it at 10 m/s"),
         route_repair("route_ahead", ["rb_b"], "the logged route starts beyond the junction, ahead of the ego; the agent drives through it at 10 m/s"),
         route_repair(

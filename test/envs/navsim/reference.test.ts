@@ -37,6 +37,7 @@ describe.each([
   'carpark_exit',
   'kerb_edge',
   'kerb_hair',
+  'barrier_hair',
   'overlap_at_start',
   'fork',
   'route_loop',
