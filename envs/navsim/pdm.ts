@@ -127,10 +127,12 @@ export function startingLane(
   let best: Lane | null = null,
     bestErr = Infinity;
   // Candidates in the order of NAVSIM's drivable-map query: numpy's argmin keeps the first of equal errors.
-  const rank = drivableMapLaneRank(map, egoCenter(ego, v));
-  const candidates = map.lanesAt(ego.x, ego.y).sort((a, b) => (rank.get(a) ?? Infinity) - (rank.get(b) ?? Infinity));
+  const candidates = map.lanesAt(ego.x, ego.y).filter((id) => onRoute.has(id));
+  if (candidates.length > 1) {
+    const rank = drivableMapLaneRank(map, egoCenter(ego, v));
+    candidates.sort((a, b) => (rank.get(a) ?? Infinity) - (rank.get(b) ?? Infinity));
+  }
   for (const id of candidates) {
-    if (!onRoute.has(id)) continue;
     const lane = map.lane(id) as Lane;
     const c = lane.centerline.coords;
     const headings = baselineHeadings(c);
