@@ -97,11 +97,12 @@ export function bounds(p: Coords): [number, number, number, number] {
 /**
  * Where a point on a polygon's boundary falls: `'inside'` as shapely's `intersects` (and nuPlan's
  * occupancy-map queries) count it, `'outside'` as shapely's `contains` and `within` do (NAVSIM's
- * drivable-area, lane and intersection tests). Points within 1e-9 m of an edge count as on it.
+ * drivable-area, lane and intersection tests). "On the boundary" is decided exactly, as GEOS does:
+ * a point a hair inside an edge is inside.
  */
 export type Edge = 'inside' | 'outside';
 
-/** Even-odd point-in-polygon; `edge` says where boundary points fall (inside by default). */
+/** Even-odd point-in-polygon with exact orientation signs; `edge` says where boundary points fall (inside by default). */
 export function pointInPolygon(px: number, py: number, p: Coords, edge: Edge = 'inside'): boolean {
   const n = vertexCount(p);
   let inside = false;
@@ -110,33 +111,52 @@ export function pointInPolygon(px: number, py: number, p: Coords, edge: Edge = '
       yi = p[2 * i + 1] as number;
     const xj = p[2 * j] as number,
       yj = p[2 * j + 1] as number;
-    // Boundary test only near the edge (cheap comparisons first).
-    if (
-      px >= (xi < xj ? xi : xj) - 1e-9 &&
-      px <= (xi > xj ? xi : xj) + 1e-9 &&
-      py >= (yi < yj ? yi : yj) - 1e-9 &&
-      py <= (yi > yj ? yi : yj) + 1e-9 &&
-      pointOnSegment(px, py, xi, yi, xj, yj)
-    )
-      return edge === 'inside';
-    if (yi > py !== yj > py && px < ((xj - xi) * (py - yi)) / (yj - yi) + xi) inside = !inside;
+    // Only edges spanning the point's row (ends included) can hold it or cross the row.
+    if (py < (yi < yj ? yi : yj) || py > (yi > yj ? yi : yj)) continue;
+    const side = orientSign(xi, yi, xj, yj, px, py);
+    if (side === 0 && px >= (xi < xj ? xi : xj) && px <= (xi > xj ? xi : xj)) return edge === 'inside';
+    const inY = yi > py !== yj > py;
+    // The ray runs right: the edge crosses it when the point lies left of the edge going up (right going down).
+    if (inY && side === (yj > yi ? 1 : -1)) inside = !inside;
   }
   return inside;
 }
 
-function pointOnSegment(px: number, py: number, ax: number, ay: number, bx: number, by: number): boolean {
-  const cross = (bx - ax) * (py - ay) - (by - ay) * (px - ax);
-  const len = Math.hypot(bx - ax, by - ay);
-  if (Math.abs(cross) > 1e-9 * Math.max(1, len)) return false;
-  return px >= Math.min(ax, bx) - 1e-12 && px <= Math.max(ax, bx) + 1e-12 && py >= Math.min(ay, by) - 1e-12 && py <= Math.max(ay, by) + 1e-12;
+/**
+ * Exact sign of `orient` (Shewchuk's filter: the float determinant where its error bound allows,
+ * else the determinant in integers, every double being an integer multiple of 2^-1074).
+ */
+export function orientSign(ax: number, ay: number, bx: number, by: number, cx: number, cy: number): -1 | 0 | 1 {
+  const left = (bx - ax) * (cy - ay),
+    right = (by - ay) * (cx - ax);
+  const det = left - right;
+  if (Math.abs(det) > 4e-16 * (Math.abs(left) + Math.abs(right))) return det > 0 ? 1 : -1;
+  const [Ax, Ay, Bx, By, Cx, Cy] = [ax, ay, bx, by, cx, cy].map(exactInteger) as [bigint, bigint, bigint, bigint, bigint, bigint];
+  const exact = (Bx - Ax) * (Cy - Ay) - (By - Ay) * (Cx - Ax);
+  return exact > 0n ? 1 : exact < 0n ? -1 : 0;
+}
+
+const F64 = new Float64Array(1);
+const U32 = new Uint32Array(F64.buffer);
+
+/** `x · 2^1074` as an integer, exactly (x a finite double). */
+function exactInteger(x: number): bigint {
+  F64[0] = x;
+  const hi = U32[1] as number,
+    lo = U32[0] as number;
+  const exponent = (hi >>> 20) & 0x7ff;
+  let mantissa = (BigInt(hi & 0xfffff) << 32n) | BigInt(lo);
+  if (exponent > 0) mantissa |= 1n << 52n;
+  const v = mantissa << BigInt(Math.max(exponent, 1) - 1);
+  return hi >>> 31 ? -v : v;
 }
 
 /** True when segments AB and CD share a point. */
 export function segmentsIntersect(ax: number, ay: number, bx: number, by: number, cx: number, cy: number, dx: number, dy: number): boolean {
-  const d1 = orient(cx, cy, dx, dy, ax, ay);
-  const d2 = orient(cx, cy, dx, dy, bx, by);
-  const d3 = orient(ax, ay, bx, by, cx, cy);
-  const d4 = orient(ax, ay, bx, by, dx, dy);
+  const d1 = orientSign(cx, cy, dx, dy, ax, ay);
+  const d2 = orientSign(cx, cy, dx, dy, bx, by);
+  const d3 = orientSign(ax, ay, bx, by, cx, cy);
+  const d4 = orientSign(ax, ay, bx, by, dx, dy);
   if (((d1 > 0 && d2 < 0) || (d1 < 0 && d2 > 0)) && ((d3 > 0 && d4 < 0) || (d3 < 0 && d4 > 0))) return true;
   if (d1 === 0 && onBox(cx, cy, dx, dy, ax, ay)) return true;
   if (d2 === 0 && onBox(cx, cy, dx, dy, bx, by)) return true;
@@ -283,6 +303,71 @@ export function convexIntersectionArea(subject: Coords, clip: Coords): number {
     }
   }
   return Math.abs(signedArea(Float64Array.from(out)));
+}
+
+/**
+ * Area of the intersection of two simple polygons, convex or not (shapely's
+ * `a.intersection(b).area`): each polygon is a signed sum of triangles fanned from its first vertex,
+ * so the overlap is the signed sum of the triangle pairs' convex overlaps.
+ */
+export function polygonIntersectionArea(a: Coords, b: Coords): number {
+  const fan = (p: Coords): { tri: Coords; sign: number }[] => {
+    const out: { tri: Coords; sign: number }[] = [];
+    for (let i = 1; i + 1 < vertexCount(p); i++) {
+      const tri = Float64Array.of(p[0] as number, p[1] as number, p[2 * i] as number, p[2 * i + 1] as number, p[2 * i + 2] as number, p[2 * i + 3] as number);
+      const area = signedArea(tri);
+      if (area !== 0) out.push({ tri, sign: Math.sign(area) });
+    }
+    return out;
+  };
+  const fa = fan(a),
+    fb = fan(b);
+  let sum = 0;
+  for (const ta of fa) for (const tb of fb) sum += ta.sign * tb.sign * convexIntersectionArea(ta.tri, tb.tri);
+  return Math.abs(sum);
+}
+
+/**
+ * The order in which a GEOS STR tree (shapely's `STRtree`, `capacity` children a node) reports the
+ * items matching a query: the leaves of its sort-tile-recursive packing, each level sorted by
+ * envelope centre x, cut into ceil(sqrt(ceil(n / capacity))) vertical slices, each slice sorted by
+ * centre y and grouped by `capacity`. Returns item indices in that order; ties keep input order (as
+ * GEOS's sort does for up to 16 nodes).
+ */
+export function strTreeOrder(envelopes: readonly (readonly [number, number, number, number])[], capacity = 10): number[] {
+  interface Node {
+    env: readonly [number, number, number, number];
+    item: number;
+    children: Node[];
+  }
+  let level: Node[] = envelopes.map((env, item) => ({ env, item, children: [] }));
+  while (level.length > 1) {
+    const n = level.length;
+    const perSlice = Math.ceil(n / Math.ceil(Math.sqrt(Math.ceil(n / capacity))));
+    const byX = [...level].sort((a, b) => a.env[0] + a.env[2] - (b.env[0] + b.env[2]));
+    const parents: Node[] = [];
+    for (let s = 0; s < n; s += perSlice) {
+      const slice = byX.slice(s, s + perSlice).sort((a, b) => a.env[1] + a.env[3] - (b.env[1] + b.env[3]));
+      for (let g = 0; g < slice.length; g += capacity) {
+        const children = slice.slice(g, g + capacity);
+        const env = [
+          Math.min(...children.map((c) => c.env[0])),
+          Math.min(...children.map((c) => c.env[1])),
+          Math.max(...children.map((c) => c.env[2])),
+          Math.max(...children.map((c) => c.env[3])),
+        ] as const;
+        parents.push({ env, item: -1, children });
+      }
+    }
+    level = parents;
+  }
+  const out: number[] = [];
+  const walk = (node: Node): void => {
+    if (node.item >= 0) out.push(node.item);
+    else node.children.forEach(walk);
+  };
+  level.forEach(walk);
+  return out;
 }
 
 /** Translates and rotates `local` coords (in a frame at x, y, heading) into world coords. */

@@ -30,6 +30,7 @@ import {
   polygonCentroid,
   polygonsIntersect,
   segmentIntersectsPolygon,
+  strTreeOrder,
 } from '../driving/geometry.ts';
 import type { Lane } from '../driving/map.ts';
 import { DrivingMap } from '../driving/map.ts';
@@ -125,8 +126,13 @@ export function startingLane(
   const onRoute = new Set(routeLaneList.map((l) => l.id));
   let best: Lane | null = null,
     bestErr = Infinity;
-  for (const id of map.lanesAt(ego.x, ego.y)) {
-    if (!onRoute.has(id)) continue;
+  // Candidates in the order of NAVSIM's drivable-map query: numpy's argmin keeps the first of equal errors.
+  const candidates = map.lanesAt(ego.x, ego.y).filter((id) => onRoute.has(id));
+  if (candidates.length > 1) {
+    const rank = drivableMapLaneRank(map, egoCenter(ego, v));
+    candidates.sort((a, b) => (rank.get(a) ?? Infinity) - (rank.get(b) ?? Infinity));
+  }
+  for (const id of candidates) {
     const lane = map.lane(id) as Lane;
     const c = lane.centerline.coords;
     const headings = baselineHeadings(c);
@@ -310,6 +316,32 @@ export function proximalAreaMap(map: DrivingMap, center: { x: number; y: number 
     carparks: data.carparks.filter((_a, i) => near((map.carparks[i] as { polygon: Coords }).polygon)),
     drivable_areas: [],
   });
+}
+
+/**
+ * The lanes of PDM-Closed's drivable map (`PDMDrivableMap.from_simulation` around the ego centre:
+ * roadblocks, then the lanes of each roadblock, then those of each connector, then intersections and
+ * carparks), ranked in the order its STR tree reports them.
+ */
+function drivableMapLaneRank(map: DrivingMap, center: { x: number; y: number }): Map<string, number> {
+  const area = proximalAreaMap(map, center);
+  const blocks = [...area.roadblocks.values()];
+  const lanes = [...blocks.filter((b) => b.kind === 'roadblock'), ...blocks.filter((b) => b.kind === 'roadblock_connector')].flatMap((b) =>
+    b.laneIds.map((id) => area.lane(id)).filter((l): l is Lane => l !== undefined),
+  );
+  const polygons = [
+    ...blocks.filter((b) => b.kind === 'roadblock').map((b) => b.polygon),
+    ...lanes.map((l) => l.polygon),
+    ...area.intersections.map((a) => a.polygon),
+    ...area.carparks.map((a) => a.polygon),
+  ];
+  const firstLane = polygons.length - lanes.length - area.intersections.length - area.carparks.length;
+  const rank = new Map<string, number>();
+  strTreeOrder(polygons.map((p) => bounds(p))).forEach((item, position) => {
+    const lane = lanes[item - firstLane];
+    if (lane && item >= firstLane) rank.set(lane.id, position);
+  });
+  return rank;
 }
 
 /** DAC polygons of an area map: roadblocks (not their connectors), intersections, carparks. */

@@ -5,13 +5,13 @@
  * a forward one to any of its first three); when two consecutive route roadblocks are not linked,
  * the roadblocks between them are inserted (a forward search, 30 deep). The repaired route gives
  * PDM-Closed's centreline and the on-route lanes the scorer tests; NAVSIM v2's red lights use the
- * route as logged. The third repair, cutting a route that loops back over a roadblock connector, is
- * not done here (NAVSIM keys it on nuPlan's map class name).
+ * route as logged. Last, a route that comes back through a junction is cut before the first roadblock
+ * connector that overlaps an earlier one on the route by more than 1 m² (`remove_route_loops`).
  *
  * @example
  * const route = correctedRoute(map, scene.route_roadblock_ids, scene.ego);
  */
-import { normalizeAngle, pointInPolygon, polygonsIntersect } from '../driving/geometry.ts';
+import { normalizeAngle, pointInPolygon, polygonIntersectionArea, polygonsIntersect } from '../driving/geometry.ts';
 import type { DrivingMap, Roadblock } from '../driving/map.ts';
 import { baselineHeadings, polygonDistance } from './pdm-path.ts';
 
@@ -23,6 +23,8 @@ export const ROUTE_CORRECTION = {
   displacementErrorThreshold: 3,
   /** Half-side of the square `get_proximal_map_objects` searches around the rear axle. */
   candidateRadius: 1,
+  /** Overlap (m²) with an earlier route connector at which `remove_route_loops` cuts the route. */
+  loopOverlapArea: 1,
 } as const;
 
 /**
@@ -144,5 +146,21 @@ export function correctedRoute(map: DrivingMap, route: readonly string[], ego: {
     const link = roadblockSearch(map, id, [next], ROUTE_CORRECTION.searchDepthForward, true);
     if (link && link.length >= 3) out.push(...link.slice(1, -1));
   });
-  return out;
+  return withoutLoops(map, out);
+}
+
+/**
+ * `remove_route_loops`: the route up to (not including) the first roadblock connector that overlaps
+ * an earlier connector of the route by more than `loopOverlapArea`; loops only close in junctions,
+ * so plain roadblocks are never compared.
+ */
+export function withoutLoops(map: DrivingMap, route: readonly string[]): string[] {
+  const seen: Roadblock[] = [];
+  for (let i = 0; i < route.length; i++) {
+    const block = map.roadblocks.get(route[i] as string);
+    if (block?.kind !== 'roadblock_connector') continue;
+    if (seen.some((earlier) => polygonIntersectionArea(earlier.polygon, block.polygon) > ROUTE_CORRECTION.loopOverlapArea)) return route.slice(0, i);
+    seen.push(block);
+  }
+  return [...route];
 }

@@ -250,6 +250,33 @@ def kerb_edge() -> Dict[str, Any]:
     return doc
 
 
+def kerb_hair() -> Dict[str, Any]:
+    # `kerb_edge` with the narrowed kerb 1e-10 m further out, the whole scene turned by 0.5 rad so
+    # the kerb is a slanted edge: the agent's right corners lie a hair inside the road. Shapely's
+    # exact predicates count them inside (DAC 1); a tolerance around the edge would put them on it,
+    # and so outside.
+    doc = kerb_edge()
+    for poly in (doc["map"]["roadblocks"][0]["polygon"], doc["map"]["lanes"][0]["polygon"]):
+        for p in poly:
+            if p[1] == -3.5:
+                p[1] = -3.5 - 1e-10
+    doc["name"] = "kerb_hair"
+    doc["description"] = "the road runs north-east; the agent drives straight with its right corners 1e-10 m inside the kerb where the road narrows; the human brakes short of it"
+    return rotated(doc, 0.5)
+
+
+def barrier_hair() -> Dict[str, Any]:
+    # `kerb_hair` with a barrier beyond the kerb whose edge runs 1e-10 m from the agent's right
+    # corners: shapely's exact `intersects` finds no collision; a tolerance would.
+    doc = kerb_hair()
+    c, s = math.cos(0.5), math.sin(0.5)
+    cy = -3.5 - 1e-10 - 0.25
+    doc["agents"].append(agent("barrier", "barrier", (4.0, 0.5, 1.0), lambda t: (c * 30.0 - s * cy, s * 30.0 + c * cy, 0.5, 0.0, 0.0)))
+    doc["name"] = "barrier_hair"
+    doc["description"] = "kerb_hair with a barrier beyond the kerb, 1e-10 m from the agent's right corners"
+    return doc
+
+
 def overlap_at_start() -> Dict[str, Any]:
     # A car whose rear overlaps the ego's front bumper at t = 0 and pulls away, and a cone pressed
     # against the ego's left side. NAVSIM v2's log-replay traffic drops both from every frame before
@@ -321,6 +348,53 @@ def fork() -> Dict[str, Any]:
         poses(lambda t: (10.0 * t - 0.2 * t * t, 0.0, 0.0)),
     )
     doc["ego_history"] = [{**h, "x": h["x"] - 12.0} for h in history([10.0, 10.0, 10.0])]
+    return doc
+
+
+def route_loop() -> Dict[str, Any]:
+    # The fork with its two connectors in two roadblock connectors that overlap where they leave
+    # lane `a`. The logged route passes straight through, comes back over `rb_a` (a repeat NAVSIM
+    # drops) and takes the left connector: NAVSIM's route repair cuts the route at the second
+    # connector that overlaps an earlier one by more than 1 m^2, so PDM-Closed's centreline runs to
+    # `rb_b`, straight on, not to `rb_l` on the left.
+    doc = fork()
+    blocks = {r["id"]: r for r in doc["map"]["roadblocks"]}
+    lanes = {l["id"]: l for l in doc["map"]["lanes"]}
+    left_poly = lanes["k_left"]["polygon"]
+    doc["map"]["name"] = "route-loop"
+    doc["map"]["roadblocks"] = [
+        {**blocks["rb_a"], "outgoing": ["rbc_straight", "rbc_left"]},
+        {"id": "rbc_straight", "kind": "roadblock_connector", "polygon": rect(0, -3.5, 30, 0), "incoming": ["rb_a"], "outgoing": ["rb_b"]},
+        {"id": "rbc_left", "kind": "roadblock_connector", "polygon": left_poly, "incoming": ["rb_a"], "outgoing": ["rb_l"]},
+        {"id": "rb_b", "kind": "roadblock", "polygon": rect(30, -3.5, 200, 0), "incoming": ["rbc_straight"], "outgoing": []},
+        {"id": "rb_l", "kind": "roadblock", "polygon": rect(30, 0, 200, 3.5), "incoming": ["rbc_left"], "outgoing": []},
+    ]
+    lanes["k_left"]["roadblock_id"] = "rbc_left"
+    lanes["k_straight"]["roadblock_id"] = "rbc_straight"
+    lanes["b_l"]["roadblock_id"] = "rb_l"
+    doc["name"] = "route_loop"
+    doc["description"] = "the logged route runs straight through a fork, comes back over the ego's roadblock and takes the overlapping left connector; the agent drives straight on at 10 m/s"
+    doc["route_roadblock_ids"] = ["rb_a", "rbc_straight", "rb_b", "rb_a", "rbc_left", "rb_l"]
+    return doc
+
+
+def lane_tie() -> Dict[str, Any]:
+    # The rear axle lies exactly on the line between the two lanes of the route, heading along both:
+    # PDM-Closed's starting lane is a tie of heading errors, which NAVSIM breaks by the order of its
+    # STR-tree query (numpy's argmin takes the first). A slow car ahead in the right lane makes the
+    # two choices plan differently. The left lane is listed first.
+    m = straight_road()
+    m["lanes"] = [m["lanes"][1], m["lanes"][0], m["lanes"][3], m["lanes"][2]]
+    doc = scene(
+        "lane_tie",
+        "the ego's rear axle lies on the line between two route lanes; a slow car ahead in the right lane; the agent drives on along the line at 10 m/s",
+        m,
+        [agent("slow", "vehicle", (4.6, 1.9, 1.6), lambda t: (30.0 + 5.0 * t, -1.75, 0.0, 5.0, 0.0))],
+        {"y": 0.0},
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+    )
+    doc["ego_history"] = history([10.0, 10.0, 10.0], y=0.0)
     return doc
 
 
@@ -444,7 +518,7 @@ def standstill() -> Dict[str, Any]:
 
 def main() -> None:
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
-    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), overlap_at_start(), fork(),
+    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), kerb_hair(), barrier_hair(), overlap_at_start(), fork(), route_loop(), lane_tie(),
         route_repair("route_gap", ["rb_a", "rb_b"], "the logged route skips the junction's roadblock connector; the agent drives through it at 10 m/s"),
         route_repair("route_ahead", ["rb_b"], "the logged route starts beyond the junction, ahead of the ego; the agent drives through it at 10 m/s"),
         route_repair(

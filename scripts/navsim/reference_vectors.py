@@ -161,12 +161,17 @@ class _Roadblock(_Area):
         return [self.map.roadblocks[i] for i in self._outgoing if i in self.map.roadblocks]
 
 
+class NuPlanRoadBlockConnector(_Roadblock):
+    """A roadblock connector under nuPlan's class name: NAVSIM's route repair cuts route loops only at
+    objects of that name (`remove_route_loops`), which every connector of a real nuPlan map is."""
+
+
 class _Map:
     """The map queries NAVSIM's planner, route correction, metric caching and scorer make."""
 
     def __init__(self, data: Dict[str, Any]):
         self.map_name = data["name"]
-        self.roadblocks = {r["id"]: _Roadblock(r) for r in data["roadblocks"]}
+        self.roadblocks = {r["id"]: (NuPlanRoadBlockConnector if r["kind"] == "roadblock_connector" else _Roadblock)(r) for r in data["roadblocks"]}
         self.lanes: Dict[str, _Lane] = {}
         for l in data["lanes"]:
             block = self.roadblocks[l["roadblock_id"]]

@@ -9,10 +9,13 @@ import {
   convexIntersectionArea,
   convexIntersects,
   coordsFrom,
+  orientSign,
   pointInPolygon,
+  polygonIntersectionArea,
   polygonsIntersect,
   principalValue,
   segmentIntersectsPolygon,
+  strTreeOrder,
 } from '../../../envs/driving/geometry.ts';
 import { IDM_PDM_CLOSED, idmAcceleration } from '../../../envs/driving/idm.ts';
 import { DrivingMap } from '../../../envs/driving/map.ts';
@@ -44,10 +47,62 @@ describe('geometry', () => {
     expect(pointInPolygon(1.1, 0.5, sq)).toBe(false);
     expect(segmentIntersectsPolygon(-1, 0.5, 2, 0.5, sq)).toBe(true);
   });
+  it('decides the boundary exactly, as GEOS does', () => {
+    // A diamond: slanted edges, vertices at the extremes of y (a vertex is on the boundary too).
+    const diamond = coordsFrom([
+      [0, -1],
+      [1, 0],
+      [0, 1],
+      [-1, 0],
+    ]);
+    expect(pointInPolygon(0, 1, diamond, 'outside')).toBe(false);
+    expect(pointInPolygon(0, 1, diamond, 'inside')).toBe(true);
+    expect(pointInPolygon(0.5, 0.5, diamond, 'outside')).toBe(false);
+    // 1e-12 m inside and outside the edge from (1, 0) to (0, 1).
+    const h = 1e-12 / Math.SQRT2;
+    expect(pointInPolygon(0.5 - h, 0.5 - h, diamond, 'outside')).toBe(true);
+    expect(pointInPolygon(0.5 + h, 0.5 + h, diamond, 'inside')).toBe(false);
+    // The doubles 0.1 and 0.2 lie just right of the line through the doubles (0.3, 0) and (0, 0.3).
+    expect(orientSign(0.3, 0, 0, 0.3, 0.1, 0.2)).toBe(-1);
+    expect(orientSign(0, 0, 3, 3, 1, 1)).toBe(0);
+    expect(orientSign(0, 0, 3, 3, 1, 1 + Number.EPSILON)).toBe(1);
+  });
+  it("orders query results as shapely's STR tree does", () => {
+    // Recorded with shapely 2.1: 12 stacked strips, listed top down, queried on the line between two of them.
+    const strips = Array.from({ length: 12 }, (_, k) => [0, 10 - k, 100, 11 - k] as const);
+    const hits = strTreeOrder(strips).filter((k) => (strips[k] as readonly number[])[1] === 5 || (strips[k] as readonly number[])[3] === 5);
+    expect(hits).toEqual([6, 5]);
+    // Two levels: 30 strips, 3 slices of 10; shapely lists the lower strip first.
+    const many = Array.from({ length: 30 }, (_, i) => [0, i - 1, 100, i] as const);
+    expect(strTreeOrder(many).filter((i) => i === 14 || i === 15)).toEqual([14, 15]);
+  });
   it('computes convex intersection areas', () => {
     const a = boxCorners({ x: 0, y: 0, heading: 0, length: 2, width: 2 });
     const b = boxCorners({ x: 1, y: 1, heading: 0, length: 2, width: 2 });
     expect(convexIntersectionArea(a, b)).toBeCloseTo(1, 9);
+  });
+  it('computes intersection areas of non-convex polygons, either winding', () => {
+    // An L (a 2 x 2 square less its top-right unit square) against the unit squares it covers or not.
+    const l = coordsFrom([
+      [0, 0],
+      [2, 0],
+      [2, 1],
+      [1, 1],
+      [1, 2],
+      [0, 2],
+    ]);
+    const square = (x: number, y: number): Float64Array => boxCorners({ x: x + 0.5, y: y + 0.5, heading: 0, length: 1, width: 1 });
+    expect(polygonIntersectionArea(l, square(1, 1))).toBeCloseTo(0, 12);
+    expect(polygonIntersectionArea(l, square(0.5, 0.5))).toBeCloseTo(0.75, 12);
+    const clockwise = coordsFrom([
+      [0, 2],
+      [1, 2],
+      [1, 1],
+      [2, 1],
+      [2, 0],
+      [0, 0],
+    ]);
+    expect(polygonIntersectionArea(clockwise, l)).toBeCloseTo(3, 12);
   });
   it('projects onto polylines with signed offsets', () => {
     const pl = new Polyline(
