@@ -64,6 +64,8 @@ SDK_ERROR_CODES: Final[dict[str, str]] = {
     "BAD_RESPONSE": "The server sent an answer the client cannot read.",
     "FRAME_TOO_LARGE": "A request is larger than the server’s max_frame_bytes; it was not sent.",
     "VERSION_MISMATCH": "The server speaks another protocol version.",
+    "TOO_DEEP": "A request nests deeper than the protocol’s depth limit (MAX_FRAME_DEPTH, 512 levels); it was not sent.",
+    "TOO_MANY_PENDING": "More requests wait to be sent than the client allows (maxQueued); this one was not sent.",
 }
 
 #: The waypoint controllers by name (gymwire.control implements them): each reference's constants.
