@@ -18,6 +18,11 @@ export const CLOSE_CODES = {
   /** An unexpected server fault. */
   INTERNAL_ERROR: 1011,
   /**
+   * The server is at its connection limits (--max-connections, --max-preauth-per-ip) and refused
+   * this connection after it was upgraded (most are refused with HTTP 503/429 before): reconnect later.
+   */
+  TRY_AGAIN_LATER: 1013,
+  /**
    * The client left more answers unread than the server holds for one connection (gymwire serve
    * --max-outbound-bytes) for longer than --outbound-drain-timeout: read answers as they come (or
    * ask for fewer at once) and reconnect.

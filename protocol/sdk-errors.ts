@@ -17,6 +17,8 @@ export const SDK_ERROR_CODES = {
   BAD_RESPONSE: 'The server sent an answer the client cannot read.',
   FRAME_TOO_LARGE: 'A request is larger than the server’s max_frame_bytes; it was not sent.',
   VERSION_MISMATCH: 'The server speaks another protocol version.',
+  TOO_DEEP: 'A request nests deeper than the protocol’s depth limit (MAX_FRAME_DEPTH, 512 levels); it was not sent.',
+  TOO_MANY_PENDING: 'More requests wait to be sent than the client allows (maxQueued); this one was not sent.',
 } as const;
 
 export type SdkErrorCodeName = keyof typeof SDK_ERROR_CODES;

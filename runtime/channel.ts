@@ -40,7 +40,11 @@ export interface ChannelOptions<Body> {
   /** The code of a peer's fault (default ENV_ERR_ENV_FAILURE: the env's side, never the server's). */
   peerFaultCode?: ErrorCode;
   /** Called when a request misses its deadline, after it is rejected: the link decides what the peer's silence costs it (kill and restart it, fail its sessions). */
-  onDeadline?(late: { id: number; what: string; ageMs: number }): void;
+  onDeadline?(late: { id: number; what: string; ageMs: number; body: Body }): void;
+  /** The error a request that missed its deadline fails with, when the link has its own family (the client SDK's REQUEST_TIMEOUT); default a ProtocolError with `peerFaultCode`. */
+  timeoutError?(late: { id: number; what: string; deadlineMs: number; body: Body }): Error;
+  /** The error a request refused for a full queue fails with; default a ProtocolError with `peerFaultCode`. */
+  refusedError?(refused: { what: string; queued: number; maxQueued: number }): Error;
 }
 
 export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
@@ -70,8 +74,10 @@ export interface ChannelStats {
   refused: number;
 }
 
-interface Waiting {
+interface Waiting<Body> {
   what: string;
+  /** Kept while the request waits: a link that re-dials may send it again (`replay`). */
+  body: Body;
   resolve(value: unknown): void;
   reject(err: Error): void;
   deadlineMs: number;
@@ -87,13 +93,14 @@ const FORGOTTEN_IDS_KEPT = 1024;
 export class Channel<Body = unknown> {
   readonly stats: ChannelStats = { late: 0, duplicate: 0, unknown: 0, garbage: 0, timedOut: 0, refused: 0 };
   readonly limits: ChannelLimits;
-  private readonly inFlight = new Map<number, Waiting>();
-  private readonly queue: { id: number; body: Body; w: Waiting }[] = [];
+  private readonly inFlight = new Map<number, Waiting<Body>>();
+  private readonly queue: { id: number; body: Body; w: Waiting<Body> }[] = [];
   private readonly forgotten = new Set<number>();
   private nextId = 1;
   private paused = false;
   private lostReason: string | null = null;
   private sweeper: NodeJS.Timeout | null = null;
+  private sweeperEveryMs = Infinity;
   private readonly peerFaultCode: ErrorCode;
 
   constructor(private readonly opts: ChannelOptions<Body>) {
@@ -137,18 +144,21 @@ export class Channel<Body = unknown> {
     const mustQueue = this.paused || this.inFlight.size >= this.limits.maxInFlight || this.queue.length > 0;
     if (mustQueue && this.queue.length >= this.limits.maxQueued) {
       this.stats.refused++;
+      const refused = this.opts.refusedError?.({ what, queued: this.queue.length, maxQueued: this.limits.maxQueued });
       return Promise.reject(
-        new ProtocolError(
-          this.peerFaultCode,
-          `${this.opts.name} is not keeping up: ${this.queue.length} requests already wait to be sent (limit ${this.limits.maxQueued}); ${what} was not sent`,
-          { side: 'env', backpressure: true, queued: this.queue.length },
-        ),
+        refused ??
+          new ProtocolError(
+            this.peerFaultCode,
+            `${this.opts.name} is not keeping up: ${this.queue.length} requests already wait to be sent (limit ${this.limits.maxQueued}); ${what} was not sent`,
+            { side: 'env', backpressure: true, queued: this.queue.length },
+          ),
       );
     }
     return new Promise<T>((resolve, reject) => {
       const id = this.nextId++;
-      const w: Waiting = {
+      const w: Waiting<Body> = {
         what,
+        body,
         resolve: resolve as (value: unknown) => void,
         reject,
         deadlineMs: opts.deadlineMs ?? this.limits.deadlineMs,
@@ -181,6 +191,58 @@ export class Channel<Body = unknown> {
     this.pump();
   }
 
+  /** The body of request `id` while it waits for its answer (sent or queued), else undefined: a link reads how to check the answer from it. */
+  bodyOf(id: number): Body | undefined {
+    return this.inFlight.get(id)?.body ?? this.queue.find((q) => q.id === id)?.body;
+  }
+
+  /** The lowest id sent and not yet answered, or undefined: everything below it has been answered or given up on. */
+  get oldestInFlight(): number | undefined {
+    // Sent in id order (the queue is FIFO and a request skips it only while it is empty), so the first key is the oldest.
+    return this.inFlight.keys().next().value;
+  }
+
+  /**
+   * Sends every request still waiting for its answer again, in id order, with its id and body (a link
+   * that re-dialled its peer resumes them; the peer recognises the ids). `which` picks the ones to
+   * send; deadlines keep counting from the first send.
+   */
+  replay(which: (body: Body) => boolean = () => true): void {
+    for (const [id, w] of [...this.inFlight].sort(([a], [b]) => a - b)) {
+      if (!which(w.body)) continue;
+      try {
+        this.opts.send(id, w.body);
+      } catch (err) {
+        this.inFlight.delete(id);
+        this.detach(w);
+        w.reject(err instanceof Error ? err : new Error(describeThrown(err)));
+      }
+    }
+  }
+
+  /**
+   * Fails the waiting requests (sent or queued) that `which` picks with `err`, and leaves the channel
+   * usable for later ones (the peer announced that some of its state is gone, not that it is). A late
+   * answer to one of them is counted and dropped.
+   */
+  rejectWaiting(err: Error, which: (body: Body) => boolean = () => true): void {
+    for (const [id, w] of [...this.inFlight]) {
+      if (!which(w.body)) continue;
+      this.inFlight.delete(id);
+      this.forget(id);
+      this.detach(w);
+      w.reject(err);
+    }
+    for (let i = this.queue.length - 1; i >= 0; i--) {
+      const q = this.queue[i]!;
+      if (!which(q.body)) continue;
+      this.queue.splice(i, 1);
+      this.detach(q.w);
+      q.w.reject(err);
+    }
+    this.pump();
+  }
+
   /** The link got a message it cannot read at all (no id, wrong shape): counted and dropped. */
   noteGarbage(): void {
     this.stats.garbage++;
@@ -197,9 +259,16 @@ export class Channel<Body = unknown> {
     this.pump();
   }
 
-  /** The peer is gone (exit, kill, broken stream): every waiting request and every later one fails with `reason`. The first reason stands. */
-  fail(reason: string): void {
-    this.lostReason ??= reason;
+  /**
+   * The peer is gone (exit, kill, broken stream): every waiting request and every later one fails
+   * with `reason`, or with `reason` itself when it is an Error (a link with its own error family).
+   * The first reason stands.
+   */
+  fail(reason: string | Error): void {
+    if (this.lostReason === null) {
+      this.lostReason = typeof reason === 'string' ? reason : reason.message;
+      if (typeof reason !== 'string') this.lostAs = reason;
+    }
     this.stopSweeper();
     const waiting = [...this.inFlight.values(), ...this.queue.map((q) => q.w)];
     this.inFlight.clear();
@@ -210,11 +279,14 @@ export class Channel<Body = unknown> {
     }
   }
 
-  private lostError(what: string): ProtocolError {
+  private lostAs: Error | null = null;
+
+  private lostError(what: string): Error {
+    if (this.lostAs) return this.lostAs;
     return new ProtocolError(this.peerFaultCode, `${this.opts.name} is gone (${this.lostReason}); ${what} was not answered`, { side: 'env', peer_lost: true });
   }
 
-  private transmit(id: number, body: Body, w: Waiting): void {
+  private transmit(id: number, body: Body, w: Waiting<Body>): void {
     w.sentAt = performance.now();
     this.inFlight.set(id, w);
     let accepted: boolean | void;
@@ -238,7 +310,7 @@ export class Channel<Body = unknown> {
     }
   }
 
-  private cancel(id: number, w: Waiting): void {
+  private cancel(id: number, w: Waiting<Body>): void {
     const queuedAt = this.queue.findIndex((q) => q.id === id);
     if (queuedAt >= 0) this.queue.splice(queuedAt, 1);
     else if (this.inFlight.delete(id)) this.forget(id);
@@ -252,27 +324,32 @@ export class Channel<Body = unknown> {
     if (this.forgotten.size > FORGOTTEN_IDS_KEPT) this.forgotten.delete(this.forgotten.values().next().value!);
   }
 
-  private detach(w: Waiting): void {
+  private detach(w: Waiting<Body>): void {
     if (w.onAbort) w.signal!.removeEventListener('abort', w.onAbort);
     w.onAbort = null;
   }
 
   /** One coarse timer while requests with deadlines are in flight (no timer per request on the hot path). */
   private startSweeper(deadlineMs: number): void {
-    if (this.sweeper !== null) return;
-    this.sweeper = setInterval(this.sweep, Math.max(5, Math.min(1_000, deadlineMs / 8)));
+    const everyMs = Math.max(5, Math.min(1_000, deadlineMs / 8));
+    // A shorter deadline than the running sweep can resolve restarts it finer (a 10 s handshake's sweep must not delay a 50 ms request's timeout by a second).
+    if (this.sweeper !== null && everyMs >= this.sweeperEveryMs) return;
+    this.stopSweeper();
+    this.sweeperEveryMs = everyMs;
+    this.sweeper = setInterval(this.sweep, everyMs);
     this.sweeper.unref();
   }
 
   private stopSweeper(): void {
     if (this.sweeper !== null) clearInterval(this.sweeper);
     this.sweeper = null;
+    this.sweeperEveryMs = Infinity;
   }
 
   private readonly sweep = (): void => {
     if (this.inFlight.size === 0) return this.stopSweeper();
     const now = performance.now();
-    const expired: [number, Waiting][] = [];
+    const expired: [number, Waiting<Body>][] = [];
     for (const entry of this.inFlight) {
       const w = entry[1];
       if (w.deadlineMs > 0 && now - w.sentAt! > w.deadlineMs) expired.push(entry);
@@ -284,13 +361,14 @@ export class Channel<Body = unknown> {
       this.stats.timedOut++;
       const ageMs = Math.round(now - w.sentAt!);
       w.reject(
-        new ProtocolError(this.peerFaultCode, `${this.opts.name} did not answer ${w.what} within ${w.deadlineMs} ms`, {
-          side: 'env',
-          timed_out: true,
-          deadline_ms: w.deadlineMs,
-        }),
+        this.opts.timeoutError?.({ id, what: w.what, deadlineMs: w.deadlineMs, body: w.body }) ??
+          new ProtocolError(this.peerFaultCode, `${this.opts.name} did not answer ${w.what} within ${w.deadlineMs} ms`, {
+            side: 'env',
+            timed_out: true,
+            deadline_ms: w.deadlineMs,
+          }),
       );
-      this.opts.onDeadline?.({ id, what: w.what, ageMs });
+      this.opts.onDeadline?.({ id, what: w.what, ageMs, body: w.body });
     }
     this.pump();
   };

@@ -21,6 +21,7 @@ import { describeThrown } from '../runtime/channel.ts';
 import type { BusyPollSetting } from '../runtime/busy-poll.ts';
 import { encode } from '../protocol/codec.ts';
 import { ProtocolError } from '../protocol/errors.ts';
+import { CLOSE_CODES } from '../protocol/close-codes.ts';
 import type { Limits, ServerEvent } from '../protocol/messages.ts';
 import type { Tensor } from '../protocol/tensor.ts';
 import { Admission } from './admission.ts';
@@ -224,7 +225,7 @@ export class ServerCore {
     if ('refused' in pass) {
       // Upgrades that raced past the transport's check: the WebSocket exists, so close it (1013: try again later).
       conn.log.info({ reason: pass.reason }, 'connection refused');
-      transport.close(1013, pass.reason.slice(0, 120));
+      transport.close(CLOSE_CODES.TRY_AGAIN_LATER, pass.reason.slice(0, 120));
       return conn;
     }
     conn.admission = pass;

@@ -11,7 +11,7 @@ import type { Command } from 'commander';
 import pino from 'pino';
 
 import { GymwireClient } from '../../client/ts/client.ts';
-import { GymwireMcp } from '../../server/mcp/index.ts';
+import { depthGuardedLines, GymwireMcp, MCP_DEFAULTS } from '../../server/mcp/index.ts';
 import { stderrLogger } from './logger.ts';
 
 export interface McpCommandOptions {
@@ -49,6 +49,7 @@ export async function runMcpBridge(opts: {
     },
   });
   const stdin = opts.stdin ?? process.stdin;
+  const stdout = opts.stdout ?? process.stdout;
   const closed = new Promise<void>((resolve) => {
     stdin.once('end', resolve);
     stdin.once('close', resolve);
@@ -60,7 +61,11 @@ export async function runMcpBridge(opts: {
       server.onclose = () => servers.delete(server);
       return server;
     },
-    { transport: new StdioServerTransport(stdin, opts.stdout ?? process.stdout), onerror: (err) => log.debug({ err }, 'MCP stdio error') },
+    // Messages too deep for the SDK's recursive checks (or too long) are refused before it reads them, as /mcp refuses such bodies.
+    {
+      transport: new StdioServerTransport(depthGuardedLines(stdin, stdout, MCP_DEFAULTS.maxBodyBytes), stdout),
+      onerror: (err) => log.debug({ err }, 'MCP stdio error'),
+    },
   );
   log.info({ url: opts.url }, 'gymwire MCP bridge on stdio');
   opts.onReady?.();

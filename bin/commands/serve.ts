@@ -58,6 +58,7 @@ export interface ServeOptions {
   pythonExe?: string;
   workers?: string;
   workerTimeout: string;
+  envCallTimeout: string;
   evacModelDir?: string;
   evacBatchSize: string;
   evacBatchWindow: string;
@@ -183,6 +184,11 @@ export function registerServe(program: Command): void {
     .option('--workers <n>', 'Python worker processes at most (default: one per core)')
     .option('--worker-timeout <duration>', 'kill and restart a Python worker that takes longer than this to answer', '60s')
     .option(
+      '--env-call-timeout <duration>',
+      'how long one call of an in-process env, an env thread (NAVSIM, Bench2Drive) or the world-model worker may take; past it the call fails and a hung thread is replaced',
+      '5m',
+    )
+    .option(
       '--evac-model-dir <dir>',
       'world model served to EvacWorldModel-v0 makes that name neither model_dir nor resolution (default: the bundled tiny one)',
     )
@@ -256,7 +262,9 @@ export function registerServe(program: Command): void {
       };
       process.on('SIGINT', () => stop('SIGINT'));
       process.on('SIGTERM', () => stop('SIGTERM'));
-      const registry = defaultRegistry({ dataRoots: new DataRoots(opts.dataRoot), logger, evac: evacOptions(opts) });
+      const envCallTimeoutMs = parseDuration('--env-call-timeout', opts.envCallTimeout);
+      if (envCallTimeoutMs === 0) throw new Error('--env-call-timeout must be above 0');
+      const registry = defaultRegistry({ dataRoots: new DataRoots(opts.dataRoot), logger, evac: evacOptions(opts), threadCallTimeoutMs: envCallTimeoutMs });
       await hostEnvs(registry, { ...hosted, logger, check: opts.check ?? false });
       const torchWorldModel = torchWorldModelOptions(opts);
       if (torchWorldModel)
@@ -269,6 +277,7 @@ export function registerServe(program: Command): void {
         token,
         logger,
         checkEnvs: opts.check ?? false,
+        envCallTimeoutMs,
         busyPollUs,
         maxDepartedReplyBytes: parseBytes('--max-departed-reply-bytes', opts.maxDepartedReplyBytes),
         outbound: {

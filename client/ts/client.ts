@@ -16,8 +16,10 @@
  */
 import { BusyPoller } from '../../runtime/busy-poll.ts';
 import type { BusyPollSetting } from '../../runtime/busy-poll.ts';
+import { Channel } from '../../runtime/channel.ts';
 import { decode, encode } from '../../protocol/codec.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
+import { MAX_FRAME_DEPTH, nestsDeeperThan } from '../../protocol/frame-scan.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { PROTOCOL_VERSION, RESULT_SCHEMAS, ServerMessageSchema } from '../../protocol/messages.ts';
 import type { AutoresetMode, Limits, RequestInput, RequestType, ResultOf, ServerEvent, ServerMessage, Welcome } from '../../protocol/messages.ts';
@@ -32,6 +34,10 @@ export interface ClientOptions {
   clientName?: string;
   /** Per-request timeout in ms (default 120 s; 0 disables). */
   requestTimeoutMs?: number;
+  /** Requests sent and not yet answered, at most (default 4096); more wait in the client until answers come. */
+  maxInFlight?: number;
+  /** Requests waiting to be sent behind maxInFlight, at most (default 65536); more fail at once with TOO_MANY_PENDING. */
+  maxQueued?: number;
   /** Reconnect and resume after a dropped connection (default true). */
   reconnect?: boolean;
   /** Give up reconnecting after this long (default 60 s). */
@@ -60,24 +66,19 @@ export interface ClientOptions {
 
 export type ClientEvent = ServerEvent | { type: 'reconnected'; resumed: boolean } | { type: 'disconnected'; code: number; reason: string };
 
-interface Pending {
-  type: RequestType;
-  frame: Uint8Array;
-  resolve(result: unknown): void;
-  reject(err: Error): void;
-  /** When a request times out (one sweeping timer checks deadlines: no timer per request on the hot path). */
-  deadline: number;
-}
+/** One request as the client's channel holds it until its answer comes. */
+type Outgoing =
+  | { type: RequestType; fields: Record<string, unknown>; /** Encoded at its first send and kept: a resume sends the same bytes. */ frame?: Uint8Array }
+  /** The handshake goes to the transport being opened, whatever state the client is in. */
+  | { type: 'hello'; hello: Record<string, unknown>; transport: ClientTransport };
 
 type State = 'connecting' | 'open' | 'reconnecting' | 'closed';
 
 export class GymwireClient {
   private transport: ClientTransport | null = null;
   private state: State = 'connecting';
-  private nextId = 1;
-  private readonly pending = new Map<number, Pending>();
-  /** No request with a lower id is pending (a lower bound, advanced lazily). */
-  private oldestPending = 0;
+  /** Ids, answers waited for, deadlines, bounds (runtime/channel.ts); a request made while reconnecting counts as sent and goes out with the resume. */
+  private readonly channel: Channel<Outgoing>;
   private welcomeInfo: Welcome | null = null;
   private resumeToken: string | undefined;
   private readonly envs = new Map<string, RemoteEnv>();
@@ -86,7 +87,6 @@ export class GymwireClient {
   private closedBy: SdkError | null = null;
   /** Set from the server's `shutdown` event until a reconnect succeeds: requests for its (gone) sessions fail with it at once. */
   private shutdownError: SdkError | null = null;
-  private sweeper: NodeJS.Timeout | null = null;
   /** How this client waits for answers (see ClientOptions.busyPoll); null when busyPoll is 0. */
   readonly poller: BusyPoller | null;
   /** The poller, unless the transport in use hands frames over in-process (nothing to poll). */
@@ -97,6 +97,24 @@ export class GymwireClient {
     private readonly opts: ClientOptions,
   ) {
     this.poller = BusyPoller.create(opts.busyPoll ?? 'auto');
+    const requestTimeoutMs = opts.requestTimeoutMs ?? 120_000;
+    this.channel = new Channel<Outgoing>({
+      name: 'the gymwire server',
+      send: (id, body) => this.write(id, body),
+      limits: { deadlineMs: requestTimeoutMs, maxInFlight: opts.maxInFlight ?? 4096, maxQueued: opts.maxQueued ?? 65_536 },
+      timeoutError: ({ id, body }) =>
+        body.type === 'hello'
+          ? new SdkError('CONNECT_FAILED', 'no welcome from the server within the connect timeout')
+          : new SdkError('REQUEST_TIMEOUT', `${body.type} got no answer within ${requestTimeoutMs} ms`, { id, type: body.type }),
+      onDeadline: ({ body }) => {
+        if ('transport' in body) body.transport.close();
+      },
+      refusedError: ({ what, queued, maxQueued }) =>
+        new SdkError('TOO_MANY_PENDING', `${what} was not sent: ${queued} requests already wait behind the client's maxInFlight (maxQueued ${maxQueued})`, {
+          queued,
+          max_queued: maxQueued,
+        }),
+    });
   }
 
   /** Connects and performs the hello/welcome handshake. */
@@ -156,56 +174,44 @@ export class GymwireClient {
   request<T extends RequestType>(type: T, fields: RequestInput<T>): Promise<ResultOf<T>> {
     if (this.state === 'closed') return Promise.reject(this.closedBy ?? new SdkError('CLOSED', 'the client is closed'));
     if (this.shutdownError && ('session_id' in fields || 'session_ids' in fields)) return Promise.reject(this.shutdownError);
-    const id = this.nextId++;
-    // Everything below the oldest unanswered request has been received: the server may forget those
-    // answers. Ids only grow, so the oldest is found by walking up from where it was last time.
-    while (this.oldestPending < id && !this.pending.has(this.oldestPending)) this.oldestPending++;
-    const ack = this.oldestPending - 1;
-    const frame = encode({ ...fields, id, type, ack });
-    const limit = this.welcomeInfo?.limits.max_frame_bytes;
-    if (limit !== undefined && frame.byteLength > limit) {
-      // Sent anyway, it could close the connection, and a resume would send it again, forever.
-      return Promise.reject(
-        new SdkError('FRAME_TOO_LARGE', `${type} request is ${frame.byteLength} bytes, over the server's max_frame_bytes ${limit}; it was not sent`, {
-          size: frame.byteLength,
-          max_frame_bytes: limit,
-        }),
-      );
-    }
-    return new Promise<ResultOf<T>>((resolve, reject) => {
-      const timeoutMs = this.opts.requestTimeoutMs ?? 120_000;
-      const entry: Pending = {
-        type,
-        frame,
-        resolve: resolve as (r: unknown) => void,
-        reject,
-        deadline: timeoutMs > 0 ? Date.now() + timeoutMs : Infinity,
-      };
-      if (timeoutMs > 0) this.ensureSweeper(timeoutMs);
-      this.pending.set(id, entry);
-      // While reconnecting the request waits in `pending`; it goes out after the resume.
-      if (this.state === 'open') {
-        this.transport!.send(frame);
-        this.polling?.touch();
-      }
-    });
+    return this.channel.request<ResultOf<T>>({ type, fields: fields as Record<string, unknown> }, { what: type });
   }
 
-  /** Times out requests past their deadline; pending is in send order, so the scan stops at the first live one. */
-  private ensureSweeper(timeoutMs: number): void {
-    if (this.sweeper) return;
-    this.sweeper = setInterval(
-      () => {
-        const now = Date.now();
-        for (const [id, p] of this.pending) {
-          if (p.deadline > now) break;
-          this.pending.delete(id);
-          p.reject(new SdkError('REQUEST_TIMEOUT', `${p.type} got no answer within ${this.opts.requestTimeoutMs ?? 120_000} ms`, { id, type: p.type }));
-        }
-      },
-      Math.max(5, Math.min(1000, Math.floor(timeoutMs / 10))),
-    );
-    this.sweeper.unref?.();
+  /** The channel's send: encodes a request once (its id, and an ack of everything answered before it) and writes it when connected. */
+  private write(id: number, body: Outgoing): boolean {
+    if ('transport' in body) {
+      body.transport.send(encode({ ...body.hello, id, type: 'hello' }));
+      return true;
+    }
+    if (body.frame === undefined) {
+      // The server refuses such a frame whole; refused here it has a typed error (the encoder alone would overflow its stack on deeper input).
+      if (nestsDeeperThan(body.fields, MAX_FRAME_DEPTH - 1))
+        throw new SdkError('TOO_DEEP', `${body.type} request nests deeper than ${MAX_FRAME_DEPTH} levels (kwargs, options or an action); it was not sent`, {
+          max_depth: MAX_FRAME_DEPTH,
+        });
+      // Everything below the oldest unanswered request has been received: the server may forget those answers.
+      const ack = (this.channel.oldestInFlight ?? id) - 1;
+      const frame = encode({ ...body.fields, id, type: body.type, ack });
+      const limit = this.welcomeInfo?.limits.max_frame_bytes;
+      if (limit !== undefined && frame.byteLength > limit) {
+        // Sent anyway, it could close the connection, and a resume would send it again, forever.
+        throw new SdkError(
+          'FRAME_TOO_LARGE',
+          `${body.type} request is ${frame.byteLength} bytes, over the server's max_frame_bytes ${limit}; it was not sent`,
+          {
+            size: frame.byteLength,
+            max_frame_bytes: limit,
+          },
+        );
+      }
+      body.frame = frame;
+    }
+    // While reconnecting the request waits in the channel; the resume sends it.
+    if (this.state === 'open') {
+      this.transport!.send(body.frame);
+      this.polling?.touch();
+    }
+    return true;
   }
 
   /** Closes the connection; the server reaps this client's sessions after its grace period (close envs first to free them now). */
@@ -219,8 +225,7 @@ export class GymwireClient {
   private shut(err: SdkError): void {
     this.state = 'closed';
     this.poller?.stop();
-    if (this.sweeper) clearInterval(this.sweeper);
-    this.failAll(err);
+    this.channel.fail(err);
   }
 
   /** Closes every session this client made, then the connection. */
@@ -261,40 +266,15 @@ export class GymwireClient {
     };
   }
 
-  /** Sends hello outside the normal queue (it must be the first frame) and waits for the welcome. */
+  /** Sends hello to `transport` (it must be its first frame) and waits for the welcome. */
   private handshake(transport: ClientTransport): Promise<Welcome> {
-    const id = this.nextId++;
-    return new Promise<Welcome>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        reject(new SdkError('CONNECT_FAILED', 'no welcome from the server within the connect timeout'));
-        transport.close();
-      }, this.opts.connectTimeoutMs ?? 10_000);
-      timer.unref?.();
-      this.pending.set(id, {
-        type: 'hello',
-        frame: new Uint8Array(),
-        resolve: (r) => {
-          clearTimeout(timer);
-          resolve(r as Welcome);
-        },
-        reject: (e) => {
-          clearTimeout(timer);
-          reject(e);
-        },
-        deadline: Infinity,
-      });
-      transport.send(
-        encode({
-          id,
-          type: 'hello',
-          protocol_version: PROTOCOL_VERSION,
-          client_name: this.opts.clientName ?? 'gymwire-ts',
-          ...(this.opts.token !== undefined ? { token: this.opts.token } : {}),
-          ...(this.resumeToken !== undefined ? { resume_token: this.resumeToken } : {}),
-        }),
-      );
-    });
+    const hello = {
+      protocol_version: PROTOCOL_VERSION,
+      client_name: this.opts.clientName ?? 'gymwire-ts',
+      ...(this.opts.token !== undefined ? { token: this.opts.token } : {}),
+      ...(this.resumeToken !== undefined ? { resume_token: this.resumeToken } : {}),
+    };
+    return this.channel.request<Welcome>({ type: 'hello', hello, transport }, { what: 'hello', deadlineMs: this.opts.connectTimeoutMs ?? 10_000 });
   }
 
   private onFrame(frame: Uint8Array): void {
@@ -323,23 +303,25 @@ export class GymwireClient {
       return;
     }
     const id = msg.id as number;
-    const entry = this.pending.get(id);
-    if (!entry) return; // answered after a timeout, or a duplicate answer after a resume
-    this.pending.delete(id);
-    if (msg.type === 'error') {
-      entry.reject(ProtocolError.fromWire(msg.error));
+    const type = this.channel.bodyOf(id)?.type;
+    // No longer waited for (answered after a timeout, a duplicate answer after a resume): the channel counts and drops it.
+    if (type === undefined || msg.type === 'error') {
+      this.channel.settle(id, msg.type === 'error' ? { ok: false, error: ProtocolError.fromWire(msg.error) } : { ok: true, value: null });
       return;
     }
     // The per-step answer is checked by hand (zod's copy-on-parse of large observations showed up as GC
     // pressure); everything else, and any step answer that fails the quick check, goes through its schema.
-    if (entry.type === 'step' && isStepResult(msg.result)) return entry.resolve(msg.result);
-    if (entry.type === 'step_batch' && isStepBatchResult(msg.result)) return entry.resolve(msg.result);
-    const parsed = RESULT_SCHEMAS[entry.type].safeParse(msg.result);
-    if (!parsed.success) {
-      entry.reject(new SdkError('BAD_RESPONSE', `the server's ${entry.type} result does not match the protocol: ${parsed.error.message}`));
+    if ((type === 'step' && isStepResult(msg.result)) || (type === 'step_batch' && isStepBatchResult(msg.result))) {
+      this.channel.settle(id, { ok: true, value: msg.result });
       return;
     }
-    entry.resolve(parsed.data);
+    const parsed = RESULT_SCHEMAS[type].safeParse(msg.result);
+    this.channel.settle(
+      id,
+      parsed.success
+        ? { ok: true, value: parsed.data }
+        : { ok: false, error: new SdkError('BAD_RESPONSE', `the server's ${type} result does not match the protocol: ${parsed.error.message}`) },
+    );
   }
 
   /**
@@ -351,7 +333,7 @@ export class GymwireClient {
   private onServerShutdown(reason: string | undefined): void {
     this.shutdownError = new SdkError('SERVER_SHUTDOWN', `the server shut down${reason ? ` (${reason})` : ''}; its sessions are gone`);
     for (const env of [...this.envs.values()]) env.markClosed('the server shut down');
-    this.failAll(this.shutdownError);
+    this.channel.rejectWaiting(this.shutdownError);
   }
 
   private onDisconnect(code: number, reason: string): void {
@@ -389,14 +371,13 @@ export class GymwireClient {
         if (!welcome.resumed) {
           // The server forgot us (restarted, or the grace period passed): sessions are gone.
           for (const env of this.envs.values()) env.markClosed('the server did not resume this client’s sessions');
-          this.failAll(
+          this.channel.rejectWaiting(
             new SdkError('SESSION_LOST', 'reconnected, but the server no longer has this client’s sessions'),
             (p) => p.type !== 'list_envs' && p.type !== 'ping' && p.type !== 'make',
           );
         }
         // Re-send what is still waiting, in the original order, with the original ids.
-        const waiting = [...this.pending.entries()].filter(([, p]) => p.type !== 'hello').sort(([a], [b]) => a - b);
-        for (const [, p] of waiting) transport.send(p.frame);
+        this.channel.replay((p) => p.type !== 'hello');
         this.opts.onEvent?.({ type: 'reconnected', resumed: welcome.resumed });
         return;
       } catch (err) {
@@ -406,14 +387,6 @@ export class GymwireClient {
     }
     if (this.state === 'reconnecting')
       this.shut(new SdkError('CONNECTION_LOST', `could not reconnect: ${(lastError as Error | null)?.message ?? 'timed out'}`));
-  }
-
-  private failAll(err: Error, which: (p: Pending) => boolean = () => true): void {
-    for (const [id, p] of [...this.pending]) {
-      if (!which(p)) continue;
-      this.pending.delete(id);
-      p.reject(err);
-    }
   }
 }
 

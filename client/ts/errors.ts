@@ -18,6 +18,8 @@ export const SdkErrorCode = {
   BadResponse: 'BAD_RESPONSE',
   FrameTooLarge: 'FRAME_TOO_LARGE',
   VersionMismatch: 'VERSION_MISMATCH',
+  TooDeep: 'TOO_DEEP',
+  TooManyPending: 'TOO_MANY_PENDING',
 } as const satisfies Record<string, SdkErrorCodeName>;
 export type SdkErrorCode = (typeof SdkErrorCode)[keyof typeof SdkErrorCode];
 

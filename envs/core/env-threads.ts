@@ -16,15 +16,13 @@
  * const { obs } = await env.reset({ seed: 0 }); // computed on the thread
  */
 import { availableParallelism } from 'node:os';
-import type { Worker } from 'node:worker_threads';
 
 import type { Logger } from 'pino';
 
 import type { Env, EnvMetadata, EnvTool, RenderFrame, ResetOptions, ResetResult, StepResult } from './env.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
 import type { Space } from '../../protocol/spaces.ts';
-import { Channel, describeThrown } from '../../runtime/channel.ts';
-import type { Outcome } from '../../runtime/channel.ts';
+import { ThreadLink } from '../../runtime/thread-link.ts';
 import { startModuleWorker } from './threads.ts';
 import { packValue, unpackError, unpackValue } from './thread-values.ts';
 import type { PackedError } from './thread-values.ts';
@@ -59,78 +57,53 @@ const MAKE_GRACE_MS = 60_000;
 
 class EnvThread {
   envs = 0;
-  private worker: Worker | null = null;
-  /** Calls and their answers (runtime/channel.ts); a new one for each worker the thread starts. */
-  private channel: Channel<Omit<EnvThreadRequest, 'id'>> | null = null;
-  /** Counts the workers this thread lost: an env lives on the one it was made on, and is gone with it. */
-  generation = 0;
+  /** The thread, its calls and their answers (runtime/thread-link.ts); an env lives on the thread it was made on, and is gone with it. */
+  private readonly link: ThreadLink<Omit<EnvThreadRequest, 'id'>>;
   /** The logger of each env that has one, for what it logs on the thread. */
   readonly loggers = new Map<number, Logger>();
 
   constructor(
-    private readonly entry: URL,
-    private readonly callerUrl: string,
-    private readonly nice: number | undefined,
+    entry: URL,
+    callerUrl: string,
+    nice: number | undefined,
     private readonly callTimeoutMs: number,
     readonly index: number,
-  ) {}
+  ) {
+    this.link = new ThreadLink({
+      name: `env thread ${index}`,
+      start: () => startModuleWorker(entry, callerUrl, nice),
+      send: (worker, id, body) => worker.postMessage({ id, ...body } satisfies EnvThreadRequest),
+      read: (message) => {
+        const res = message as EnvThreadResponse;
+        if (typeof res !== 'object' || res === null) return 'garbage';
+        if ('log' in res) {
+          this.loggers.get(res.log.envId)?.[res.log.level](res.log.fields, res.log.message);
+          return 'handled';
+        }
+        if (typeof res.id !== 'number') return 'garbage';
+        try {
+          return { id: res.id, outcome: res.ok === true ? { ok: true, value: unpackValue(res.value) } : { ok: false, error: unpackError(res.error) } };
+        } catch (err) {
+          return { id: res.id, outcome: { ok: false, error: err } };
+        }
+      },
+      deadlineMs: callTimeoutMs,
+    });
+  }
+
+  /** Counts the threads lost: an env made in an earlier generation is gone. */
+  get generation(): number {
+    return this.link.generation;
+  }
 
   call(envId: number, method: EnvThreadRequest['method'], args: unknown[], generation = this.generation): Promise<unknown> {
     if (generation !== this.generation) return Promise.reject(lostEnvError(`env thread ${this.index} was restarted after a call on it failed or hung`));
-    const channel = this.ensure();
-    this.worker!.ref();
     const deadlineMs = method === 'make' ? this.callTimeoutMs + MAKE_GRACE_MS : this.callTimeoutMs;
-    return channel.request({ envId, method, args: args.map((a) => packValue(a)) }, { what: method, deadlineMs });
+    return this.link.request({ envId, method, args: args.map((a) => packValue(a)) }, { what: method, deadlineMs });
   }
 
-  async close(): Promise<void> {
-    const worker = this.worker;
-    this.worker = null;
-    this.channel?.fail('the env thread pool is closed');
-    if (worker) await worker.terminate();
-  }
-
-  private ensure(): Channel<Omit<EnvThreadRequest, 'id'>> {
-    if (this.channel && this.worker) return this.channel;
-    const worker = startModuleWorker(this.entry, this.callerUrl, this.nice);
-    worker.unref();
-    const channel = new Channel<Omit<EnvThreadRequest, 'id'>>({
-      name: `env thread ${this.index}`,
-      send: (id, body) => worker.postMessage({ id, ...body } satisfies EnvThreadRequest),
-      limits: { deadlineMs: this.callTimeoutMs },
-      // A call that never returns holds the thread and every env on it: end it; its envs are lost, later ones get a fresh thread.
-      onDeadline: ({ what }) => this.lose(worker, `a ${what} call did not return within ${this.callTimeoutMs} ms`),
-    });
-    worker.on('message', (res: EnvThreadResponse) => {
-      if ('log' in res) {
-        this.loggers.get(res.log.envId)?.[res.log.level](res.log.fields, res.log.message);
-        return;
-      }
-      if (typeof res !== 'object' || res === null || typeof res.id !== 'number') return channel.noteGarbage();
-      let outcome: Outcome;
-      try {
-        outcome = res.ok === true ? { ok: true, value: unpackValue(res.value) } : { ok: false, error: unpackError(res.error) };
-      } catch (err) {
-        outcome = { ok: false, error: err };
-      }
-      channel.settle(res.id, outcome);
-      if (channel.pending === 0) worker.unref();
-    });
-    worker.on('error', (err) => this.lose(worker, describeThrown(err)));
-    // Its envs are gone with it: their calls fail from now on (each session's own fault, not the server's).
-    worker.on('exit', (code) => this.lose(worker, `env thread exited with code ${code}`));
-    this.worker = worker;
-    this.channel = channel;
-    return channel;
-  }
-
-  private lose(worker: Worker, reason: string): void {
-    if (this.worker !== worker) return;
-    this.worker = null;
-    this.generation++;
-    this.channel?.fail(reason);
-    this.channel = null;
-    void worker.terminate();
+  close(): Promise<void> {
+    return this.link.close('the env thread pool is closed');
   }
 }
 

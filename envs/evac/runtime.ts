@@ -19,13 +19,12 @@
  */
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
-import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { pino } from 'pino';
 
 import type { ConfinePath } from '../core/data-roots.ts';
 import type { Manifest, ModelDir, WorldModelInputs } from './contract.ts';
-import { Channel, describeThrown } from '../../runtime/channel.ts';
+import { ThreadLink } from '../../runtime/thread-link.ts';
 import { startModuleWorker } from '../core/threads.ts';
 import { ModelContractError, checkSessions, fingerprintModelDir, readModelDir } from './contract.ts';
 import type { WorkerRequest, WorkerResponse } from './protocol.ts';
@@ -352,10 +351,8 @@ export class WorldModelRuntime {
   readonly stats: RuntimeStats = { runs: 0, steps: 0, maxBatchSeen: 0 };
   private readonly logger: Logger;
   private readonly threads: number;
-  private worker: Worker | null = null;
-  /** Requests and their answers (runtime/channel.ts); a new one for each worker. */
-  private channel: Channel<Outgoing> | null = null;
-  private readonly callTimeoutMs: number;
+  /** The worker thread, its requests and their answers (runtime/thread-link.ts); models load again on a fresh one. */
+  private readonly link: ThreadLink<Outgoing>;
   private readonly models = new Map<string, Promise<LoadedWorldModel>>();
   private fallbackLogged = false;
   private closed = false;
@@ -373,7 +370,25 @@ export class WorldModelRuntime {
     // extra threads only run while a large op is split, and the main thread, idle while a batch
     // runs, lends its core (batches of 32 ran ~12% faster on 2 cores; single steps are not split).
     this.threads = opts.threads ?? Math.max(1, Math.min(4, availableParallelism()));
-    this.callTimeoutMs = opts.callTimeoutMs ?? DEFAULT_WORLD_MODEL_TIMEOUT_MS;
+    this.link = new ThreadLink<Outgoing>({
+      name: 'the world-model worker',
+      start: () => {
+        assertOnnxRuntimeInstalled();
+        return startModuleWorker(new URL('./worker.ts', import.meta.url), import.meta.url);
+      },
+      send: (worker, id, { msg, transfer }) => worker.postMessage({ ...msg, id }, transfer),
+      // The worker's own refusals are answers too (`ok: false` in the body): request() tells them apart.
+      read: (message) => {
+        const res = message as WorkerResponse;
+        return typeof res !== 'object' || res === null || typeof res.id !== 'number' ? 'garbage' : { id: res.id, outcome: { ok: true, value: res } };
+      },
+      deadlineMs: opts.callTimeoutMs ?? DEFAULT_WORLD_MODEL_TIMEOUT_MS,
+      // The worker is gone (or hung and ended): what waited on it failed, and models load again on a fresh one.
+      onLost: (reason) => {
+        this.models.clear();
+        if (!this.closed) this.logger.error({ reason }, 'world-model worker failed');
+      },
+    });
   }
 
   /**
@@ -445,60 +460,18 @@ export class WorldModelRuntime {
 
   /** @internal Sends one message to the worker and waits for its answer. */
   async request(msg: WorkerRequest, transfer: ArrayBuffer[] = []): Promise<WorkerResponse & { ok: true }> {
-    const channel = this.ensureWorker();
-    this.worker!.ref();
-    const res = await channel.request<WorkerResponse>({ msg, transfer }, { what: msg.type });
+    if (this.closed) throw new Error('the world-model runtime is closed');
+    const res = await this.link.request<WorkerResponse>({ msg, transfer }, { what: msg.type });
     if (!res.ok) throw new WorkerRefusal(res.error);
     return res;
-  }
-
-  private ensureWorker(): Channel<Outgoing> {
-    if (this.closed) throw new Error('the world-model runtime is closed');
-    if (this.worker && this.channel) return this.channel;
-    assertOnnxRuntimeInstalled();
-    const worker = startModuleWorker(new URL('./worker.ts', import.meta.url), import.meta.url);
-    const channel = new Channel<Outgoing>({
-      name: 'the world-model worker',
-      send: (id, { msg, transfer }) => worker.postMessage({ ...msg, id }, transfer),
-      limits: { deadlineMs: this.callTimeoutMs },
-      onDeadline: ({ what }) => this.lose(worker, new Error(`a ${what} did not finish within ${this.callTimeoutMs} ms`)),
-    });
-    worker.on('message', (res: WorkerResponse) => {
-      if (typeof res !== 'object' || res === null || typeof res.id !== 'number') return channel.noteGarbage();
-      channel.settle(res.id, { ok: true, value: res });
-      if (channel.pending === 0) worker.unref();
-    });
-    worker.on('error', (err) => this.lose(worker, err));
-    worker.on('exit', (code) => this.lose(worker, new Error(`world-model worker exited with code ${code}`)));
-    worker.unref();
-    this.worker = worker;
-    this.channel = channel;
-    return channel;
-  }
-
-  /** The worker is gone (or hung and ended): what waits on it fails, and models load again on a fresh one. */
-  private lose(worker: Worker, err: Error): void {
-    if (this.worker !== worker) return;
-    this.worker = null;
-    this.channel?.fail(describeThrown(err));
-    this.channel = null;
-    this.models.clear();
-    void worker.terminate();
-    if (!this.closed) this.logger.error({ err }, 'world-model worker failed');
   }
 
   /** Releases every session and ends the worker; pending steps fail. Safe to call twice. */
   async close(): Promise<void> {
     if (this.closed) return;
-    const worker = this.worker;
-    if (worker) {
-      await this.request({ id: 0, type: 'close' }).catch(() => undefined);
-    }
+    if (this.link.started) await this.request({ id: 0, type: 'close' }).catch(() => undefined);
     this.closed = true;
-    this.channel?.fail('the world-model runtime is closed');
-    this.channel = null;
-    this.worker = null;
-    if (worker) await worker.terminate();
+    await this.link.close('the world-model runtime is closed');
     this.models.clear();
   }
 }

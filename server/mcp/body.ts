@@ -8,6 +8,8 @@
  * if (body.kind === 'too_large') return refuse(413);
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Transform } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 
 import { MAX_FRAME_DEPTH, nestsDeeperThan } from '../../protocol/frame-scan.ts';
 
@@ -84,4 +86,62 @@ export function drainThenClose(req: IncomingMessage, res: ServerResponse, ms = D
     req.once('close', done);
     req.resume();
   });
+}
+
+/**
+ * The stdio bridge's counterpart of readBoundedJson: a filter between stdin and the MCP SDK's stdio
+ * transport that passes each newline-delimited JSON-RPC message through unless it nests deeper
+ * than MAX_FRAME_DEPTH, which is answered on `out` with the same -32600 error /mcp gives and
+ * dropped before the SDK's recursive schema check sees it. A line longer than `maxLineBytes` is
+ * dropped too (-32600), so a peer that never sends a newline costs at most that much memory.
+ */
+export function depthGuardedLines(input: Readable, out: Writable, maxLineBytes: number): Readable {
+  let held: Buffer[] = [];
+  let heldBytes = 0;
+  let skipping = false;
+  const refuse = (id: unknown, message: string) => {
+    const validId = typeof id === 'string' || typeof id === 'number' ? id : null;
+    out.write(`${JSON.stringify({ jsonrpc: '2.0', id: validId, error: { code: -32600, message } })}\n`);
+  };
+  const filter = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      let start = 0;
+      for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+        const part = chunk.subarray(start, nl);
+        start = nl + 1;
+        if (skipping) {
+          skipping = false;
+          continue;
+        }
+        const line = held.length > 0 ? Buffer.concat([...held, part]) : part;
+        held = [];
+        heldBytes = 0;
+        let value: unknown;
+        try {
+          value = JSON.parse(line.toString('utf8')) as unknown;
+        } catch {
+          this.push(Buffer.concat([line, Buffer.from('\n')])); // not JSON: the SDK answers its parse error
+          continue;
+        }
+        if (nestsDeeperThan(value, MAX_FRAME_DEPTH)) {
+          refuse((value as { id?: unknown }).id, `Invalid Request: the message nests arrays and objects deeper than ${MAX_FRAME_DEPTH} levels`);
+          continue;
+        }
+        this.push(Buffer.concat([line, Buffer.from('\n')]));
+      }
+      const rest = chunk.subarray(start);
+      if (!skipping && rest.byteLength > 0) {
+        heldBytes += rest.byteLength;
+        if (heldBytes > maxLineBytes) {
+          held = [];
+          heldBytes = 0;
+          skipping = true;
+          refuse(null, `Invalid Request: a message is longer than ${maxLineBytes} bytes`);
+        } else held.push(Buffer.from(rest));
+      }
+      done();
+    },
+  });
+  input.pipe(filter);
+  return filter;
 }

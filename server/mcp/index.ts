@@ -5,6 +5,7 @@
  * import { mountMcp } from './server/mcp/index.ts';
  * const server = await startServer({ port: 0, mountRoutes: (routes, core) => mountMcp(routes, core) });
  */
+export { depthGuardedLines } from './body.ts';
 export { MCP_DEFAULTS, mountMcp } from './http.ts';
 export type { McpEndpoint, McpHttpOptions } from './http.ts';
 export { coreLink } from './link.ts';

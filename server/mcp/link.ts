@@ -13,6 +13,8 @@
  */
 import { decode, encode } from '../../protocol/codec.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
+import { Channel } from '../../runtime/channel.ts';
+import type { ChannelLimits } from '../../runtime/channel.ts';
 import { EventSchema, PROTOCOL_VERSION, ServerMessageSchema } from '../../protocol/messages.ts';
 import type { RequestInput, RequestType, ResultOf, ServerEvent } from '../../protocol/messages.ts';
 import type { ServerCore } from '../core.ts';
@@ -32,27 +34,36 @@ export interface CoreLink extends GymwireLink {
   close(): void;
 }
 
-interface Pending {
-  resolve(result: unknown): void;
-  reject(err: Error): void;
-}
+/**
+ * Requests one MCP session may have waiting on its link. The core's own per-session bound
+ * (max_pending_per_session) still applies; this one bounds what a flood of tool calls holds in the
+ * link before the core sees it. No deadline: the core's env calls carry their own.
+ */
+const MCP_LINK_LIMITS: Partial<ChannelLimits> = { maxInFlight: 256, maxQueued: 1024, deadlineMs: 0 };
 
 /**
  * Opens an in-process connection to `core` and performs the hello handshake. Rejects with the
  * core's ProtocolError (ENV_ERR_UNAUTHORIZED for a missing or wrong token) when hello is refused.
  */
-export async function coreLink(core: ServerCore, opts: { token?: string; clientName?: string; remoteAddress?: string } = {}): Promise<CoreLink> {
-  const pending = new Map<number, Pending>();
-  let nextId = 1;
+export async function coreLink(
+  core: ServerCore,
+  opts: { token?: string; clientName?: string; remoteAddress?: string; limits?: Partial<ChannelLimits> } = {},
+): Promise<CoreLink> {
   let closed = false;
-  const fail = (err: Error) => {
-    for (const p of pending.values()) p.reject(err);
-    pending.clear();
-  };
+  const channel = new Channel<{ type: RequestType; fields: object }>({
+    name: 'the gymwire core',
+    send: (id, { type, fields }) => {
+      const frame = encode({ ...fields, id, type });
+      queueMicrotask(() => !closed && conn.onFrame(frame));
+    },
+    limits: { ...MCP_LINK_LIMITS, ...opts.limits },
+    refusedError: ({ what, queued }) =>
+      new ProtocolError('ENV_ERR_TOO_MANY_PENDING', `${queued} gymwire requests of this MCP session already wait; ${what} was not sent`, { queued }),
+  });
   const shut = (reason: string) => {
     if (closed) return;
     closed = true;
-    fail(new ProtocolError('ENV_ERR_SHUTTING_DOWN', `the gymwire connection closed: ${reason}`));
+    channel.fail(new ProtocolError('ENV_ERR_SHUTTING_DOWN', `the gymwire connection closed: ${reason}`));
     conn.onClose();
     link.onClose?.(reason);
   };
@@ -77,12 +88,7 @@ export async function coreLink(core: ServerCore, opts: { token?: string; clientN
     },
     request<T extends RequestType>(type: T, fields: RequestInput<T>): Promise<ResultOf<T>> {
       if (closed) return Promise.reject(new ProtocolError('ENV_ERR_SHUTTING_DOWN', 'the gymwire connection is closed'));
-      const id = nextId++;
-      const frame = encode({ ...fields, id, type });
-      return new Promise<ResultOf<T>>((resolve, reject) => {
-        pending.set(id, { resolve: resolve as (r: unknown) => void, reject });
-        queueMicrotask(() => !closed && conn.onFrame(frame));
-      });
+      return channel.request<ResultOf<T>>({ type, fields }, { what: type });
     },
     close: () => shut('closed by the MCP session'),
   };
@@ -90,21 +96,17 @@ export async function coreLink(core: ServerCore, opts: { token?: string; clientN
   function onFrame(frame: Uint8Array): void {
     if (closed) return;
     const parsed = ServerMessageSchema.safeParse(decode(frame));
-    if (!parsed.success) return;
+    if (!parsed.success) return channel.noteGarbage();
     const msg = parsed.data;
     if (msg.type === 'event') {
       link.onEvent?.(EventSchema.parse(msg));
       return;
     }
     if (msg.type === 'error' && msg.id === null) {
-      fail(ProtocolError.fromWire(msg.error));
+      channel.rejectWaiting(ProtocolError.fromWire(msg.error));
       return;
     }
-    const entry = pending.get(msg.id as number);
-    if (!entry) return;
-    pending.delete(msg.id as number);
-    if (msg.type === 'error') entry.reject(ProtocolError.fromWire(msg.error));
-    else entry.resolve(msg.result);
+    channel.settle(msg.id as number, msg.type === 'error' ? { ok: false, error: ProtocolError.fromWire(msg.error) } : { ok: true, value: msg.result });
   }
 
   await link.request('hello', {

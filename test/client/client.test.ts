@@ -36,6 +36,35 @@ describe('client', () => {
     expect(await c.ping()).toBeGreaterThanOrEqual(0);
   });
 
+  it('refuses over-deep kwargs and options with TOO_DEEP before sending, and keeps working', async () => {
+    const srv = await startTestServer('memory', { registry: testRegistry() });
+    cleanups.push(() => srv.close());
+    const c = await connect(srv.connector);
+    cleanups.push(() => c.close());
+    let deep: Record<string, unknown> = {};
+    for (let i = 0; i < 20_000; i++) deep = { deep };
+    const made = await c.make('test/Counter-v0', deep).catch((e: unknown) => e);
+    expect(made).toBeInstanceOf(SdkError);
+    expect(made).toMatchObject({ code: 'TOO_DEEP', details: { max_depth: 512 } });
+    const env = await c.make('test/Counter-v0');
+    await expect(env.reset({ options: deep })).rejects.toMatchObject({ code: 'TOO_DEEP' });
+    await env.reset();
+    expect((await env.step(0)).reward).toBeTypeOf('number');
+  });
+
+  it('holds requests past maxInFlight in the client and refuses past maxQueued with TOO_MANY_PENDING', async () => {
+    const srv = await startTestServer('memory', { registry: testRegistry() });
+    cleanups.push(() => srv.close());
+    const c = await connect(srv.connector, { maxInFlight: 2, maxQueued: 3 });
+    cleanups.push(() => c.close());
+    const pings = Array.from({ length: 5 }, () => c.ping());
+    const refused = await c.ping().catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(SdkError);
+    expect(refused).toMatchObject({ code: 'TOO_MANY_PENDING', details: { max_queued: 3 } });
+    // The five held are sent as answers come, and all answered.
+    expect((await Promise.all(pings)).length).toBe(5);
+  });
+
   it('reports a server that is not there as CONNECT_FAILED', async () => {
     const err = await connect(wsConnector('ws://127.0.0.1:1'), { reconnect: false }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SdkError);

@@ -24,6 +24,29 @@ function harness(limits: ConstructorParameters<typeof Channel>[0]['limits'] = {}
 const throwingToString = { toString: () => { throw new Error('no'); } }; // prettier-ignore
 
 describe('Channel', () => {
+  it('replays what still waits in id order, and fails some waiting requests without ending the channel', async () => {
+    const { channel, sent, answer } = harness({ maxInFlight: 2 });
+    const a = channel.request({ type: 'keep' });
+    const b = channel.request({ type: 'drop' });
+    const c = channel.request({ type: 'keep' }); // queued behind maxInFlight
+    expect(channel.oldestInFlight).toBe(sent[0]!.id);
+    expect(channel.bodyOf(sent[1]!.id)).toEqual({ type: 'drop' });
+    sent.length = 0;
+    channel.replay();
+    expect(sent.map((s) => s.body)).toEqual([{ type: 'keep' }, { type: 'drop' }]);
+    const gone = new Error('that state is gone');
+    channel.rejectWaiting(gone, (body) => (body as { type: string }).type === 'drop');
+    await expect(b).rejects.toBe(gone);
+    // The freed slot sends the queued request; the channel stays alive.
+    expect(sent.at(-1)!.body).toEqual({ type: 'keep' });
+    answer(sent[0]!.id, { ok: true, value: 'a' });
+    answer(sent.at(-1)!.id, { ok: true, value: 'c' });
+    expect([await a, await c]).toEqual(['a', 'c']);
+    answer(sent[1]!.id, { ok: true, value: 'late b' });
+    expect(channel.stats.late).toBe(1);
+    expect(channel.alive).toBe(true);
+  });
+
   it('pairs answers with their requests by id, in any order', async () => {
     const { channel, sent, answer } = harness();
     const a = channel.request('a');

@@ -18,6 +18,12 @@ import { rssOf, serveProcess } from '../helpers/serve-process.ts';
 import { servedUrl } from '../helpers/serve-url.ts';
 
 const MIB = 1024 * 1024;
+/**
+ * The slow client's grace (--outbound-drain-timeout) before it is closed with 4008, and again before
+ * its socket is dropped (1006) if it still does not read: long enough that the test, on a loaded
+ * machine, notices the close and reads again within the second window.
+ */
+const DRAIN_TIMEOUT_MS = 4_000;
 const started: ChildProcess[] = [];
 
 afterEach(() => {
@@ -65,7 +71,7 @@ describe.each(['ws', 'uws'])('a client that stops reading its answers (--transpo
       '--max-outbound-bytes',
       '8m',
       '--outbound-drain-timeout',
-      '2s',
+      `${DRAIN_TIMEOUT_MS}ms`,
     ]);
     started.push(child);
     let log = '';
@@ -92,14 +98,12 @@ describe.each(['ws', 'uws'])('a client that stops reading its answers (--transpo
     }, 5);
     let peak = baseline;
     const sampling = setInterval(() => (peak = Math.max(peak, rssOf(child.pid!))), 50);
-    let pings = 0;
-    let slowestPingMs = 0;
+    const pingMs: number[] = [];
     const pinging = (async () => {
       while ((await metric(url, 'gymwire_slow_reader_closes_total')) < 1) {
         const t0 = performance.now();
         await other.ask({ type: 'ping' });
-        slowestPingMs = Math.max(slowestPingMs, performance.now() - t0);
-        pings++;
+        pingMs.push(performance.now() - t0);
         await new Promise((r) => setTimeout(r, 50));
       }
     })();
@@ -116,8 +120,14 @@ describe.each(['ws', 'uws'])('a client that stops reading its answers (--transpo
     // Unbounded, the asked-for frames would have cost the server asked * 720 KB.
     expect(asked * 720_000).toBeGreaterThan(1024 * MIB);
     expect(peak - baseline).toBeLessThan(200 * MIB);
-    expect(pings).toBeGreaterThan(5);
-    expect(slowestPingMs).toBeLessThan(1000);
+    // The other client is served all along, not after the slow one is closed. On a loaded 2-core CI
+    // machine one ping may meet a scheduler or GC pause, so the typical ping is held tight and the
+    // slowest only below half the slow client's drain timeout: a server that served the other
+    // client behind the slow one's backlog would answer it no sooner than that close.
+    expect(pingMs.length).toBeGreaterThan(5);
+    const sorted = [...pingMs].sort((a, b) => a - b);
+    expect(sorted[Math.floor(sorted.length / 2)]).toBeLessThan(250);
+    expect(sorted.at(-1)).toBeLessThan(DRAIN_TIMEOUT_MS / 2);
     // The other client is still served, on the same server.
     expect((await other.ask({ type: 'ping' })).type).toBe('result');
     other.ws.close();

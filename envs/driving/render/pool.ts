@@ -16,9 +16,9 @@
  * await pool.close();
  */
 import { availableParallelism } from 'node:os';
-import type { Worker } from 'node:worker_threads';
 
-import { Channel, describeThrown } from '../../../runtime/channel.ts';
+import { describeThrown } from '../../../runtime/channel.ts';
+import { ThreadLink } from '../../../runtime/thread-link.ts';
 import { startModuleWorker } from '../../core/threads.ts';
 import type { Pose } from '../geometry.ts';
 import type { CameraSpec, RenderBox, RenderInput } from './camera.ts';
@@ -48,69 +48,46 @@ type RenderCall = Omit<Extract<RenderRequest, { type: 'render' }>, 'id'>;
 
 class RenderThread {
   rigs = 0;
-  private worker: Worker | null = null;
-  /** Renders and their images (runtime/channel.ts); a new one for each worker the thread starts. */
-  private channel: Channel<RenderCall> | null = null;
-  /** Counts the workers this thread lost: a rig lives on the one it was prepared on. */
-  generation = 0;
+  /** The thread, its renders and their images (runtime/thread-link.ts); a rig lives on the thread it was prepared on. */
+  private readonly link: ThreadLink<RenderCall>;
 
   constructor(
-    private readonly callTimeoutMs: number,
+    callTimeoutMs: number,
     private readonly index: number,
-  ) {}
+  ) {
+    this.link = new ThreadLink<RenderCall>({
+      name: `render thread ${index}`,
+      start: () => startModuleWorker(new URL('./worker.ts', import.meta.url), import.meta.url),
+      send: (worker, id, body) => worker.postMessage({ ...body, id } satisfies RenderRequest),
+      read: (message) => {
+        const res = message as RenderResponse;
+        if (typeof res !== 'object' || res === null || typeof res.id !== 'number') return 'garbage';
+        return {
+          id: res.id,
+          outcome: res.ok === true ? { ok: true, value: res.images } : { ok: false, error: new Error(`camera rendering failed: ${describeThrown(res.error)}`) },
+        };
+      },
+      deadlineMs: callTimeoutMs,
+    });
+  }
+
+  /** Counts the threads lost: a rig prepared in an earlier generation is gone. */
+  get generation(): number {
+    return this.link.generation;
+  }
 
   post(msg: RenderRequest): void {
-    this.ensure();
-    this.worker!.postMessage(msg);
+    this.link.post(msg);
   }
 
   render(msg: RenderCall, generation: number): Promise<Uint8Array[]> {
     if (generation !== this.generation)
       return Promise.reject(new Error(`render thread ${this.index} was restarted after a render failed or hung; this camera rig is gone`));
-    const channel = this.ensure();
-    this.worker!.ref();
-    return channel.request<Uint8Array[]>(msg, { what: 'render' });
+    return this.link.request<Uint8Array[]>(msg, { what: 'render' });
   }
 
-  async close(): Promise<void> {
-    const worker = this.worker;
-    this.worker = null;
-    this.channel?.fail('the render pool is closed');
-    this.channel = null;
-    if (worker) await worker.terminate();
-  }
-
-  private ensure(): Channel<RenderCall> {
-    if (this.worker && this.channel) return this.channel;
-    const worker = startModuleWorker(new URL('./worker.ts', import.meta.url), import.meta.url);
-    worker.unref();
-    const channel = new Channel<RenderCall>({
-      name: `render thread ${this.index}`,
-      send: (id, body) => worker.postMessage({ ...body, id } satisfies RenderRequest),
-      limits: { deadlineMs: this.callTimeoutMs },
-      onDeadline: () => this.lose(worker, `a render did not finish within ${this.callTimeoutMs} ms`),
-    });
-    worker.on('message', (res: RenderResponse) => {
-      if (typeof res !== 'object' || res === null || typeof res.id !== 'number') return channel.noteGarbage();
-      if (res.ok === true) channel.settle(res.id, { ok: true, value: res.images });
-      else channel.settle(res.id, { ok: false, error: new Error(`camera rendering failed: ${describeThrown(res.error)}`) });
-      if (channel.pending === 0) worker.unref();
-    });
-    worker.on('error', (err) => this.lose(worker, describeThrown(err)));
-    // Its rigs are gone with it: renders fail from now on (each session's own fault, not the server's).
-    worker.on('exit', (code) => this.lose(worker, `render thread exited with code ${code}`));
-    this.worker = worker;
-    this.channel = channel;
-    return channel;
-  }
-
-  private lose(worker: Worker, reason: string): void {
-    if (this.worker !== worker) return;
-    this.worker = null;
-    this.generation++;
-    this.channel?.fail(reason);
-    this.channel = null;
-    void worker.terminate();
+  close(): Promise<void> {
+    return this.link.close('the render pool is closed');
   }
 }
 

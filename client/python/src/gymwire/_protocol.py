@@ -20,6 +20,7 @@ CLOSE_PROTOCOL_ERROR: Final = 1002
 CLOSE_POLICY_VIOLATION: Final = 1008
 CLOSE_MESSAGE_TOO_BIG: Final = 1009
 CLOSE_INTERNAL_ERROR: Final = 1011
+CLOSE_TRY_AGAIN_LATER: Final = 1013
 CLOSE_SLOW_READER: Final = 4008
 FATAL_CLOSE_CODES: Final = (1002, 1008)
 
@@ -71,6 +72,8 @@ SDK_ERROR_CODES: Final[dict[str, str]] = {
     "BAD_RESPONSE": "The server sent an answer the client cannot read.",
     "FRAME_TOO_LARGE": "A request is larger than the server’s max_frame_bytes; it was not sent.",
     "VERSION_MISMATCH": "The server speaks another protocol version.",
+    "TOO_DEEP": "A request nests deeper than the protocol’s depth limit (MAX_FRAME_DEPTH, 512 levels); it was not sent.",
+    "TOO_MANY_PENDING": "More requests wait to be sent than the client allows (maxQueued); this one was not sent.",
 }
 
 #: The adaptive busy-poll window both ends use (runtime/busy-poll.ts): times in µs, the rest counts and a fraction.

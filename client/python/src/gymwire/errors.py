@@ -88,6 +88,18 @@ class VersionMismatchError(SdkError):
     code = "VERSION_MISMATCH"
 
 
+class TooDeepError(SdkError, ValueError):
+    """A request nests deeper than the protocol's depth limit (512 levels); it was not sent."""
+
+    code = "TOO_DEEP"
+
+
+class TooManyPendingLocalError(SdkError):
+    """More requests wait to be sent than the client allows; this one was not sent."""
+
+    code = "TOO_MANY_PENDING"
+
+
 class ServerError(GymwireError):
     """An error answered by the server: ``code`` (``ENV_ERR_*``), ``message``, ``details``."""
 
