@@ -58,6 +58,7 @@ export interface ServeOptions {
   pythonExe?: string;
   workers?: string;
   workerTimeout: string;
+  simulators: boolean;
   evacModelDir?: string;
   evacBatchSize: string;
   evacBatchWindow: string;
@@ -182,6 +183,7 @@ export function registerServe(program: Command): void {
     .option('--python-exe <path>', 'the Python that runs hosted envs (also GYMWIRE_PYTHON; default python3)')
     .option('--workers <n>', 'Python worker processes at most (default: one per core)')
     .option('--worker-timeout <duration>', 'kill and restart a Python worker that takes longer than this to answer', '60s')
+    .option('--no-simulators', "do not serve the robosuite, Meta-World and LIBERO families even where their packages are installed in the workers' Python")
     .option(
       '--evac-model-dir <dir>',
       'world model served to EvacWorldModel-v0 makes that name neither model_dir nor resolution (default: the bundled tiny one)',
@@ -253,7 +255,7 @@ export function registerServe(program: Command): void {
       process.on('SIGINT', () => stop('SIGINT'));
       process.on('SIGTERM', () => stop('SIGTERM'));
       const registry = defaultRegistry({ dataRoots: new DataRoots(opts.dataRoot), logger, evac: evacOptions(opts) });
-      await hostEnvs(registry, { ...hosted, logger, check: opts.check ?? false });
+      await hostEnvs(registry, { ...hosted, logger, check: opts.check ?? false, simulators: opts.simulators });
       const torchWorldModel = torchWorldModelOptions(opts);
       if (torchWorldModel)
         await hostTorchWorldModel(registry, { ...torchWorldModel, pythonExe: hosted.pythonExe, workerTimeoutMs: hosted.workerTimeoutMs, logger });

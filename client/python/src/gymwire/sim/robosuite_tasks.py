@@ -1,0 +1,197 @@
+"""robosuite manipulation tasks as Gymnasium envs with LIBERO's conventions.
+
+What LIBERO (and the VLA frameworks that train on it: RLinf, siiRL, OpenVLA-OFT) expect of a
+robosuite env, kept here so a policy trained on one runs on the other:
+
+- the action is 7 numbers in [-1, 1]: an end-effector delta (x, y, z, roll, pitch, yaw) for
+  robosuite's OSC_POSE controller, then the gripper (-1 opens, +1 closes);
+- the observation holds the agent-view and wrist camera images (uint8, square, 128 or 224 pixels,
+  in robosuite's OpenGL row order: row 0 is the bottom of the picture, as LIBERO returns them) and
+  the proprioception LIBERO's policies read (end-effector position and quaternion, gripper and
+  joint positions, float64 as robosuite computes them);
+- ``info["task"]`` is the task's instruction in words, ``info["success"]`` the task's own
+  ``_check_success()``; the episode terminates on success (LIBERO's ``done``), the reward is
+  robosuite's sparse one (1.0 on success).
+
+Seeds: ``reset(seed=s)`` re-seeds the generator robosuite draws object placements and robot
+initialisation noise from, so a seed gives the same scene in any process. ``reset(options=
+{"init_state": flat})`` then restores a MuJoCo state flattened by ``sim.get_state().flatten()``
+(LIBERO's init states are such arrays).
+
+>>> from gymwire.sim.robosuite_tasks import RobosuiteTask
+>>> env = RobosuiteTask(task="Lift", image_size=128)
+>>> obs, info = env.reset(seed=0)
+>>> obs["agentview_image"].shape, info["task"]
+((128, 128, 3), 'pick up the red cube')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from .rendering import configure_gl, drop_effects, effects_on
+
+IMAGE_SIZES = (128, 224)
+# LIBERO's camera names: the scene camera and the one on the gripper.
+CAMERAS = ("agentview", "robot0_eye_in_hand")
+PROPRIO = {"robot0_eef_pos": 3, "robot0_eef_quat": 4, "robot0_gripper_qpos": 2, "robot0_joint_pos": 7}
+# The tasks served, with the instruction a language-conditioned policy gets.
+TASKS = {
+    "Lift": "pick up the red cube",
+    "Stack": "stack the red cube on top of the green cube",
+    "PickPlaceCan": "pick up the can and place it in its bin",
+    "NutAssemblySquare": "fit the square nut onto the square peg",
+    "Door": "open the door",
+}
+# robosuite's default rates: 20 Hz control over a 500 Hz simulation.
+CONTROL_FREQ = 20
+MAX_EPISODE_STEPS = 300
+
+
+def image_space(size: int) -> gym.spaces.Box:
+    return gym.spaces.Box(0, 255, (size, size, 3), np.uint8)
+
+
+def libero_observation_space(size: int, cameras: Iterable[str] = CAMERAS) -> gym.spaces.Dict:
+    spaces: dict[str, gym.spaces.Space[Any]] = {f"{camera}_image": image_space(size) for camera in cameras}
+    for key, dim in PROPRIO.items():
+        spaces[key] = gym.spaces.Box(-np.inf, np.inf, (dim,), np.float64)
+    return gym.spaces.Dict(spaces)
+
+
+def libero_action_space() -> gym.spaces.Box:
+    return gym.spaces.Box(-1.0, 1.0, (7,), np.float32)
+
+
+def check_image_size(size: int) -> int:
+    if size not in IMAGE_SIZES:
+        raise ValueError(f"image_size must be one of {IMAGE_SIZES} (LIBERO's sizes), got {size!r}")
+    return int(size)
+
+
+def pick_observation(raw: dict[str, Any], space: gym.spaces.Dict) -> dict[str, np.ndarray]:
+    """The keys of ``space`` from robosuite's observation dict (which holds many more)."""
+    return {key: np.ascontiguousarray(raw[key]) for key in space.spaces}
+
+
+def reseed(sim_env: Any, seed: int) -> None:
+    """Points robosuite's generator and every placement sampler (which keep a reference to the
+    generator they were built with) at a fresh generator from ``seed``."""
+    rng = np.random.default_rng(seed)
+    sim_env.rng = rng
+    pending = [getattr(sim_env, "placement_initializer", None)]
+    while pending:
+        sampler = pending.pop()
+        if sampler is None:
+            continue
+        if hasattr(sampler, "rng"):
+            sampler.rng = rng
+        pending.extend(getattr(sampler, "samplers", {}).values())
+
+
+def restore_flat_state(sim_env: Any, flat: Any) -> None:
+    state = np.asarray(flat, dtype=np.float64).ravel()
+    expected = sim_env.sim.get_state().flatten().size
+    if state.size != expected:
+        raise ValueError(f"init_state has {state.size} numbers; this task's MuJoCo state has {expected}")
+    sim_env.sim.set_state_from_flattened(state)
+    sim_env.sim.forward()
+
+
+def remake_render_context(sim_env: Any, effects: bool | None) -> bool:
+    """robosuite makes its offscreen context inside make, with the model's 4 anti-aliasing
+    samples, shadows and reflections; without effects (rendering.effects_default) the context is
+    rebuilt with no samples and the scene drops shadows and reflections."""
+    sim = sim_env.sim
+    context = sim._render_context_offscreen
+    on = effects_on(effects)
+    if not on:
+        drop_effects(sim.model._model, context.scn)
+        context.gl_ctx.make_current()
+        context.con.free()
+        context._set_mujoco_context_and_buffers()
+    return on
+
+
+class RobosuiteTask(gym.Env[dict[str, np.ndarray], np.ndarray]):
+    """A robosuite task on a Panda arm with LIBERO's action, cameras and proprioception (module doc)."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": CONTROL_FREQ}
+
+    def __init__(
+        self, task: str = "Lift", image_size: int = 128, robot: str = "Panda", render_effects: bool | None = None, render_mode: str | None = None
+    ) -> None:
+        if task not in TASKS:
+            raise ValueError(f"unknown robosuite task {task!r}; served tasks: {', '.join(TASKS)}")
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode must be 'rgb_array' or None, got {render_mode!r}")
+        self.image_size = check_image_size(image_size)
+        self.render_mode = render_mode
+        self.language = TASKS[task]
+        configure_gl()
+        import robosuite
+
+        # hard_reset=False: a reset restores the loaded model instead of rebuilding it from XML
+        # (seconds per reset); reseed() keeps resets seeded all the same. ignore_done: episodes end
+        # on success or at the server's TimeLimit, not at robosuite's horizon.
+        self.sim_env = robosuite.make(
+            task,
+            robots=robot,
+            controller_configs=robosuite.load_composite_controller_config(controller="BASIC"),
+            has_renderer=False,
+            has_offscreen_renderer=True,
+            use_camera_obs=True,
+            camera_names=list(CAMERAS),
+            camera_heights=self.image_size,
+            camera_widths=self.image_size,
+            control_freq=CONTROL_FREQ,
+            reward_shaping=False,
+            ignore_done=True,
+            hard_reset=False,
+        )
+        self.render_effects = remake_render_context(self.sim_env, render_effects)
+        low, _high = self.sim_env.action_spec
+        if low.shape != (7,):
+            raise ValueError(f"robot {robot} has a {low.shape[0]}-dim action; LIBERO's convention needs a 7-dim arm and gripper")
+        self.observation_space = libero_observation_space(self.image_size)
+        self.action_space = libero_action_space()
+        self._last: dict[str, np.ndarray] | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        super().reset(seed=seed)
+        if seed is not None:
+            reseed(self.sim_env, seed)
+        raw = self.sim_env.reset()
+        init_state = (options or {}).get("init_state")
+        if init_state is not None:
+            restore_flat_state(self.sim_env, init_state)
+            raw = self.sim_env._get_observations(force_update=True)
+        self._last = pick_observation(raw, self.observation_space)
+        return self._last, {"task": self.language, "success": bool(self.sim_env._check_success())}
+
+    def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        raw, reward, _done, _info = self.sim_env.step(np.asarray(action, dtype=np.float64))
+        success = bool(self.sim_env._check_success())
+        self._last = pick_observation(raw, self.observation_space)
+        return self._last, float(reward), success, False, {"task": self.language, "success": success}
+
+    def render(self) -> np.ndarray | None:
+        if self.render_mode != "rgb_array" or self._last is None:
+            return None
+        return self._last["agentview_image"]
+
+    def gymwire_get_state(self) -> bytes:
+        """The MuJoCo state, flattened float64 (time, qpos, qvel), as bytes."""
+        return self.sim_env.sim.get_state().flatten().astype("<f8").tobytes()
+
+    def gymwire_set_state(self, state: bytes) -> None:
+        if len(state) % 8:
+            raise ValueError("a robosuite state is float64 numbers: its length must be a multiple of 8")
+        restore_flat_state(self.sim_env, np.frombuffer(state, dtype="<f8"))
+
+    def close(self) -> None:
+        self.sim_env.close()
