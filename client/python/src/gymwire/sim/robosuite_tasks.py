@@ -16,7 +16,9 @@ robosuite env, kept here so a policy trained on one runs on the other:
 Seeds: ``reset(seed=s)`` re-seeds the generator robosuite draws object placements and robot
 initialisation noise from, so a seed gives the same scene in any process. ``reset(options=
 {"init_state": flat})`` then restores a MuJoCo state flattened by ``sim.get_state().flatten()``
-(LIBERO's init states are such arrays).
+(LIBERO's init states are such arrays). ``get_state``/``set_state`` are not offered: robosuite's
+controllers keep state outside MuJoCo's (the gripper's ramped command, the arm's goal), so a
+restored MuJoCo state alone would not continue the same episode.
 
 >>> from gymwire.sim.robosuite_tasks import RobosuiteTask
 >>> env = RobosuiteTask(task="Lift", image_size=128)
@@ -50,6 +52,7 @@ TASKS = {
 # robosuite's default rates: 20 Hz control over a 500 Hz simulation.
 CONTROL_FREQ = 20
 MAX_EPISODE_STEPS = 300
+MODEL_SEED = 0
 
 
 def image_space(size: int) -> gym.spaces.Box:
@@ -152,6 +155,9 @@ class RobosuiteTask(gym.Env[dict[str, np.ndarray], np.ndarray]):
             reward_shaping=False,
             ignore_done=True,
             hard_reset=False,
+            # The model draws object sizes from this generator at make: a fixed seed builds the
+            # same scene in every process (resets re-seed it for placements, see reseed).
+            seed=MODEL_SEED,
         )
         self.render_effects = remake_render_context(self.sim_env, render_effects)
         low, _high = self.sim_env.action_spec
@@ -183,15 +189,6 @@ class RobosuiteTask(gym.Env[dict[str, np.ndarray], np.ndarray]):
         if self.render_mode != "rgb_array" or self._last is None:
             return None
         return self._last["agentview_image"]
-
-    def gymwire_get_state(self) -> bytes:
-        """The MuJoCo state, flattened float64 (time, qpos, qvel), as bytes."""
-        return self.sim_env.sim.get_state().flatten().astype("<f8").tobytes()
-
-    def gymwire_set_state(self, state: bytes) -> None:
-        if len(state) % 8:
-            raise ValueError("a robosuite state is float64 numbers: its length must be a multiple of 8")
-        restore_flat_state(self.sim_env, np.frombuffer(state, dtype="<f8"))
 
     def close(self) -> None:
         self.sim_env.close()
