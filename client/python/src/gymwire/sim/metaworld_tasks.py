@@ -15,7 +15,7 @@ last 500 steps (Meta-World's ``max_path_length``) and do not terminate on succes
 >>> env = MetaWorldTask(task="reach-v3", image_size=128)
 >>> obs, info = env.reset(seed=3)
 >>> obs["state"].shape, obs["image"].shape, info["task_index"]
-((39,), (128, 128, 3), 24)
+((39,), (128, 128, 3), 40)
 """
 
 from __future__ import annotations
