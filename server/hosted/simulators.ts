@@ -49,7 +49,11 @@ const liberoImageSize = z
   .optional()
   .describe('Camera images are image_size x image_size (LIBERO: 128 or 224); default 128');
 
-const RobosuiteKwargs = z.object({ image_size: liberoImageSize, ...renderKwargs }).strict();
+const flipImages = z
+  .boolean()
+  .optional()
+  .describe('Turn the camera images 180 degrees, as RLinf and OpenVLA-OFT do with LIBERO’s; default false (robosuite’s OpenGL order)');
+const RobosuiteKwargs = z.object({ image_size: liberoImageSize, flip_images: flipImages, ...renderKwargs }).strict();
 const MetaWorldKwargs = z
   .object({
     task: z
@@ -75,6 +79,7 @@ const LiberoKwargs = z
     suite: z.enum(['libero_spatial', 'libero_object', 'libero_goal', 'libero_10', 'libero_90']).optional(),
     task_id: z.number().int().min(0).optional(),
     image_size: liberoImageSize,
+    flip_images: flipImages,
     render_mode: renderKwargs.render_mode,
   })
   .strict();

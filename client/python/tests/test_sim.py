@@ -96,6 +96,7 @@ def test_robosuite_served_equals_local(sim_server: ServerProcess) -> None:
     try:
         assert served.observation_space == local.observation_space and served.action_space == local.action_space
         assert served.observation_space["agentview_image"].shape == (128, 128, 3)
+        assert served.observation_space["state"].shape == (8,)
         rng = np.random.default_rng(0)
         actions = [rng.uniform(-1, 1, 7).astype(np.float32) for _ in range(6)]
         ends = run_both(served, local, actions, {"seed": 7})
@@ -106,6 +107,7 @@ def test_robosuite_served_equals_local(sim_server: ServerProcess) -> None:
         again, _ = served.reset(seed=7)
         other, _ = served.reset(seed=8)
         assert_same_obs(again, first, "seed 7 again")
+        assert again["task_description"] == "pick up the red cube"
         assert other["agentview_image"].tobytes() != first["agentview_image"].tobytes()
 
         # An init state with the cube held 0.2 m over the table: success from Lift's own check, and

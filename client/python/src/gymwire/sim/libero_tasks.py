@@ -48,16 +48,19 @@ def load_libero() -> tuple[Any, Any, Any]:
     return benchmark, get_libero_path, OffScreenRenderEnv
 
 
-class LiberoTask(gym.Env[dict[str, np.ndarray], np.ndarray]):
+class LiberoTask(gym.Env[dict[str, Any], np.ndarray]):
     """One LIBERO task (suite and task index chosen at make) with LIBERO's cameras and actions."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": CONTROL_FREQ}
 
-    def __init__(self, suite: str = "libero_spatial", task_id: int = 0, image_size: int = 128, render_mode: str | None = None) -> None:
+    def __init__(
+        self, suite: str = "libero_spatial", task_id: int = 0, image_size: int = 128, flip_images: bool = False, render_mode: str | None = None
+    ) -> None:
         if suite not in SUITES:
             raise ValueError(f"suite must be one of {SUITES}, got {suite!r}")
         self.image_size = check_image_size(image_size)
         self.render_mode = render_mode
+        self.flip_images = bool(flip_images)
         configure_gl()
         benchmark, get_libero_path, offscreen_env = load_libero()
         tasks = benchmark.get_benchmark_dict()[suite]()
@@ -70,9 +73,9 @@ class LiberoTask(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self.sim_env = offscreen_env(bddl_file_name=bddl, camera_heights=self.image_size, camera_widths=self.image_size, camera_names=list(CAMERAS))
         self.observation_space = libero_observation_space(self.image_size)
         self.action_space = libero_action_space()
-        self._last: dict[str, np.ndarray] | None = None
+        self._last: dict[str, Any] | None = None
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
         options = options or {}
         self.sim_env.seed(0 if seed is None else seed)
@@ -84,13 +87,13 @@ class LiberoTask(gym.Env[dict[str, np.ndarray], np.ndarray]):
             flat = self.init_states[k]
         restore_flat_state(self.sim_env.env, flat)
         raw = self.sim_env.env._get_observations(force_update=True)
-        self._last = pick_observation(raw, self.observation_space)
+        self._last = pick_observation(raw, self.observation_space, self.language, self.flip_images)
         return self._last, {"task": self.language, "success": bool(self.sim_env.check_success())}
 
-    def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+    def step(self, action: np.ndarray) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         raw, reward, _done, _info = self.sim_env.step(np.asarray(action, dtype=np.float64))
         success = bool(self.sim_env.check_success())
-        self._last = pick_observation(raw, self.observation_space)
+        self._last = pick_observation(raw, self.observation_space, self.language, self.flip_images)
         return self._last, float(reward), success, False, {"task": self.language, "success": success}
 
     def render(self) -> np.ndarray | None:

@@ -8,7 +8,9 @@ robosuite env, kept here so a policy trained on one runs on the other:
 - the observation holds the agent-view and wrist camera images (uint8, square, 128 or 224 pixels,
   in robosuite's OpenGL row order: row 0 is the bottom of the picture, as LIBERO returns them) and
   the proprioception LIBERO's policies read (end-effector position and quaternion, gripper and
-  joint positions, float64 as robosuite computes them);
+  joint positions, float64 as robosuite computes them), ``state`` (LIBERO's 8 numbers as RLinf and
+  OpenVLA-OFT build them: end-effector position, axis-angle, gripper) and ``task_description``
+  (the instruction; ``flip_images=True`` turns the images 180 degrees as those pipelines do);
 - ``info["task"]`` is the task's instruction in words, ``info["success"]`` the task's own
   ``_check_success()``; the episode terminates on success (LIBERO's ``done``), the reward is
   robosuite's sparse one (1.0 on success).
@@ -29,6 +31,7 @@ restored MuJoCo state alone would not continue the same episode.
 
 from __future__ import annotations
 
+import string
 from collections.abc import Iterable
 from typing import Any
 
@@ -59,11 +62,27 @@ def image_space(size: int) -> gym.spaces.Box:
     return gym.spaces.Box(0, 255, (size, size, 3), np.uint8)
 
 
+# Task instructions are words, spaces and a little punctuation.
+TASK_CHARSET = string.ascii_letters + string.digits + " .,'-_/()"
+
+
 def libero_observation_space(size: int, cameras: Iterable[str] = CAMERAS) -> gym.spaces.Dict:
     spaces: dict[str, gym.spaces.Space[Any]] = {f"{camera}_image": image_space(size) for camera in cameras}
     for key, dim in PROPRIO.items():
         spaces[key] = gym.spaces.Box(-np.inf, np.inf, (dim,), np.float64)
+    # What RLinf's and OpenVLA-OFT's LIBERO pipelines feed a policy: the 8-dim state and the instruction.
+    spaces["state"] = gym.spaces.Box(-np.inf, np.inf, (8,), np.float32)
+    spaces["task_description"] = gym.spaces.Text(max_length=256, charset=TASK_CHARSET)
     return gym.spaces.Dict(spaces)
+
+
+def quat_to_axis_angle(quat: np.ndarray) -> np.ndarray:
+    """robosuite's (x, y, z, w) quaternion as an axis-angle vector (robosuite's quat2axisangle, which LIBERO's state uses)."""
+    w = float(np.clip(quat[3], -1.0, 1.0))
+    den = np.sqrt(1.0 - w * w)
+    if np.isclose(den, 0.0):
+        return np.zeros(3)
+    return (quat[:3] * 2.0 * np.arccos(w)) / den
 
 
 def libero_action_space() -> gym.spaces.Box:
@@ -76,9 +95,18 @@ def check_image_size(size: int) -> int:
     return int(size)
 
 
-def pick_observation(raw: dict[str, Any], space: gym.spaces.Dict) -> dict[str, np.ndarray]:
-    """The keys of ``space`` from robosuite's observation dict (which holds many more)."""
-    return {key: np.ascontiguousarray(raw[key]) for key in space.spaces}
+def pick_observation(raw: dict[str, Any], space: gym.spaces.Dict, language: str, flip: bool) -> dict[str, Any]:
+    """The keys of ``space`` from robosuite's observation dict (which holds many more), the LIBERO
+    state and the instruction; images turned 180 degrees with ``flip``."""
+    obs: dict[str, Any] = {}
+    for key in space.spaces:
+        if key.endswith("_image"):
+            obs[key] = np.ascontiguousarray(raw[key][::-1, ::-1] if flip else raw[key])
+        elif key in PROPRIO:
+            obs[key] = np.ascontiguousarray(raw[key])
+    obs["state"] = np.concatenate([raw["robot0_eef_pos"], quat_to_axis_angle(raw["robot0_eef_quat"]), raw["robot0_gripper_qpos"]]).astype(np.float32)
+    obs["task_description"] = language
+    return obs
 
 
 def reseed(sim_env: Any, seed: int) -> None:
@@ -120,13 +148,19 @@ def remake_render_context(sim_env: Any, effects: bool | None) -> bool:
     return on
 
 
-class RobosuiteTask(gym.Env[dict[str, np.ndarray], np.ndarray]):
+class RobosuiteTask(gym.Env[dict[str, Any], np.ndarray]):
     """A robosuite task on a Panda arm with LIBERO's action, cameras and proprioception (module doc)."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": CONTROL_FREQ}
 
     def __init__(
-        self, task: str = "Lift", image_size: int = 128, robot: str = "Panda", render_effects: bool | None = None, render_mode: str | None = None
+        self,
+        task: str = "Lift",
+        image_size: int = 128,
+        robot: str = "Panda",
+        render_effects: bool | None = None,
+        flip_images: bool = False,
+        render_mode: str | None = None,
     ) -> None:
         if task not in TASKS:
             raise ValueError(f"unknown robosuite task {task!r}; served tasks: {', '.join(TASKS)}")
@@ -135,6 +169,7 @@ class RobosuiteTask(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self.image_size = check_image_size(image_size)
         self.render_mode = render_mode
         self.language = TASKS[task]
+        self.flip_images = bool(flip_images)
         configure_gl()
         import robosuite
 
@@ -165,9 +200,9 @@ class RobosuiteTask(gym.Env[dict[str, np.ndarray], np.ndarray]):
             raise ValueError(f"robot {robot} has a {low.shape[0]}-dim action; LIBERO's convention needs a 7-dim arm and gripper")
         self.observation_space = libero_observation_space(self.image_size)
         self.action_space = libero_action_space()
-        self._last: dict[str, np.ndarray] | None = None
+        self._last: dict[str, Any] | None = None
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
         if seed is not None:
             reseed(self.sim_env, seed)
@@ -176,13 +211,13 @@ class RobosuiteTask(gym.Env[dict[str, np.ndarray], np.ndarray]):
         if init_state is not None:
             restore_flat_state(self.sim_env, init_state)
             raw = self.sim_env._get_observations(force_update=True)
-        self._last = pick_observation(raw, self.observation_space)
+        self._last = pick_observation(raw, self.observation_space, self.language, self.flip_images)
         return self._last, {"task": self.language, "success": bool(self.sim_env._check_success())}
 
-    def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+    def step(self, action: np.ndarray) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         raw, reward, _done, _info = self.sim_env.step(np.asarray(action, dtype=np.float64))
         success = bool(self.sim_env._check_success())
-        self._last = pick_observation(raw, self.observation_space)
+        self._last = pick_observation(raw, self.observation_space, self.language, self.flip_images)
         return self._last, float(reward), success, False, {"task": self.language, "success": success}
 
     def render(self) -> np.ndarray | None:
