@@ -13,8 +13,6 @@ import glob
 import os
 from collections.abc import MutableMapping
 
-BACKENDS = ("egl", "osmesa", "glfw")
-
 
 def gpu_present() -> bool:
     """An NVIDIA device node or a DRM render node: something EGL can render on in hardware."""
