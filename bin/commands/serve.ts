@@ -59,6 +59,7 @@ export interface ServeOptions {
   workers?: string;
   workerTimeout: string;
   envCallTimeout: string;
+  simulators: boolean;
   evacModelDir?: string;
   evacBatchSize: string;
   evacBatchWindow: string;
@@ -183,6 +184,7 @@ export function registerServe(program: Command): void {
     .option('--python-exe <path>', 'the Python that runs hosted envs (also GYMWIRE_PYTHON; default python3)')
     .option('--workers <n>', 'Python worker processes at most (default: one per core)')
     .option('--worker-timeout <duration>', 'kill and restart a Python worker that takes longer than this to answer', '60s')
+    .option('--no-simulators', "do not serve the robosuite, Meta-World and LIBERO families even where their packages are installed in the workers' Python")
     .option(
       '--env-call-timeout <duration>',
       'how long one call of an in-process env, an env thread (NAVSIM, Bench2Drive) or the world-model worker may take; past it the call fails and a hung thread is replaced',
@@ -265,7 +267,7 @@ export function registerServe(program: Command): void {
       const envCallTimeoutMs = parseDuration('--env-call-timeout', opts.envCallTimeout);
       if (envCallTimeoutMs === 0) throw new Error('--env-call-timeout must be above 0');
       const registry = defaultRegistry({ dataRoots: new DataRoots(opts.dataRoot), logger, evac: evacOptions(opts), threadCallTimeoutMs: envCallTimeoutMs });
-      await hostEnvs(registry, { ...hosted, logger, check: opts.check ?? false });
+      await hostEnvs(registry, { ...hosted, logger, check: opts.check ?? false, simulators: opts.simulators });
       const torchWorldModel = torchWorldModelOptions(opts);
       if (torchWorldModel)
         await hostTorchWorldModel(registry, { ...torchWorldModel, pythonExe: hosted.pythonExe, workerTimeoutMs: hosted.workerTimeoutMs, logger });

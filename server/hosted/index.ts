@@ -15,6 +15,7 @@ import type { Registry } from '../../envs/core/registry.ts';
 import { loadPlugin } from './plugins.ts';
 import { WorkerPool } from './pool.ts';
 import { registerHostedEnvs } from './register.ts';
+import { installedSimulators, registerSimulators, SIMULATOR_CALL_TIMEOUT_MS } from './simulators.ts';
 
 export interface HostEnvsOptions {
   gym?: readonly string[];
@@ -30,6 +31,8 @@ export interface HostEnvsOptions {
   workers?: number;
   /** How long a worker may take to answer before it is killed and restarted (ms). */
   workerTimeoutMs?: number;
+  /** Serve the simulator families installed in the workers' Python (simulators.ts); default true. */
+  simulators?: boolean;
   logger: Logger;
 }
 
@@ -39,6 +42,7 @@ export async function hostEnvs(registry: Registry, opts: HostEnvsOptions): Promi
     const ids = await loadPlugin(registry, plugin, opts.pluginTimeoutMs);
     opts.logger.info({ plugin, envs: ids }, 'plugin registered envs');
   }
+  if (opts.simulators ?? true) await hostSimulators(registry, opts);
   if (!opts.gym?.length && !opts.python?.length) return null;
   const pool = registry.closes(new WorkerPool({ python: opts.pythonExe, size: opts.workers, callTimeoutMs: opts.workerTimeoutMs, logger: opts.logger }));
   try {
@@ -51,6 +55,17 @@ export async function hostEnvs(registry: Registry, opts: HostEnvsOptions): Promi
   return pool;
 }
 
+/** Registers the installed simulator families with a pool of their own (closed with the registry). */
+async function hostSimulators(registry: Registry, opts: HostEnvsOptions): Promise<void> {
+  const python = opts.pythonExe ?? process.env.GYMWIRE_PYTHON ?? 'python3';
+  const installed = await installedSimulators(python);
+  if (installed.size === 0) return;
+  const callTimeoutMs = Math.max(opts.workerTimeoutMs ?? 0, SIMULATOR_CALL_TIMEOUT_MS);
+  const pool = registry.closes(new WorkerPool({ python, size: opts.workers, callTimeoutMs, logger: opts.logger }));
+  const ids = registerSimulators(registry, pool, installed);
+  opts.logger.info({ envs: ids, python, versions: Object.fromEntries(installed) }, 'serving simulators');
+}
+
 export { HostedEnv, makeHostedEnv } from './env.ts';
 export type { HostedTarget } from './env.ts';
 export { loadPlugin } from './plugins.ts';
@@ -60,5 +75,7 @@ export { gymEnvId, pythonEnvId, registerHostedEnvs } from './register.ts';
 export { failureError, workerLostError } from './errors.ts';
 export type { WorkerFailure } from './errors.ts';
 export { PythonWorker } from './worker.ts';
+export { installedSimulators, missingSimulators, registerSimulators, SIMULATOR_SPECS } from './simulators.ts';
+export type { SimulatorFamily } from './simulators.ts';
 export { hostTorchWorldModel, TORCH_WORLD_MODEL_ENV_ID, TorchWorldModelKwargsSchema } from './world-model.ts';
 export type { TorchWorldModelOptions } from './world-model.ts';

@@ -17,9 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,11 +25,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 # GYMWIRE_BENCH_SRC: another checkout's client/python/src, to measure a change before and after.
 sys.path.insert(0, os.environ.get("GYMWIRE_BENCH_SRC") or str(REPO / "client" / "python" / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gymnasium as gym  # noqa: E402
-import numpy as np  # noqa: E402
-
 import gymwire  # noqa: E402
+import numpy as np  # noqa: E402
+from bench_server import start_server  # noqa: E402
 
 BENCH = "python_vec"
 
@@ -49,32 +48,6 @@ def emit(metric: str, value: float, unit: str, **extra: object) -> None:
         ),
         flush=True,
     )
-
-
-def start_server(*args: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [
-            "node",
-            str(REPO / "bin" / "gymwire.js"),
-            "serve",
-            "--port",
-            "0",
-            "--log-level",
-            "warn",
-            *args,
-        ],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "GYMWIRE_PYTHON": sys.executable},
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        m = re.search(r"on (ws://\S+)", line)
-        if m:
-            return proc, m.group(1)
-    raise RuntimeError("the server exited before printing its URL")
 
 
 def warm_up(envs: gym.vector.VectorEnv, actions: np.ndarray, seed: int = 0) -> None:

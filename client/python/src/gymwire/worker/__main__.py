@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..codec import packer, unpack
+from ..sim.rendering import configure_gl
 from .batching import serve
 from .channel import FrameChannel
 from .host import Host, error_answer
@@ -34,8 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fd", type=int, default=3, help="the socket the server talks on")
     args = parser.parse_args(argv)
     if not os.environ.get("DISPLAY"):
-        # Headless: MuJoCo renders rgb_array frames through EGL instead of failing to open a window.
-        os.environ.setdefault("MUJOCO_GL", "egl")
+        # Headless: MuJoCo renders rgb_array frames through EGL on a GPU, else OSMesa where it is
+        # installed, instead of failing to open a window.
+        configure_gl()
     channel = FrameChannel(args.fd)
     host = Host()
     pack = packer().pack
