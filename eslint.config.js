@@ -2,7 +2,19 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.bench-build/**', 'client/python/**', 'docs/**', 'dist/**', '**/*.generated.*', 'envs/**/assets/**', '.device-carry/**', '.docs-run/**'] },
+  {
+    ignores: [
+      'node_modules/**',
+      '.bench-build/**',
+      'client/python/**',
+      'docs/**',
+      'dist/**',
+      '**/*.generated.*',
+      'envs/**/assets/**',
+      '.device-carry/**',
+      '.docs-run/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
