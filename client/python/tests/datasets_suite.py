@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from conftest import REPO
 from lerobot.datasets.lerobot_dataset import LeRobotDataset
-from test_collect import NAVSIM, ParityDriver
+from test_collect import B2D, B2D_KWARGS, NAVSIM, ParityDriver
 
 import gymwire
 from gymwire.dataset import EpisodeRecord
@@ -185,6 +185,18 @@ def test_minari_keeps_navsim_scores_and_loads_in_minari(url: str, tmp_path: Path
     env, records = _collect(url, NAVSIM, 4, policy="driver")
     _write("minari", tmp_path / "gymwire" / "navsim-driver-v0", env, records, NAVSIM, dataset_id="gymwire/navsim-driver-v0")
     _check_minari(tmp_path, "gymwire/navsim-driver-v0", NAVSIM, records, monkeypatch)
+    env.close()
+
+
+def test_bench2drive_driving_score_kept_in_lerobot_and_minari(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One short route without background traffic (cameras off, the env's default): the driver finishes it,
+    # and the route record's driving score, completion and penalty travel with the last step of each episode.
+    env, records = _collect(url, B2D, 2, policy="driver", **B2D_KWARGS)
+    assert all(isinstance(r.steps[-1].info["driving_score"], (int, float)) for r in records)
+    _write("lerobot", tmp_path / "b2d", env, records, B2D)
+    _check_lerobot(tmp_path / "b2d", B2D, env, records)
+    _write("minari", tmp_path / "minari" / "gymwire" / "b2d-driver-v0", env, records, B2D, dataset_id="gymwire/b2d-driver-v0")
+    _check_minari(tmp_path / "minari", "gymwire/b2d-driver-v0", B2D, records, monkeypatch)
     env.close()
 
 
