@@ -37,11 +37,18 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** How long one connection attempt may take (a remote host that drops packets never refuses). */
+const CONNECT_ATTEMPT_MS = 1000;
+
 function accepts(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = tcpConnect({ host, port }, () => {
       socket.destroy();
       resolve(true);
+    });
+    socket.setTimeout(CONNECT_ATTEMPT_MS, () => {
+      socket.destroy();
+      resolve(false);
     });
     socket.once('error', () => resolve(false));
   });

@@ -27,13 +27,22 @@ function python(): string {
   return process.env.GYMWIRE_PYTHON ?? 'python3';
 }
 
-function runPython(args: string[], stderr: 'pipe' | 'inherit'): Promise<{ code: number | null; stdout: string; stderr: string; missing: boolean }> {
+/** What is kept of the helper's output: its stdout is one manifest line; its stderr only explains a failure. */
+const OUTPUT_TAIL_CHARS = 64 * 1024;
+/** The `check` step only looks packages up (nothing is imported): a Python that takes longer is stuck. */
+const CHECK_TIMEOUT_MS = 60_000;
+
+function runPython(
+  args: string[],
+  stderr: 'pipe' | 'inherit',
+  timeoutMs?: number,
+): Promise<{ code: number | null; stdout: string; stderr: string; missing: boolean }> {
   return new Promise((resolve) => {
-    const child = spawn(python(), ['-m', 'gymwire.formats', ...args], { stdio: ['ignore', 'pipe', stderr] });
+    const child = spawn(python(), ['-m', 'gymwire.formats', ...args], { stdio: ['ignore', 'pipe', stderr], ...(timeoutMs ? { timeout: timeoutMs } : {}) });
     let out = '';
     let err = '';
-    child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
-    child.stderr?.on('data', (b: Buffer) => (err += b.toString()));
+    child.stdout?.on('data', (b: Buffer) => (out = (out + b.toString()).slice(-OUTPUT_TAIL_CHARS)));
+    child.stderr?.on('data', (b: Buffer) => (err = (err + b.toString()).slice(-OUTPUT_TAIL_CHARS)));
     child.on('error', (e: NodeJS.ErrnoException) => resolve({ code: null, stdout: out, stderr: e.message, missing: e.code === 'ENOENT' }));
     child.on('close', (code) => resolve({ code, stdout: out, stderr: err, missing: false }));
   });
@@ -63,7 +72,7 @@ export async function prepareFormat(format: string, out: string, overwrite: bool
   if (!(DATASET_FORMATS as readonly string[]).includes(format)) throw new DatasetFormatError(`--format must be ${DATASET_FORMATS.join(', ')}, got ${format}`);
   const fmt = format as DatasetFormat;
   if (fmt === 'arrow') return { format: fmt, arrowDir: out, finish: () => Promise.resolve(null) };
-  const check = await runPython(['check', fmt], 'pipe');
+  const check = await runPython(['check', fmt], 'pipe', CHECK_TIMEOUT_MS);
   if (check.missing) throw new DatasetFormatError(`--format ${fmt} needs Python with gymwire's ${fmt} extra, and ${python()} was not found: ${extraHint(fmt)}`);
   if (check.code !== 0) {
     const why = check.code === MISSING_EXTRA_EXIT ? check.stderr.trim() : `gymwire.formats is not importable there (${check.stderr.trim().split('\n').pop()})`;
