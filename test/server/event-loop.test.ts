@@ -36,6 +36,7 @@ const LARGEST: [string, Record<string, unknown>, string][] = [
  * its decoding, which starves the server's process on two cores without blocking its loop.
  */
 const bound = (floorMs: number) => Math.max(3 * floorMs, floorMs + 300);
+const secondSlowest = (samples: number[]) => [...samples].sort((a, b) => b - a)[1] ?? 0;
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -74,7 +75,7 @@ describe.each(['ws', 'uws'] as const)('heavy env work off the event loop (%s)', 
       return Math.max(...runs.map((r) => r.maxMs));
     };
     const floorBefore = await floorRun();
-    const heavy: Record<string, { maxMs: number; maxByPhase: Record<string, number> }> = {};
+    const heavy: Record<string, { maxMs: number; samples: number[]; maxByPhase: Record<string, number> }> = {};
     for (const [envId, kwargs, resetLine] of LARGEST) {
       const gaps = await pingGapsDuringHeavyClient(b, server.url, kwargs, 1, envId);
       expect(gaps.lines).toEqual(['made', resetLine, 'step']);
@@ -83,8 +84,17 @@ describe.each(['ws', 'uws'] as const)('heavy env work off the event loop (%s)', 
     }
     const floorAfter = await floorRun();
     const floor = Math.max(floorBefore, floorAfter);
-    const report = JSON.stringify({ transport, floorBefore, floorAfter, bound: bound(floor), heavy });
-    for (const gaps of Object.values(heavy)) expect(gaps.maxMs, report).toBeLessThan(bound(floor));
+    const report = JSON.stringify({
+      transport,
+      floorBefore,
+      floorAfter,
+      bound: bound(floor),
+      heavy: Object.fromEntries(Object.entries(heavy).map(([id, g]) => [id, { maxMs: g.maxMs, secondMs: secondSlowest(g.samples), maxByPhase: g.maxByPhase }])),
+    });
+    // The second-slowest ping, not the slowest: each run sends two large answers (reset's and
+    // step's observations), so copying them on the event loop stalls at least two pings, while one
+    // scheduler stall on a loaded machine (a single slow ping) is not what this test is about.
+    for (const gaps of Object.values(heavy)) expect(secondSlowest(gaps.samples), report).toBeLessThan(bound(floor));
   }, 600_000);
 });
 
