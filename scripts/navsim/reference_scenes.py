@@ -265,16 +265,26 @@ def kerb_hair() -> Dict[str, Any]:
     return rotated(doc, 0.5)
 
 
-def barrier_hair() -> Dict[str, Any]:
-    # `kerb_hair` with a barrier beyond the kerb whose edge runs 1e-10 m from the agent's right
-    # corners: shapely's exact `intersects` finds no collision; a tolerance would.
+def barrier_beside(name: str, gap: float, description: str) -> Dict[str, Any]:
+    # `kerb_hair` with a barrier beyond the kerb whose edge runs `gap` from the agent's right corners.
     doc = kerb_hair()
     c, s = math.cos(0.5), math.sin(0.5)
-    cy = -3.5 - 1e-10 - 0.25
+    cy = -3.5 - gap - 0.25
     doc["agents"].append(agent("barrier", "barrier", (4.0, 0.5, 1.0), lambda t: (c * 30.0 - s * cy, s * 30.0 + c * cy, 0.5, 0.0, 0.0)))
-    doc["name"] = "barrier_hair"
-    doc["description"] = "kerb_hair with a barrier beyond the kerb, 1e-10 m from the agent's right corners"
+    doc["name"] = name
+    doc["description"] = description
     return doc
+
+
+def barrier_hair() -> Dict[str, Any]:
+    # Shapely's exact `intersects` finds no collision 1e-10 m apart; a tolerance would.
+    return barrier_beside("barrier_hair", 1e-10, "kerb_hair with a barrier beyond the kerb, 1e-10 m from the agent's right corners")
+
+
+def barrier_pico() -> Dict[str, Any]:
+    # 1e-11 m apart: still no collision for shapely (GEOS decides exactly), where a separating-axis
+    # test with a relative tolerance of 1e-12 calls the boxes touching at these coordinates.
+    return barrier_beside("barrier_pico", 1e-11, "kerb_hair with a barrier beyond the kerb, 1e-11 m from the agent's right corners")
 
 
 def overlap_at_start() -> Dict[str, Any]:
@@ -516,9 +526,139 @@ def standstill() -> Dict[str, Any]:
     return doc
 
 
+def lead_tie() -> Dict[str, Any]:
+    # Two objects ahead whose rear edges meet at x = 32 at 0.2 s, PDM-Closed's first leading-agent
+    # update: a narrow car at 5 m/s and a bicycle at 10 m/s beside it, both inside the ego's
+    # corridor, at the same polygon distance to the last bit. NAVSIM's `np.argmin` takes the first
+    # in its occupancy map's STR-tree order (the bicycle, lower envelope centre x), not the first
+    # listed (the car), and IDM follows that one's speed until the next update.
+    return scene(
+        "lead_tie",
+        "a car (5 m/s) and a bicycle (10 m/s) side by side ahead reach the same distance at PDM-Closed's first leading-agent update; the agent slows to 5 m/s",
+        straight_road(),
+        [
+            agent("car", "vehicle", (4.5, 1.5, 1.6), lambda t: (33.25 + 5.0 * t, -2.0, 0.0, 5.0, 0.0)),
+            agent("bike", "bicycle", (2.0, 0.5, 1.7), lambda t: (31.0 + 10.0 * t, -0.875, 0.0, 10.0, 0.0)),
+        ],
+        {},
+        poses(lambda t: (10.0 * t - 0.625 * t * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t - 0.625 * t * t, 0.0, 0.0)),
+    )
+
+
+# Lattice points on circles about the ego centre: 19 vehicles 25 m away (the one ahead in the lane
+# left out) and 36 at 65 m, exactly (integer offsets, the ego centre at x = 0, y = -1.75).
+CROWD_NEAR = [(a, b) for a in range(-25, 26) for b in range(-25, 26) if a * a + b * b == 625 and (a, b) != (25, 0)]
+CROWD_FAR = [(a, b) for a in range(-65, 66) for b in range(-65, 66) if a * a + b * b == 65 * 65]
+# Where the car in the lane sits among the far vehicles: numpy 1.23's argsort of 19 distances of 25
+# then 36 of 65 puts the far ones listed 12, 13, 14, 16 and 35 last (a stable sort: 31 to 35).
+CROWD_LANE_INDEX = 12
+
+
+def crowd_tie() -> Dict[str, Any]:
+    # 55 stopped vehicles, 36 of them at exactly 65 m from the ego centre, one of those in the ego's
+    # lane ahead: PDM-Closed keeps the nearest 50 vehicles (`np.argsort`, numpy's introsort, not
+    # stable), so which 5 of the tied 36 it drops is numpy's quicksort order. The listing order puts
+    # the car in the lane where a stable sort would keep it and numpy's drops it.
+    far = [p for p in CROWD_FAR if p != (65, 0)]
+    far.insert(CROWD_LANE_INDEX, (65, 0))
+    cars = [
+        agent(f"car_{i:02d}", "vehicle", (4.6, 1.9, 1.6), lambda t, a=a, b=b: (float(a), -1.75 + b, 0.0, 0.0, 0.0))
+        for i, (a, b) in enumerate(CROWD_NEAR + far)
+    ]
+    doc = scene(
+        "crowd_tie",
+        "55 stopped vehicles on two circles about the ego centre (25 m and 65 m), one at 65 m in the ego's lane ahead; the agent drives on at 10 m/s",
+        straight_road(),
+        cars,
+        {"x": -1.461},
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+    )
+    doc["ego_history"] = [{**h, "x": h["x"] - 1.461} for h in history([10.0, 10.0, 10.0])]
+    return doc
+
+
+def empty_road() -> Dict[str, Any]:
+    # No agents at all (empty observation frames, no leading agent for PDM-Closed) and an agent that
+    # stops at 2.5 s and holds the same pose: zero-length trajectory segments for the interpolation,
+    # the tracker and progress.
+    stop = lambda t: (10.0 * min(t, 2.5) - 2.0 * min(t, 2.5) ** 2, 0.0, 0.0)  # noqa: E731
+    return scene(
+        "empty_road",
+        "nothing on the road; the agent brakes at 4 m/s² to a stop at 2.5 s and holds its pose",
+        straight_road(),
+        [],
+        {},
+        poses(stop),
+        poses(stop),
+    )
+
+
+def dead_end() -> Dict[str, Any]:
+    # The road ends (no successor roadblock or lane) 0.05 m short of the agent's front corners at
+    # 4.0 s: off the drivable area at the last frame only; PDM-Closed's centreline ends there too.
+    front = 4.049
+    end = 40.0 + front - 0.05
+    m = straight_road()
+    m["name"] = "dead-end"
+    m["roadblocks"] = [{**m["roadblocks"][0], "polygon": rect(-60, -3.5, end, 3.5), "outgoing": []}]
+    m["lanes"] = [{**l, "polygon": rect(-60, l["polygon"][0][1], end, l["polygon"][2][1]), "centerline": line(-60, 40, l["centerline"][0][1]) + [[end, l["centerline"][0][1]]], "outgoing": []} for l in m["lanes"][:2]]
+    return scene(
+        "dead_end",
+        "the road ends just short of where the agent's front corners are at 4.0 s; the agent drives on at 10 m/s, the human brakes",
+        m,
+        [],
+        {},
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t - 1.0 * t * t, 0.0, 0.0)),
+    )
+
+
+def stopped_ahead(name: str, beyond: float, description: str) -> Dict[str, Any]:
+    """A stopped car whose rear is `beyond` past where the agent's (10 m/s) front bumper is at 4.0 s; the human brakes."""
+    front = 4.049
+    return scene(
+        name,
+        description,
+        straight_road(),
+        [agent("stopped", "vehicle", (4.6, 1.9, 1.6), lambda t: (40.0 + front + beyond + 2.3, -1.75, 0.0, 0.0, 0.0))],
+        {},
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t - 1.0 * t * t, 0.0, 0.0)),
+    )
+
+
+def last_touch() -> Dict[str, Any]:
+    # The car's rear is 0.05 m inside the agent's front bumper at 4.0 s only: an at-fault collision
+    # at the last frame (and TTC from earlier).
+    return stopped_ahead("last_touch", -0.05, "a stopped car the agent (10 m/s) reaches at the last frame, 4.0 s; the human brakes")
+
+
+def ttc_horizon() -> Dict[str, Any]:
+    # The car 0.95 m beyond the agent's bumper at 4.0 s: never hit, but the bumper projected 0.9 s
+    # ahead reaches it from 3.2 s. v2's TTC stops at 3.1 s (40 - 9 steps), v1's runs every step with
+    # frames to 4.9 s.
+    return stopped_ahead(
+        "ttc_horizon",
+        0.95,
+        "a stopped car 0.95 m beyond the agent's front bumper at 4.0 s (10 m/s): TTC projections reach it only after 3.1 s",
+    )
+
+
+def westbound_minus_pi() -> Dict[str, Any]:
+    # `westbound_weave` turned by -pi: the ego heading is -pi (atan2 of a tiny negative sine), the
+    # map's lane headings +-pi by the sign of rounding.
+    doc = westbound_weave()
+    rotated(doc, -2.0 * math.pi)
+    doc["name"] = "westbound_minus_pi"
+    doc["description"] = "westbound_weave with the ego heading written as -pi"
+    return doc
+
+
 def main() -> None:
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
-    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), kerb_hair(), barrier_hair(), overlap_at_start(), fork(), route_loop(), lane_tie(),
+    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), kerb_hair(), barrier_hair(), barrier_pico(), overlap_at_start(), fork(), route_loop(), lane_tie(),
         route_repair("route_gap", ["rb_a", "rb_b"], "the logged route skips the junction's roadblock connector; the agent drives through it at 10 m/s"),
         route_repair("route_ahead", ["rb_b"], "the logged route starts beyond the junction, ahead of the ego; the agent drives through it at 10 m/s"),
         route_repair(
@@ -530,6 +670,13 @@ def main() -> None:
         westbound_weave(),
         pop_in(),
         standstill(),
+        lead_tie(),
+        crowd_tie(),
+        empty_road(),
+        dead_end(),
+        last_touch(),
+        ttc_horizon(),
+        westbound_minus_pi(),
     ):
         (out / f"{doc['name']}.json").write_text(json.dumps(doc) + "\n")
         print(out / f"{doc['name']}.json")
