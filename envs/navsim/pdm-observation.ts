@@ -12,6 +12,7 @@
  */
 import { isStaticType, makeTrack, sampleIndex } from '../driving/agents.ts';
 import { bounds, boxCorners, convexIntersects, normalizeAngle, pointInPolygon } from '../driving/geometry.ts';
+import { numpyArgsort } from './argsort.ts';
 import type { FrameObject, ScoringWorld, UniqueObject } from './pdm.ts';
 import { egoCenter, egoFootprint, MAP_RADIUS, redLightObjects } from './pdm.ts';
 import type { Scene } from './scene.ts';
@@ -36,6 +37,7 @@ interface Seen {
   dy: number;
   speed: number;
   isStatic: boolean;
+  /** To the ego centre, as the object manager sorts: sqrt(dx² + dy²). */
   distance: number;
 }
 
@@ -53,8 +55,8 @@ export function forecastWorld(scene: Scene, logged: ScoringWorld): ScoringWorld 
     const x = tr.s[5 * k] as number,
       y = tr.s[5 * k + 1] as number,
       heading = tr.s[5 * k + 2] as number;
-    const distance = Math.hypot(x - center.x, y - center.y);
-    if (distance > MAP_RADIUS) continue;
+    if (Math.hypot(x - center.x, y - center.y) > MAP_RADIUS) continue;
+    const distance = Math.sqrt((x - center.x) ** 2 + (y - center.y) ** 2);
     const isStatic = isStaticType(tr.type);
     const vx = tr.s[5 * k + 3] as number,
       vy = tr.s[5 * k + 4] as number;
@@ -77,7 +79,11 @@ export function forecastWorld(scene: Scene, logged: ScoringWorld): ScoringWorld 
       distance,
     });
   }
-  const nearest = (list: Seen[], max: number): Seen[] => [...list].sort((p, q) => p.distance - q.distance).slice(0, max);
+  // numpy's unstable argsort decides which of equally distant objects make the cut.
+  const nearest = (list: Seen[], max: number): Seen[] =>
+    numpyArgsort(list.map((o) => o.distance))
+      .slice(0, max)
+      .map((i) => list[i] as Seen);
   const ordered = [
     ...nearest(
       seen.filter((o) => o.isStatic),

@@ -55,6 +55,7 @@ describe.each([
   'ttc_horizon',
   'westbound_minus_pi',
   'lead_tie',
+  'crowd_tie',
 ])('NAVSIM reference vector %s', (name) => {
   const scene = parseScene(load(`${name}.json`), `${name}.json`);
   const poses = scene.agent_trajectory?.poses ?? [];
