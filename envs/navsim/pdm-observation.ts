@@ -3,7 +3,7 @@
  * at t = 0 within 100 m of the ego centre (nearest 50 vehicles, 25 pedestrians, 10 bicycles and
  * 50 static objects), moving ones forecast at constant velocity along their heading (reversed when
  * they move backwards) and sampled every second step, plus the red on-route lane connectors of
- * t = 0 in every frame. Objects the ego already overlaps at t = 0 are ignored by the planner's
+ * t = 0 in every frame, each frame in its STR tree's order. Objects the ego already overlaps at t = 0 are ignored by the planner's
  * leading-agent search and by its scorer. PDM-Closed never sees the logged future.
  *
  * @example
@@ -11,7 +11,7 @@
  * forecast.frames[10]; // the objects at 1.0 s as PDM-Closed predicts them
  */
 import { isStaticType, makeTrack, sampleIndex } from '../driving/agents.ts';
-import { bounds, boxCorners, convexIntersects, normalizeAngle, pointInPolygon } from '../driving/geometry.ts';
+import { bounds, boxCorners, convexIntersects, normalizeAngle, pointInPolygon, strTreeOrder } from '../driving/geometry.ts';
 import { numpyArgsort } from './argsort.ts';
 import type { FrameObject, ScoringWorld, UniqueObject } from './pdm.ts';
 import { egoCenter, egoFootprint, MAP_RADIUS, redLightObjects } from './pdm.ts';
@@ -116,7 +116,10 @@ export function forecastWorld(scene: Scene, logged: ScoringWorld): ScoringWorld 
       const [minX, minY, maxX, maxY] = bounds(polygon);
       return { token: o.token, polygon, cx: x, cy: y, redLight: false, minX, minY, maxX, maxY };
     });
-    samples.push([...objs, ...redLights]);
+    // In the order the sample's occupancy map (an STR tree) reports them: the leading-agent search
+    // takes the first of equally near objects in that order.
+    const all = [...objs, ...redLights];
+    samples.push(strTreeOrder(all.map((o) => [o.minX, o.minY, o.maxX, o.maxY] as const)).map((i) => all[i] as FrameObject));
   }
   const frames = Array.from({ length: FORECAST_FRAMES }, (_v, i) => samples[Math.floor(i / SAMPLE_RESOLUTION)] as FrameObject[]);
 

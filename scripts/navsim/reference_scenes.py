@@ -528,17 +528,17 @@ def standstill() -> Dict[str, Any]:
 
 def lead_tie() -> Dict[str, Any]:
     # Two objects ahead whose rear edges meet at x = 32 at 0.2 s, PDM-Closed's first leading-agent
-    # update: a narrow car at 5 m/s and a bicycle at 10 m/s beside it, both inside the ego's
+    # update: a narrow car at 5 m/s and, on its right, a bicycle at 10 m/s, both inside the ego's
     # corridor, at the same polygon distance to the last bit. NAVSIM's `np.argmin` takes the first
-    # in its occupancy map's STR-tree order (the bicycle, lower envelope centre x), not the first
+    # in its occupancy map's STR-tree order (one slice, bottom to top: the bicycle), not the first
     # listed (the car), and IDM follows that one's speed until the next update.
     return scene(
         "lead_tie",
         "a car (5 m/s) and a bicycle (10 m/s) side by side ahead reach the same distance at PDM-Closed's first leading-agent update; the agent slows to 5 m/s",
         straight_road(),
         [
-            agent("car", "vehicle", (4.5, 1.5, 1.6), lambda t: (33.25 + 5.0 * t, -2.0, 0.0, 5.0, 0.0)),
-            agent("bike", "bicycle", (2.0, 0.5, 1.7), lambda t: (31.0 + 10.0 * t, -0.875, 0.0, 10.0, 0.0)),
+            agent("car", "vehicle", (4.5, 1.5, 1.6), lambda t: (33.25 + 5.0 * t, -1.5, 0.0, 5.0, 0.0)),
+            agent("bike", "bicycle", (2.0, 0.5, 1.7), lambda t: (31.0 + 10.0 * t, -2.625, 0.0, 10.0, 0.0)),
         ],
         {},
         poses(lambda t: (10.0 * t - 0.625 * t * t, 0.0, 0.0)),
