@@ -656,6 +656,86 @@ def westbound_minus_pi() -> Dict[str, Any]:
     return doc
 
 
+def off_map_start() -> Dict[str, Any]:
+    # The ego starts before the road begins, straddling the line between its two lanes: off the
+    # drivable area at t = 0 (for the agent and the human alike, so v2's filter lifts DAC), no lane
+    # under the rear axle (PDM-Closed's starting lane falls back to the route lane nearest the ego's
+    # footprint, a tie of the two lanes at 0.5 m that the first listed wins), and the route repair's
+    # search starts from no roadblock of the ego's. The agent drives on along the line; the human
+    # moves into the right lane.
+    x0 = -60.0 - 4.049 - 0.5
+    doc = scene(
+        "off_map_start",
+        "the ego starts 0.5 m before the road begins, between its two lanes; the agent drives on along the lane line, the human into the right lane",
+        straight_road(),
+        [agent("ahead", "vehicle", (4.6, 1.9, 1.6), lambda t: (x0 + 45.0 + 9.0 * t, -1.75, 0.0, 9.0, 0.0))],
+        {"x": x0, "y": 0.0},
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t, -1.75 * min(t, 2.0) / 2.0, -0.0875 if t < 2.0 else 0.0)),
+    )
+    doc["ego_history"] = [{**h, "x": h["x"] + x0} for h in history([10.0, 10.0, 10.0], y=0.0)]
+    return doc
+
+
+def fork_tie() -> Dict[str, Any]:
+    # One lane forks into two mirror-image connectors (left and right, listed in that order) of
+    # exactly equal length: NAVSIM's Dijkstra takes the smaller queue index of equal costs (Python's
+    # `min` over (cost, index) pairs), so the first listed, the left one.
+    def s_curve(x: float, side: float) -> float:
+        u = x / 30.0
+        return side * 3.5 * (3 * u * u - 2 * u * u * u)
+
+    def connector(side: float) -> Tuple[List[List[float]], List[List[float]]]:
+        centre = [[float(x), s_curve(float(x), side)] for x in range(31)]
+        left = [[x, y + 1.75] for x, y in centre]
+        right = [[x, y - 1.75] for x, y in centre]
+        return centre, right + list(reversed(left)) + [right[0]]
+
+    up, up_poly = connector(1.0)
+    down, down_poly = connector(-1.0)
+    m = {
+        "name": "fork-tie",
+        "roadblocks": [
+            {"id": "rb_a", "kind": "roadblock", "polygon": rect(-80, -1.75, 0, 1.75), "incoming": [], "outgoing": ["rbc_fork"]},
+            {"id": "rbc_fork", "kind": "roadblock_connector", "polygon": rect(0, -5.25, 30, 5.25), "incoming": ["rb_a"], "outgoing": ["rb_b"]},
+            {"id": "rb_b", "kind": "roadblock", "polygon": rect(30, -5.25, 200, 5.25), "incoming": ["rbc_fork"], "outgoing": []},
+        ],
+        "lanes": [
+            {"id": "a", "roadblock_id": "rb_a", "polygon": rect(-80, -1.75, 0, 1.75), "centerline": line(-80, 0, 0.0), "speed_limit_mps": 15.0, "incoming": [], "outgoing": ["k_up", "k_down"]},
+            {"id": "k_up", "roadblock_id": "rbc_fork", "polygon": up_poly, "centerline": up, "speed_limit_mps": 15.0, "incoming": ["a"], "outgoing": ["b_up"]},
+            {"id": "k_down", "roadblock_id": "rbc_fork", "polygon": down_poly, "centerline": down, "speed_limit_mps": 15.0, "incoming": ["a"], "outgoing": ["b_down"]},
+            {"id": "b_up", "roadblock_id": "rb_b", "polygon": rect(30, 1.75, 200, 5.25), "centerline": line(30, 200, 3.5), "speed_limit_mps": 15.0, "incoming": ["k_up"], "outgoing": []},
+            {"id": "b_down", "roadblock_id": "rb_b", "polygon": rect(30, -5.25, 200, -1.75), "centerline": line(30, 200, -3.5), "speed_limit_mps": 15.0, "incoming": ["k_down"], "outgoing": []},
+        ],
+        "intersections": [{"id": "fork_area", "polygon": rect(0, -5.25, 30, 5.25)}],
+        "carparks": [],
+        "drivable_areas": [],
+    }
+    weave = lambda t: (10.0 * t, s_curve(min(max(10.0 * t - 12.0, 0.0), 30.0), 1.0), 0.0)  # noqa: E731
+    doc = scene(
+        "fork_tie",
+        "one lane forks into mirror-image left and right connectors of equal length (left listed first); the agent takes the left one at 10 m/s",
+        m,
+        [],
+        {"x": -12.0, "y": 0.0},
+        poses(weave),
+        poses(weave),
+    )
+    doc["ego_history"] = [{**h, "x": h["x"] - 12.0} for h in history([10.0, 10.0, 10.0], y=0.0)]
+    return doc
+
+
+def turn_across_pi() -> Dict[str, Any]:
+    # `red_light_turn` without its lights, turned by 3pi/4: the left turn sweeps the heading from
+    # 3pi/4 through pi to -3pi/4, inside PDM-Closed's centreline (unwrapped headings), its tracker,
+    # the agent's poses and the comfort metrics.
+    doc = red_light_turn()
+    doc["traffic_lights"] = []
+    doc["name"] = "turn_across_pi"
+    doc["description"] = "a left turn whose heading runs from 3pi/4 through pi to -3pi/4; no lights; the agent turns at 7 m/s"
+    return rotated(doc, 3 * math.pi / 4)
+
+
 def main() -> None:
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), kerb_hair(), barrier_hair(), barrier_pico(), overlap_at_start(), fork(), route_loop(), lane_tie(),
@@ -677,6 +757,9 @@ def main() -> None:
         last_touch(),
         ttc_horizon(),
         westbound_minus_pi(),
+        off_map_start(),
+        fork_tie(),
+        turn_across_pi(),
     ):
         (out / f"{doc['name']}.json").write_text(json.dumps(doc) + "\n")
         print(out / f"{doc['name']}.json")

@@ -56,6 +56,9 @@ describe.each([
   'westbound_minus_pi',
   'lead_tie',
   'crowd_tie',
+  'fork_tie',
+  'off_map_start',
+  'turn_across_pi',
 ])('NAVSIM reference vector %s', (name) => {
   const scene = parseScene(load(`${name}.json`), `${name}.json`);
   const poses = scene.agent_trajectory?.poses ?? [];
