@@ -736,6 +736,18 @@ def turn_across_pi() -> Dict[str, Any]:
     return rotated(doc, 3 * math.pi / 4)
 
 
+def red_at_last_frame() -> Dict[str, Any]:
+    # `red_light_turn` with the connector green from t = 0 and red only from 4.0 s, while the agent
+    # is in the turn: v2 reads the lights per 2 Hz frame, the last one included (TLC 0); PDM-Closed
+    # plans with the green of t = 0. Synthetic, so the human (also in the turn) cannot lift TLC.
+    doc = red_light_turn()
+    doc["scene_type"] = "synthetic"
+    doc["traffic_lights"] = [{"t": 0.0, "red": [], "green": ["turn"]}, {"t": 4.0, "red": ["turn"], "green": []}]
+    doc["name"] = "red_at_last_frame"
+    doc["description"] = "red_light_turn with the connector green until it turns red at 4.0 s, the agent inside it"
+    return doc
+
+
 def main() -> None:
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), kerb_hair(), barrier_hair(), barrier_pico(), overlap_at_start(), fork(), route_loop(), lane_tie(),
@@ -760,6 +772,7 @@ def main() -> None:
         off_map_start(),
         fork_tie(),
         turn_across_pi(),
+        red_at_last_frame(),
     ):
         (out / f"{doc['name']}.json").write_text(json.dumps(doc) + "\n")
         print(out / f"{doc['name']}.json")

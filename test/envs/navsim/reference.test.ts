@@ -59,6 +59,7 @@ describe.each([
   'fork_tie',
   'off_map_start',
   'turn_across_pi',
+  'red_at_last_frame',
 ])('NAVSIM reference vector %s', (name) => {
   const scene = parseScene(load(`${name}.json`), `${name}.json`);
   const poses = scene.agent_trajectory?.poses ?? [];
