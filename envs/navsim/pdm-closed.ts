@@ -168,7 +168,9 @@ function step(batch: PathBatch, members: number[], t: number, forecast: ScoringW
 /**
  * `_update_leading_agents`: every second step, the objects touching the corridor (not overlapped
  * at t = 0) are projected onto the path; each proposal takes the nearest one ahead of it by
- * polygon distance. One buffer is written for all proposals in turn and never reset, as in NAVSIM.
+ * polygon distance, the first in frame order (the occupancy map's STR-tree order) among equally near
+ * ones, as NAVSIM's `np.argmin` over its query result. One buffer is written for all proposals in
+ * turn and never reset, as in NAVSIM.
  */
 function updateLeadingAgents(batch: PathBatch, members: number[], t: number, forecast: ScoringWorld): void {
   if (t % PDM_CLOSED.leadingAgentUpdate !== 0) {

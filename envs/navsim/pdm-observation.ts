@@ -3,7 +3,7 @@
  * at t = 0 within 100 m of the ego centre (nearest 50 vehicles, 25 pedestrians, 10 bicycles and
  * 50 static objects), moving ones forecast at constant velocity along their heading (reversed when
  * they move backwards) and sampled every second step, plus the red on-route lane connectors of
- * t = 0 in every frame. Objects the ego already overlaps at t = 0 are ignored by the planner's
+ * t = 0 in every frame, each frame in its STR tree's order. Objects the ego already overlaps at t = 0 are ignored by the planner's
  * leading-agent search and by its scorer. PDM-Closed never sees the logged future.
  *
  * @example
@@ -11,7 +11,8 @@
  * forecast.frames[10]; // the objects at 1.0 s as PDM-Closed predicts them
  */
 import { isStaticType, makeTrack, sampleIndex } from '../driving/agents.ts';
-import { bounds, boxCorners, convexIntersects, normalizeAngle, pointInPolygon } from '../driving/geometry.ts';
+import { bounds, boxCorners, convexIntersects, normalizeAngle, pointInPolygon, strTreeOrder } from '../driving/geometry.ts';
+import { numpyArgsort } from './argsort.ts';
 import type { FrameObject, ScoringWorld, UniqueObject } from './pdm.ts';
 import { egoCenter, egoFootprint, MAP_RADIUS, redLightObjects } from './pdm.ts';
 import type { Scene } from './scene.ts';
@@ -36,6 +37,7 @@ interface Seen {
   dy: number;
   speed: number;
   isStatic: boolean;
+  /** To the ego centre, as the object manager sorts: sqrt(dx² + dy²). */
   distance: number;
 }
 
@@ -53,8 +55,8 @@ export function forecastWorld(scene: Scene, logged: ScoringWorld): ScoringWorld 
     const x = tr.s[5 * k] as number,
       y = tr.s[5 * k + 1] as number,
       heading = tr.s[5 * k + 2] as number;
-    const distance = Math.hypot(x - center.x, y - center.y);
-    if (distance > MAP_RADIUS) continue;
+    if (Math.hypot(x - center.x, y - center.y) > MAP_RADIUS) continue;
+    const distance = Math.sqrt((x - center.x) ** 2 + (y - center.y) ** 2);
     const isStatic = isStaticType(tr.type);
     const vx = tr.s[5 * k + 3] as number,
       vy = tr.s[5 * k + 4] as number;
@@ -77,7 +79,11 @@ export function forecastWorld(scene: Scene, logged: ScoringWorld): ScoringWorld 
       distance,
     });
   }
-  const nearest = (list: Seen[], max: number): Seen[] => [...list].sort((p, q) => p.distance - q.distance).slice(0, max);
+  // numpy's unstable argsort decides which of equally distant objects make the cut.
+  const nearest = (list: Seen[], max: number): Seen[] =>
+    numpyArgsort(list.map((o) => o.distance))
+      .slice(0, max)
+      .map((i) => list[i] as Seen);
   const ordered = [
     ...nearest(
       seen.filter((o) => o.isStatic),
@@ -110,7 +116,10 @@ export function forecastWorld(scene: Scene, logged: ScoringWorld): ScoringWorld 
       const [minX, minY, maxX, maxY] = bounds(polygon);
       return { token: o.token, polygon, cx: x, cy: y, redLight: false, minX, minY, maxX, maxY };
     });
-    samples.push([...objs, ...redLights]);
+    // In the order the sample's occupancy map (an STR tree) reports them: the leading-agent search
+    // takes the first of equally near objects in that order.
+    const all = [...objs, ...redLights];
+    samples.push(strTreeOrder(all.map((o) => [o.minX, o.minY, o.maxX, o.maxY] as const)).map((i) => all[i] as FrameObject));
   }
   const frames = Array.from({ length: FORECAST_FRAMES }, (_v, i) => samples[Math.floor(i / SAMPLE_RESOLUTION)] as FrameObject[]);
 

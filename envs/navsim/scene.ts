@@ -13,6 +13,8 @@ import { z } from 'zod';
 
 import { AGENT_TYPES } from '../driving/agents.ts';
 import type { MapData } from '../driving/map.ts';
+import { DrivingMap } from '../driving/map.ts';
+import { MAP_RADIUS, egoCenter, proximalAreaMap } from './pdm.ts';
 
 const finite = z.number().finite();
 const point = z.tuple([finite, finite]);
@@ -137,6 +139,12 @@ export function parseScene(doc: unknown, source = '<scene>'): Scene {
       }
     }
   });
+  if (problems.length === 0) {
+    // NAVSIM's PDM-Closed refuses a scene whose drivable map (what touches the square about the ego centre) is empty.
+    const area = proximalAreaMap(new DrivingMap(sceneMap(s)), egoCenter(s.ego));
+    if (area.roadblocks.size === 0 && area.intersections.length === 0 && area.carparks.length === 0)
+      problems.push(`${source}: ego: no roadblock, intersection or carpark within ${MAP_RADIUS} m of the ego centre (NAVSIM's drivable map would be empty)`);
+  }
   if (problems.length > 0) throw new SceneFormatError(problems.slice(0, 5).join('\n'));
   return s;
 }

@@ -265,16 +265,26 @@ def kerb_hair() -> Dict[str, Any]:
     return rotated(doc, 0.5)
 
 
-def barrier_hair() -> Dict[str, Any]:
-    # `kerb_hair` with a barrier beyond the kerb whose edge runs 1e-10 m from the agent's right
-    # corners: shapely's exact `intersects` finds no collision; a tolerance would.
+def barrier_beside(name: str, gap: float, description: str) -> Dict[str, Any]:
+    # `kerb_hair` with a barrier beyond the kerb whose edge runs `gap` from the agent's right corners.
     doc = kerb_hair()
     c, s = math.cos(0.5), math.sin(0.5)
-    cy = -3.5 - 1e-10 - 0.25
+    cy = -3.5 - gap - 0.25
     doc["agents"].append(agent("barrier", "barrier", (4.0, 0.5, 1.0), lambda t: (c * 30.0 - s * cy, s * 30.0 + c * cy, 0.5, 0.0, 0.0)))
-    doc["name"] = "barrier_hair"
-    doc["description"] = "kerb_hair with a barrier beyond the kerb, 1e-10 m from the agent's right corners"
+    doc["name"] = name
+    doc["description"] = description
     return doc
+
+
+def barrier_hair() -> Dict[str, Any]:
+    # Shapely's exact `intersects` finds no collision 1e-10 m apart; a tolerance would.
+    return barrier_beside("barrier_hair", 1e-10, "kerb_hair with a barrier beyond the kerb, 1e-10 m from the agent's right corners")
+
+
+def barrier_pico() -> Dict[str, Any]:
+    # 1e-11 m apart: still no collision for shapely (GEOS decides exactly), where a separating-axis
+    # test with a relative tolerance of 1e-12 calls the boxes touching at these coordinates.
+    return barrier_beside("barrier_pico", 1e-11, "kerb_hair with a barrier beyond the kerb, 1e-11 m from the agent's right corners")
 
 
 def overlap_at_start() -> Dict[str, Any]:
@@ -516,9 +526,231 @@ def standstill() -> Dict[str, Any]:
     return doc
 
 
+def lead_tie() -> Dict[str, Any]:
+    # Two objects ahead whose rear edges meet at x = 32 at 0.2 s, PDM-Closed's first leading-agent
+    # update: a narrow car at 5 m/s and, on its right, a bicycle at 10 m/s, both inside the ego's
+    # corridor, at the same polygon distance to the last bit. NAVSIM's `np.argmin` takes the first
+    # in its occupancy map's STR-tree order (one slice, bottom to top: the bicycle), not the first
+    # listed (the car), and IDM follows that one's speed until the next update.
+    return scene(
+        "lead_tie",
+        "a car (5 m/s) and a bicycle (10 m/s) side by side ahead reach the same distance at PDM-Closed's first leading-agent update; the agent slows to 5 m/s",
+        straight_road(),
+        [
+            agent("car", "vehicle", (4.5, 1.5, 1.6), lambda t: (33.25 + 5.0 * t, -1.5, 0.0, 5.0, 0.0)),
+            agent("bike", "bicycle", (2.0, 0.5, 1.7), lambda t: (31.0 + 10.0 * t, -2.625, 0.0, 10.0, 0.0)),
+        ],
+        {},
+        poses(lambda t: (10.0 * t - 0.625 * t * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t - 0.625 * t * t, 0.0, 0.0)),
+    )
+
+
+# Lattice points on circles about the ego centre: 19 vehicles 25 m away (the one ahead in the lane
+# left out) and 36 at 65 m, exactly (integer offsets, the ego centre at x = 0, y = -1.75).
+CROWD_NEAR = [(a, b) for a in range(-25, 26) for b in range(-25, 26) if a * a + b * b == 625 and (a, b) != (25, 0)]
+CROWD_FAR = [(a, b) for a in range(-65, 66) for b in range(-65, 66) if a * a + b * b == 65 * 65]
+# Where the car in the lane sits among the far vehicles: numpy 1.23's argsort of 19 distances of 25
+# then 36 of 65 puts the far ones listed 12, 13, 14, 16 and 35 last (a stable sort: 31 to 35).
+CROWD_LANE_INDEX = 12
+
+
+def crowd_tie() -> Dict[str, Any]:
+    # 55 stopped vehicles, 36 of them at exactly 65 m from the ego centre, one of those in the ego's
+    # lane ahead: PDM-Closed keeps the nearest 50 vehicles (`np.argsort`, numpy's introsort, not
+    # stable), so which 5 of the tied 36 it drops is numpy's quicksort order. The listing order puts
+    # the car in the lane where a stable sort would keep it and numpy's drops it.
+    far = [p for p in CROWD_FAR if p != (65, 0)]
+    far.insert(CROWD_LANE_INDEX, (65, 0))
+    cars = [
+        agent(f"car_{i:02d}", "vehicle", (4.6, 1.9, 1.6), lambda t, a=a, b=b: (float(a), -1.75 + b, 0.0, 0.0, 0.0))
+        for i, (a, b) in enumerate(CROWD_NEAR + far)
+    ]
+    doc = scene(
+        "crowd_tie",
+        "55 stopped vehicles on two circles about the ego centre (25 m and 65 m), one at 65 m in the ego's lane ahead; the agent drives on at 10 m/s",
+        straight_road(),
+        cars,
+        {"x": -1.461},
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+    )
+    doc["ego_history"] = [{**h, "x": h["x"] - 1.461} for h in history([10.0, 10.0, 10.0])]
+    return doc
+
+
+def empty_road() -> Dict[str, Any]:
+    # No agents at all (empty observation frames, no leading agent for PDM-Closed) and an agent that
+    # stops at 2.5 s and holds the same pose: zero-length trajectory segments for the interpolation,
+    # the tracker and progress.
+    stop = lambda t: (10.0 * min(t, 2.5) - 2.0 * min(t, 2.5) ** 2, 0.0, 0.0)  # noqa: E731
+    return scene(
+        "empty_road",
+        "nothing on the road; the agent brakes at 4 m/s² to a stop at 2.5 s and holds its pose",
+        straight_road(),
+        [],
+        {},
+        poses(stop),
+        poses(stop),
+    )
+
+
+def dead_end() -> Dict[str, Any]:
+    # The road ends (no successor roadblock or lane) 0.05 m short of the agent's front corners at
+    # 4.0 s: off the drivable area at the last frame only; PDM-Closed's centreline ends there too.
+    front = 4.049
+    end = 40.0 + front - 0.05
+    m = straight_road()
+    m["name"] = "dead-end"
+    m["roadblocks"] = [{**m["roadblocks"][0], "polygon": rect(-60, -3.5, end, 3.5), "outgoing": []}]
+    m["lanes"] = [{**l, "polygon": rect(-60, l["polygon"][0][1], end, l["polygon"][2][1]), "centerline": line(-60, 40, l["centerline"][0][1]) + [[end, l["centerline"][0][1]]], "outgoing": []} for l in m["lanes"][:2]]
+    return scene(
+        "dead_end",
+        "the road ends just short of where the agent's front corners are at 4.0 s; the agent drives on at 10 m/s, the human brakes",
+        m,
+        [],
+        {},
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t - 1.0 * t * t, 0.0, 0.0)),
+    )
+
+
+def stopped_ahead(name: str, beyond: float, description: str) -> Dict[str, Any]:
+    """A stopped car whose rear is `beyond` past where the agent's (10 m/s) front bumper is at 4.0 s; the human brakes."""
+    front = 4.049
+    return scene(
+        name,
+        description,
+        straight_road(),
+        [agent("stopped", "vehicle", (4.6, 1.9, 1.6), lambda t: (40.0 + front + beyond + 2.3, -1.75, 0.0, 0.0, 0.0))],
+        {},
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t - 1.0 * t * t, 0.0, 0.0)),
+    )
+
+
+def last_touch() -> Dict[str, Any]:
+    # The car's rear is 0.05 m inside the agent's front bumper at 4.0 s only: an at-fault collision
+    # at the last frame (and TTC from earlier).
+    return stopped_ahead("last_touch", -0.05, "a stopped car the agent (10 m/s) reaches at the last frame, 4.0 s; the human brakes")
+
+
+def ttc_horizon() -> Dict[str, Any]:
+    # The car 0.95 m beyond the agent's bumper at 4.0 s: never hit, but the bumper projected 0.9 s
+    # ahead reaches it from 3.2 s. v2's TTC stops at 3.1 s (40 - 9 steps), v1's runs every step with
+    # frames to 4.9 s.
+    return stopped_ahead(
+        "ttc_horizon",
+        0.95,
+        "a stopped car 0.95 m beyond the agent's front bumper at 4.0 s (10 m/s): TTC projections reach it only after 3.1 s",
+    )
+
+
+def westbound_minus_pi() -> Dict[str, Any]:
+    # `westbound_weave` turned by -pi: the ego heading is -pi (atan2 of a tiny negative sine), the
+    # map's lane headings +-pi by the sign of rounding.
+    doc = westbound_weave()
+    rotated(doc, -2.0 * math.pi)
+    doc["name"] = "westbound_minus_pi"
+    doc["description"] = "westbound_weave with the ego heading written as -pi"
+    return doc
+
+
+def off_map_start() -> Dict[str, Any]:
+    # The ego starts before the road begins, straddling the line between its two lanes: off the
+    # drivable area at t = 0 (for the agent and the human alike, so v2's filter lifts DAC), no lane
+    # under the rear axle (PDM-Closed's starting lane falls back to the route lane nearest the ego's
+    # footprint, a tie of the two lanes at 0.5 m that the first listed wins), and the route repair's
+    # search starts from no roadblock of the ego's. The agent drives on along the line; the human
+    # moves into the right lane.
+    x0 = -60.0 - 4.049 - 0.5
+    doc = scene(
+        "off_map_start",
+        "the ego starts 0.5 m before the road begins, between its two lanes; the agent drives on along the lane line, the human into the right lane",
+        straight_road(),
+        [agent("ahead", "vehicle", (4.6, 1.9, 1.6), lambda t: (x0 + 45.0 + 9.0 * t, -1.75, 0.0, 9.0, 0.0))],
+        {"x": x0, "y": 0.0},
+        poses(lambda t: (10.0 * t, 0.0, 0.0)),
+        poses(lambda t: (10.0 * t, -1.75 * min(t, 2.0) / 2.0, -0.0875 if t < 2.0 else 0.0)),
+    )
+    doc["ego_history"] = [{**h, "x": h["x"] + x0} for h in history([10.0, 10.0, 10.0], y=0.0)]
+    return doc
+
+
+def fork_tie() -> Dict[str, Any]:
+    # One lane forks into two mirror-image connectors (left and right, listed in that order) of
+    # exactly equal length: NAVSIM's Dijkstra takes the smaller queue index of equal costs (Python's
+    # `min` over (cost, index) pairs), so the first listed, the left one.
+    def s_curve(x: float, side: float) -> float:
+        u = x / 30.0
+        return side * 3.5 * (3 * u * u - 2 * u * u * u)
+
+    def connector(side: float) -> Tuple[List[List[float]], List[List[float]]]:
+        centre = [[float(x), s_curve(float(x), side)] for x in range(31)]
+        left = [[x, y + 1.75] for x, y in centre]
+        right = [[x, y - 1.75] for x, y in centre]
+        return centre, right + list(reversed(left)) + [right[0]]
+
+    up, up_poly = connector(1.0)
+    down, down_poly = connector(-1.0)
+    m = {
+        "name": "fork-tie",
+        "roadblocks": [
+            {"id": "rb_a", "kind": "roadblock", "polygon": rect(-80, -1.75, 0, 1.75), "incoming": [], "outgoing": ["rbc_fork"]},
+            {"id": "rbc_fork", "kind": "roadblock_connector", "polygon": rect(0, -5.25, 30, 5.25), "incoming": ["rb_a"], "outgoing": ["rb_b"]},
+            {"id": "rb_b", "kind": "roadblock", "polygon": rect(30, -5.25, 200, 5.25), "incoming": ["rbc_fork"], "outgoing": []},
+        ],
+        "lanes": [
+            {"id": "a", "roadblock_id": "rb_a", "polygon": rect(-80, -1.75, 0, 1.75), "centerline": line(-80, 0, 0.0), "speed_limit_mps": 15.0, "incoming": [], "outgoing": ["k_up", "k_down"]},
+            {"id": "k_up", "roadblock_id": "rbc_fork", "polygon": up_poly, "centerline": up, "speed_limit_mps": 15.0, "incoming": ["a"], "outgoing": ["b_up"]},
+            {"id": "k_down", "roadblock_id": "rbc_fork", "polygon": down_poly, "centerline": down, "speed_limit_mps": 15.0, "incoming": ["a"], "outgoing": ["b_down"]},
+            {"id": "b_up", "roadblock_id": "rb_b", "polygon": rect(30, 1.75, 200, 5.25), "centerline": line(30, 200, 3.5), "speed_limit_mps": 15.0, "incoming": ["k_up"], "outgoing": []},
+            {"id": "b_down", "roadblock_id": "rb_b", "polygon": rect(30, -5.25, 200, -1.75), "centerline": line(30, 200, -3.5), "speed_limit_mps": 15.0, "incoming": ["k_down"], "outgoing": []},
+        ],
+        "intersections": [{"id": "fork_area", "polygon": rect(0, -5.25, 30, 5.25)}],
+        "carparks": [],
+        "drivable_areas": [],
+    }
+    weave = lambda t: (10.0 * t, s_curve(min(max(10.0 * t - 12.0, 0.0), 30.0), 1.0), 0.0)  # noqa: E731
+    doc = scene(
+        "fork_tie",
+        "one lane forks into mirror-image left and right connectors of equal length (left listed first); the agent takes the left one at 10 m/s",
+        m,
+        [],
+        {"x": -12.0, "y": 0.0},
+        poses(weave),
+        poses(weave),
+    )
+    doc["ego_history"] = [{**h, "x": h["x"] - 12.0} for h in history([10.0, 10.0, 10.0], y=0.0)]
+    return doc
+
+
+def turn_across_pi() -> Dict[str, Any]:
+    # `red_light_turn` without its lights, turned by 3pi/4: the left turn sweeps the heading from
+    # 3pi/4 through pi to -3pi/4, inside PDM-Closed's centreline (unwrapped headings), its tracker,
+    # the agent's poses and the comfort metrics.
+    doc = red_light_turn()
+    doc["traffic_lights"] = []
+    doc["name"] = "turn_across_pi"
+    doc["description"] = "a left turn whose heading runs from 3pi/4 through pi to -3pi/4; no lights; the agent turns at 7 m/s"
+    return rotated(doc, 3 * math.pi / 4)
+
+
+def red_at_last_frame() -> Dict[str, Any]:
+    # `red_light_turn` with the connector green from t = 0 and red only from 4.0 s, while the agent
+    # is in the turn: v2 reads the lights per 2 Hz frame, the last one included (TLC 0); PDM-Closed
+    # plans with the green of t = 0. Synthetic, so the human (also in the turn) cannot lift TLC.
+    doc = red_light_turn()
+    doc["scene_type"] = "synthetic"
+    doc["traffic_lights"] = [{"t": 0.0, "red": [], "green": ["turn"]}, {"t": 4.0, "red": ["turn"], "green": []}]
+    doc["name"] = "red_at_last_frame"
+    doc["description"] = "red_light_turn with the connector green until it turns red at 4.0 s, the agent inside it"
+    return doc
+
+
 def main() -> None:
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
-    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), kerb_hair(), barrier_hair(), overlap_at_start(), fork(), route_loop(), lane_tie(),
+    for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), kerb_hair(), barrier_hair(), barrier_pico(), overlap_at_start(), fork(), route_loop(), lane_tie(),
         route_repair("route_gap", ["rb_a", "rb_b"], "the logged route skips the junction's roadblock connector; the agent drives through it at 10 m/s"),
         route_repair("route_ahead", ["rb_b"], "the logged route starts beyond the junction, ahead of the ego; the agent drives through it at 10 m/s"),
         route_repair(
@@ -530,6 +762,17 @@ def main() -> None:
         westbound_weave(),
         pop_in(),
         standstill(),
+        lead_tie(),
+        crowd_tie(),
+        empty_road(),
+        dead_end(),
+        last_touch(),
+        ttc_horizon(),
+        westbound_minus_pi(),
+        off_map_start(),
+        fork_tie(),
+        turn_across_pi(),
+        red_at_last_frame(),
     ):
         (out / f"{doc['name']}.json").write_text(json.dumps(doc) + "\n")
         print(out / f"{doc['name']}.json")

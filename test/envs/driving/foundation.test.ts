@@ -34,6 +34,25 @@ describe('geometry', () => {
     expect(convexIntersects(a, boxCorners({ x: 3.3, y: 2.3, heading: Math.PI / 4, length: 2, width: 1 }))).toBe(false);
     expect(polygonsIntersect(a, boxCorners({ x: 3, y: 0.5, heading: 0.4, length: 4, width: 2 }))).toBe(true);
   });
+  it('decides touching boxes exactly, as shapely does, at any scale', () => {
+    // A slanted box 30 m out and one beside it, `gap` beyond its right side (GEOS decides from the
+    // doubles exactly: 1e-11 m apart is apart, 1e-11 m into it is touching).
+    const h = 0.5;
+    const a = boxCorners({ x: 26.0, y: 11.0, heading: h, length: 5.176, width: 2.297 });
+    const beside = (gap: number) =>
+      boxCorners({ x: 26.0 + Math.sin(h) * (2.297 / 2 + 0.25 + gap), y: 11.0 - Math.cos(h) * (2.297 / 2 + 0.25 + gap), heading: h, length: 4, width: 0.5 });
+    for (const gap of [1e-9, 1e-10, 1e-11, 1e-12]) expect(convexIntersects(a, beside(gap)), `${gap}`).toBe(false);
+    for (const gap of [-1e-9, -1e-11, -1e-12]) expect(convexIntersects(a, beside(gap)), `${gap}`).toBe(true);
+    // A shared corner touches, exactly.
+    const shared = Float64Array.of(a[6] as number, a[7] as number, (a[6] as number) + 1, a[7] as number, (a[6] as number) + 1, (a[7] as number) - 1);
+    expect(convexIntersects(a, shared)).toBe(true);
+    // Near-touching pairs agree with the exact edge test.
+    for (let k = 0; k < 200; k++) {
+      const gap = (k - 100) * 1e-13;
+      const b = beside(gap);
+      expect(convexIntersects(a, b)).toBe(polygonsIntersect(a, b));
+    }
+  });
   it('point in polygon counts the boundary', () => {
     const sq = coordsFrom([
       [0, 0],

@@ -116,6 +116,13 @@ describe('scene format', () => {
     badRef.route_roadblock_ids = ['nope'];
     expect(() => parseScene(badRef, 'y.json')).toThrow(/route_roadblock_ids\[0\]: unknown roadblock 'nope'/);
   });
+  it('rejects, as NAVSIM does, scenes it cannot score: an empty route, an ego with no map object within 100 m', () => {
+    const s = generateScene('synthetic-test', 0) as unknown as { route_roadblock_ids: string[]; ego: { x: number } };
+    expect(() => parseScene({ ...s, route_roadblock_ids: [] }, 'e.json')).toThrow(/e\.json: route_roadblock_ids/);
+    // NAVSIM's PDM-Closed asserts on an empty drivable map (`_get_intersecting_lanes`).
+    const far = { ...s, ego: { ...s.ego, x: s.ego.x + 1e5 } };
+    expect(() => parseScene(far, 'f.json')).toThrow(/f\.json: ego: no roadblock, intersection or carpark within 100 m/);
+  });
 });
 
 describe('sanity on synthetic-test', () => {

@@ -38,6 +38,7 @@ describe.each([
   'kerb_edge',
   'kerb_hair',
   'barrier_hair',
+  'barrier_pico',
   'overlap_at_start',
   'fork',
   'route_loop',
@@ -48,6 +49,17 @@ describe.each([
   'westbound_weave',
   'pop_in',
   'standstill',
+  'empty_road',
+  'dead_end',
+  'last_touch',
+  'ttc_horizon',
+  'westbound_minus_pi',
+  'lead_tie',
+  'crowd_tie',
+  'fork_tie',
+  'off_map_start',
+  'turn_across_pi',
+  'red_at_last_frame',
 ])('NAVSIM reference vector %s', (name) => {
   const scene = parseScene(load(`${name}.json`), `${name}.json`);
   const poses = scene.agent_trajectory?.poses ?? [];
