@@ -80,8 +80,8 @@ class Faulty(gym.Env):
             os.write(3, b"\xff\xff\xff\x7f" + b"\x00" * 64)  # a header announcing 2 GiB
             time.sleep(3600)
         if fault == "twice":
-            os.write(3, frame({"id": 1, "results": [{"ok": None}]}))  # an id answered long ago
-            os.write(3, frame({"id": 10**9, "results": [{"ok": None}]}))  # an id never sent
+            os.write(3, frame({"ids": [1], "results": [{"ok": None}]}))  # an id answered long ago
+            os.write(3, frame({"ids": [10**9], "results": [{"ok": None}]}))  # an id never sent
             os.write(3, frame({"no_id": True}))
         self.count += 1 + int(action)
         return np.array([self.count], dtype=np.float64), 1.0, False, False, {}
@@ -214,13 +214,17 @@ describe.skipIf(!PYTHON)('fault matrix: hosted Python worker (a real process)', 
     await env.close();
   });
 
-  it('hangs while requests pile up (stops reading): every request fails with ENV_ERR_ENV_FAILURE worker_lost, close answers, the worker is restarted', async () => {
+  it('hangs while requests pile up: the first fails at its deadline (timed_out), the rest at once, close answers, the idle worker is recycled', async () => {
     const env = await armed('fault/Python-v0', 'hang');
+    const restarts = pool!.restarts;
     const piled = Array.from({ length: 200 }, () => failure(env.step(0)));
     const errs = await Promise.all(piled);
-    for (const e of errs) expect(e).toMatchObject({ code: 'ENV_ERR_ENV_FAILURE', details: { worker_lost: true } });
-    expect(errs[0]!.message).toMatch(/did not answer within 4000 ms/);
+    expect(errs[0]).toMatchObject({ code: 'ENV_ERR_ENV_FAILURE', details: { timed_out: true } });
+    expect(errs[0]!.message).toMatch(/within 4000 ms/);
+    for (const e of errs.slice(1)) expect(e.code).toBe('ENV_ERR_ENV_FAILURE');
     await closesPromptly(env, Math.min(CLOSE_PROMPT_MS, WORKER_TIMEOUT_MS - 500));
+    // Its worker held no other healthy session: it was recycled rather than left with a stuck thread.
+    expect(pool!.restarts).toBe(restarts + 1);
     await stepsFine(bystander);
     const fresh = await client.make('fault/Python-v0');
     await fresh.reset({ seed: 0 });
@@ -230,7 +234,7 @@ describe.skipIf(!PYTHON)('fault matrix: hosted Python worker (a real process)', 
 
   it('answers late (after the deadline): the documented error, and nothing reaches the caller afterwards', async () => {
     const env = await armed('fault/Python-v0', 'late');
-    expect(await failure(env.step(0))).toMatchObject({ code: 'ENV_ERR_ENV_FAILURE', details: { worker_lost: true } });
+    expect(await failure(env.step(0))).toMatchObject({ code: 'ENV_ERR_ENV_FAILURE', details: { timed_out: true } });
     await closesPromptly(env, Math.min(CLOSE_PROMPT_MS, WORKER_TIMEOUT_MS - 500));
     await stepsFine(bystander);
   });
