@@ -7,7 +7,7 @@ import { threadNice } from '../../envs/core/thread-priority.ts';
 import { defaultRegistry } from '../../envs/index.ts';
 import { parseBusyPoll } from '../../runtime/busy-poll.ts';
 import { DEFAULT_ADMISSION_LIMITS } from '../../server/admission.ts';
-import { hostEnvs } from '../../server/hosted/index.ts';
+import { DEFAULT_MAX_ABANDONED_CALLS, hostEnvs } from '../../server/hosted/index.ts';
 import { DEFAULT_PLUGIN_TIMEOUT_MS } from '../../server/hosted/plugins.ts';
 import { hostTorchWorldModel } from '../../server/hosted/world-model.ts';
 import { startServer } from '../../server/index.ts';
@@ -58,6 +58,7 @@ export interface ServeOptions {
   pythonExe?: string;
   workers?: string;
   workerTimeout: string;
+  maxAbandonedCalls: string;
   envCallTimeout: string;
   simulators: boolean;
   evacModelDir?: string;
@@ -183,7 +184,12 @@ export function registerServe(program: Command): void {
     )
     .option('--python-exe <path>', 'the Python that runs hosted envs (also GYMWIRE_PYTHON; default python3)')
     .option('--workers <n>', 'Python worker processes at most (default: one per core)')
-    .option('--worker-timeout <duration>', 'kill and restart a Python worker that takes longer than this to answer', '60s')
+    .option('--worker-timeout <duration>', 'how long one call of a hosted Python env may take; past it the call fails and its session is lost', '60s')
+    .option(
+      '--max-abandoned-calls <n>',
+      'calls past --worker-timeout still running in one Python worker, at most; past it the worker is restarted (its sessions are lost)',
+      String(DEFAULT_MAX_ABANDONED_CALLS),
+    )
     .option('--no-simulators', "do not serve the robosuite, Meta-World and LIBERO families even where their packages are installed in the workers' Python")
     .option(
       '--env-call-timeout <duration>',
@@ -311,6 +317,7 @@ function hostedOptions(opts: ServeOptions) {
   if (workers === 0) throw new Error('--workers must be at least 1');
   const workerTimeoutMs = parseDuration('--worker-timeout', opts.workerTimeout);
   if (workerTimeoutMs === 0) throw new Error('--worker-timeout must be above 0');
+  const maxAbandonedCalls = parseCount('--max-abandoned-calls', opts.maxAbandonedCalls);
   return {
     gym: opts.gym,
     python: python.map((target, i) => ({ target, id: ids[i] })),
@@ -319,6 +326,7 @@ function hostedOptions(opts: ServeOptions) {
     pythonExe: opts.pythonExe ?? process.env.GYMWIRE_PYTHON,
     workers,
     workerTimeoutMs,
+    maxAbandonedCalls,
   };
 }
 

@@ -4,8 +4,9 @@
  * step_batch, autoreset, MCP tools, the viewer).
  *
  * Failures keep to the session (errors.ts): a Python exception answers that request with
- * ENV_ERR_ENV_FAILURE and the traceback's last line; a lost worker answers every later request of
- * its sessions with ENV_ERR_ENV_FAILURE saying the session is gone.
+ * ENV_ERR_ENV_FAILURE and the traceback's last line; a call past `--worker-timeout` fails with
+ * `details.timed_out` and loses its session alone (worker.ts); a lost worker answers every later
+ * request of its sessions with ENV_ERR_ENV_FAILURE saying the session is gone.
  *
  * @example
  * const env = await makeHostedEnv(pool, { kind: 'gym', id: 'CartPole-v1' }, {}, 'gym/CartPole-v1');
@@ -71,7 +72,7 @@ export class HostedEnv implements Env {
   readonly tools: readonly EnvTool<never>[];
   readonly getState?: () => Promise<Uint8Array>;
   readonly setState?: (state: Uint8Array) => Promise<void>;
-  /** The worker's channel has the call deadline (--worker-timeout). */
+  /** The worker's channel has the per-call deadline (--worker-timeout). */
   readonly boundsOwnCalls = true;
   private closed = false;
 
@@ -120,8 +121,7 @@ export class HostedEnv implements Env {
     if (this.closed) return;
     this.closed = true;
     this.pool.release(this.worker);
-    // A lost worker took the env with it: nothing to close.
-    if (this.worker.alive) await this.worker.call({ op: 'close', handle: this.handle }, this.what).catch(() => undefined);
+    await this.worker.closeHandle(this.handle, this.what);
   }
 }
 
@@ -138,13 +138,14 @@ export async function makeHostedEnv(pool: WorkerPool, target: HostedTarget, kwar
     made = await worker.call<MadeEnv>({ op: 'make', handle, target, kwargs, ...(check ? { check: true } : {}) }, what);
   } catch (err) {
     pool.release(worker);
+    void worker.closeHandle(handle, what);
     throw err;
   }
   try {
     return new HostedEnv(pool, worker, handle, what, made);
   } catch (err) {
     pool.release(worker);
-    void worker.call({ op: 'close', handle }, what).catch(() => undefined);
+    void worker.closeHandle(handle, what);
     throw err;
   }
 }

@@ -12,6 +12,7 @@
 import type { Logger } from 'pino';
 
 import type { Registry } from '../../envs/core/registry.ts';
+import { PythonWorkerMetrics } from './metrics.ts';
 import { loadPlugin } from './plugins.ts';
 import { WorkerPool } from './pool.ts';
 import { registerHostedEnvs } from './register.ts';
@@ -29,8 +30,10 @@ export interface HostEnvsOptions {
   pythonExe?: string;
   /** Python worker processes at most; default one per core. */
   workers?: number;
-  /** How long a worker may take to answer before it is killed and restarted (ms). */
+  /** How long one call of a Python env may take before it is abandoned and its session lost (ms). */
   workerTimeoutMs?: number;
+  /** Abandoned calls still running on one worker before it is recycled (default 16). */
+  maxAbandonedCalls?: number;
   /** Serve the simulator families installed in the workers' Python (simulators.ts); default true. */
   simulators?: boolean;
   logger: Logger;
@@ -42,9 +45,19 @@ export async function hostEnvs(registry: Registry, opts: HostEnvsOptions): Promi
     const ids = await loadPlugin(registry, plugin, opts.pluginTimeoutMs);
     opts.logger.info({ plugin, envs: ids }, 'plugin registered envs');
   }
-  if (opts.simulators ?? true) await hostSimulators(registry, opts);
+  const metrics = new PythonWorkerMetrics(registry);
+  if (opts.simulators ?? true) await hostSimulators(registry, opts, metrics);
   if (!opts.gym?.length && !opts.python?.length) return null;
-  const pool = registry.closes(new WorkerPool({ python: opts.pythonExe, size: opts.workers, callTimeoutMs: opts.workerTimeoutMs, logger: opts.logger }));
+  const pool = registry.closes(
+    new WorkerPool({
+      python: opts.pythonExe,
+      size: opts.workers,
+      callTimeoutMs: opts.workerTimeoutMs,
+      maxAbandonedCalls: opts.maxAbandonedCalls,
+      logger: opts.logger,
+    }),
+  );
+  metrics.watch(pool, 'python');
   try {
     const ids = await registerHostedEnvs(registry, pool, { gym: opts.gym, python: opts.python, check: opts.check });
     opts.logger.info({ envs: ids, python: pool.python, workers: pool.size }, 'hosting python envs');
@@ -56,12 +69,13 @@ export async function hostEnvs(registry: Registry, opts: HostEnvsOptions): Promi
 }
 
 /** Registers the installed simulator families with a pool of their own (closed with the registry). */
-async function hostSimulators(registry: Registry, opts: HostEnvsOptions): Promise<void> {
+async function hostSimulators(registry: Registry, opts: HostEnvsOptions, metrics: PythonWorkerMetrics): Promise<void> {
   const python = opts.pythonExe ?? process.env.GYMWIRE_PYTHON ?? 'python3';
   const installed = await installedSimulators(python);
   if (installed.size === 0) return;
   const callTimeoutMs = Math.max(opts.workerTimeoutMs ?? 0, SIMULATOR_CALL_TIMEOUT_MS);
-  const pool = registry.closes(new WorkerPool({ python, size: opts.workers, callTimeoutMs, logger: opts.logger }));
+  const pool = registry.closes(new WorkerPool({ python, size: opts.workers, callTimeoutMs, maxAbandonedCalls: opts.maxAbandonedCalls, logger: opts.logger }));
+  metrics.watch(pool, 'simulators');
   const ids = registerSimulators(registry, pool, installed);
   opts.logger.info({ envs: ids, python, versions: Object.fromEntries(installed) }, 'serving simulators');
 }
@@ -74,7 +88,8 @@ export { defaultPoolSize, WorkerPool } from './pool.ts';
 export { gymEnvId, pythonEnvId, registerHostedEnvs } from './register.ts';
 export { failureError, workerLostError } from './errors.ts';
 export type { WorkerFailure } from './errors.ts';
-export { PythonWorker } from './worker.ts';
+export { DEFAULT_MAX_ABANDONED_CALLS, PythonWorker } from './worker.ts';
+export { PythonWorkerMetrics } from './metrics.ts';
 export { installedSimulators, missingSimulators, registerSimulators, SIMULATOR_SPECS } from './simulators.ts';
 export type { SimulatorFamily } from './simulators.ts';
 export { hostTorchWorldModel, TORCH_WORLD_MODEL_ENV_ID, TorchWorldModelKwargsSchema } from './world-model.ts';

@@ -6,7 +6,7 @@
  * worker), else to the worker with the fewest sessions, so sessions spread over the cores. A worker
  * that dies (crash, kill, hang past the call timeout) is replaced at once when it had been working,
  * and on the next placement when it never answered (a broken interpreter should not respawn in a
- * loop). Sessions on a dead worker fail with a clear error; other workers' sessions never notice.
+ * loop). A worker recycles itself when abandoned calls pile up on it (worker.ts). Sessions on a dead worker fail with a clear error; other workers' sessions never notice.
  *
  * @example
  * const pool = new WorkerPool({ python: 'python3', size: 4, callTimeoutMs: 60_000, logger });
@@ -24,8 +24,10 @@ export interface PoolOptions {
   python?: string;
   /** Worker processes at most; default one per core. */
   size?: number;
-  /** How long one call may take before its worker counts as hung (ms); default 60 s. */
+  /** How long one call may take before it is abandoned and its session lost (ms); default 60 s. */
   callTimeoutMs?: number;
+  /** Abandoned calls still running on one worker before it is recycled; default 16. */
+  maxAbandonedCalls?: number;
   /** Longest stdout/stderr line of a worker logged whole (bytes); default 64 KiB. */
   maxOutputLineBytes?: number;
   /** Largest frame read from a worker (bytes); default 1 GiB. */
@@ -43,20 +45,29 @@ export class WorkerPool {
   readonly python: string;
   readonly size: number;
   readonly callTimeoutMs: number;
-  private readonly workerLimits: Pick<PoolOptions, 'maxOutputLineBytes' | 'maxFrameBytes'>;
+  private readonly workerLimits: Pick<PoolOptions, 'maxOutputLineBytes' | 'maxFrameBytes' | 'maxAbandonedCalls'>;
   private readonly slots: (PythonWorker | null)[];
   private readonly log: Logger;
   private started = 0;
   private closed = false;
+  /** Calls abandoned at their deadline, over the pool's life (the /metrics counter). */
+  abandonedCalls = 0;
+  /** Workers started again after one was lost (crash, kill, recycled). */
+  restarts = 0;
 
   constructor(opts: PoolOptions) {
     this.python = opts.python ?? process.env.GYMWIRE_PYTHON ?? 'python3';
     this.size = opts.size ?? defaultPoolSize();
     if (!Number.isInteger(this.size) || this.size < 1) throw new Error(`the worker pool needs at least 1 worker, got ${this.size}`);
     this.callTimeoutMs = opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
-    this.workerLimits = { maxOutputLineBytes: opts.maxOutputLineBytes, maxFrameBytes: opts.maxFrameBytes };
+    this.workerLimits = { maxOutputLineBytes: opts.maxOutputLineBytes, maxFrameBytes: opts.maxFrameBytes, maxAbandonedCalls: opts.maxAbandonedCalls };
     this.slots = new Array<PythonWorker | null>(this.size).fill(null);
     this.log = opts.logger.child({ component: 'python-workers' });
+  }
+
+  /** Abandoned calls still running on the live workers. */
+  get stuckCalls(): number {
+    return this.workers().reduce((n, w) => n + w.stuckCalls, 0);
   }
 
   /** The live workers (for tests and metrics). */
@@ -109,6 +120,7 @@ export class WorkerPool {
       ...this.workerLimits,
       logger: this.log,
       onExit: (w, reason) => this.onExit(slot, w, reason),
+      onAbandon: () => void this.abandonedCalls++,
     });
     this.slots[slot] = worker;
     return worker;
@@ -121,6 +133,7 @@ export class WorkerPool {
       return;
     }
     this.log.info({ slot, reason }, 'restarting a python worker');
+    this.restarts++;
     this.start(slot);
   }
 }

@@ -104,8 +104,8 @@ async function main(): Promise<void> {
   // The bytes of one hop: the step call, and a typical answer.
   await env.reset({ seed: 0 });
   const answer = await env.step(1);
-  const requestBytes = encode({ id: 1, calls: [{ op: 'step', action: 1, handle: 1 }] }).byteLength;
-  const replyBytes = encode({ id: 1, results: [{ ok: [answer.obs, answer.reward, answer.terminated, answer.truncated, answer.info] }] }).byteLength;
+  const requestBytes = encode({ ids: [1], calls: [{ op: 'step', action: 1, handle: 1 }] }).byteLength;
+  const replyBytes = encode({ ids: [1], results: [{ ok: [answer.obs, answer.reward, answer.terminated, answer.truncated, answer.info] }] }).byteLength;
   const hops: number[] = [];
   const floors: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {

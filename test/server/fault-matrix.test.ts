@@ -80,8 +80,8 @@ class Faulty(gym.Env):
             os.write(3, b"\xff\xff\xff\x7f" + b"\x00" * 64)  # a header announcing 2 GiB
             time.sleep(3600)
         if fault == "twice":
-            os.write(3, frame({"id": 1, "results": [{"ok": None}]}))  # an id answered long ago
-            os.write(3, frame({"id": 10**9, "results": [{"ok": None}]}))  # an id never sent
+            os.write(3, frame({"ids": [1], "results": [{"ok": None}]}))  # an id answered long ago
+            os.write(3, frame({"ids": [10**9], "results": [{"ok": None}]}))  # an id never sent
             os.write(3, frame({"no_id": True}))
         self.count += 1 + int(action)
         return np.array([self.count], dtype=np.float64), 1.0, False, False, {}
@@ -214,13 +214,17 @@ describe.skipIf(!PYTHON)('fault matrix: hosted Python worker (a real process)', 
     await env.close();
   });
 
-  it('hangs while requests pile up (stops reading): every request fails with ENV_ERR_ENV_FAILURE worker_lost, close answers, the worker is restarted', async () => {
+  it('hangs while requests pile up: the first fails at its deadline (timed_out), the rest at once, close answers, the idle worker is recycled', async () => {
     const env = await armed('fault/Python-v0', 'hang');
+    const restarts = pool!.restarts;
     const piled = Array.from({ length: 200 }, () => failure(env.step(0)));
     const errs = await Promise.all(piled);
-    for (const e of errs) expect(e).toMatchObject({ code: 'ENV_ERR_ENV_FAILURE', details: { worker_lost: true } });
-    expect(errs[0]!.message).toMatch(/did not answer within 4000 ms/);
+    expect(errs[0]).toMatchObject({ code: 'ENV_ERR_ENV_FAILURE', details: { timed_out: true } });
+    expect(errs[0]!.message).toMatch(/within 4000 ms/);
+    for (const e of errs.slice(1)) expect(e.code).toBe('ENV_ERR_ENV_FAILURE');
     await closesPromptly(env, Math.min(CLOSE_PROMPT_MS, WORKER_TIMEOUT_MS - 500));
+    // Its worker held no other healthy session: it was recycled rather than left with a stuck thread.
+    expect(pool!.restarts).toBe(restarts + 1);
     await stepsFine(bystander);
     const fresh = await client.make('fault/Python-v0');
     await fresh.reset({ seed: 0 });
@@ -230,7 +234,7 @@ describe.skipIf(!PYTHON)('fault matrix: hosted Python worker (a real process)', 
 
   it('answers late (after the deadline): the documented error, and nothing reaches the caller afterwards', async () => {
     const env = await armed('fault/Python-v0', 'late');
-    expect(await failure(env.step(0))).toMatchObject({ code: 'ENV_ERR_ENV_FAILURE', details: { worker_lost: true } });
+    expect(await failure(env.step(0))).toMatchObject({ code: 'ENV_ERR_ENV_FAILURE', details: { timed_out: true } });
     await closesPromptly(env, Math.min(CLOSE_PROMPT_MS, WORKER_TIMEOUT_MS - 500));
     await stepsFine(bystander);
   });
@@ -269,6 +273,128 @@ describe.skipIf(!PYTHON)('fault matrix: hosted Python worker (a real process)', 
 
   afterAll(async () => {
     await bystander?.close();
+  });
+});
+
+/**
+ * Sessions that share one worker process (a pool of one): a hung env call must block only its own
+ * session, and a crash ends the worker's sessions alone.
+ */
+describe.skipIf(!PYTHON)('fault matrix: hosted Python worker shared by two sessions (a pool of one)', () => {
+  const CALL_TIMEOUT_MS = 1_500;
+  let shared: RunningServer;
+  let sharedPool: WorkerPool;
+  let sharedClient: GymwireClient;
+  let metricsUrl: string;
+
+  beforeAll(async () => {
+    const registry = new Registry();
+    const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(line.slice(0, 400)) });
+    sharedPool = (await hostEnvs(registry, {
+      python: [{ target: 'faulty_env:make', id: 'fault/Python-v0' }],
+      pythonExe: PYTHON!,
+      workers: 1,
+      workerTimeoutMs: CALL_TIMEOUT_MS,
+      maxAbandonedCalls: 1,
+      simulators: false,
+      logger,
+    }))!;
+    shared = await startServer({ port: 0, registry, logger });
+    sharedClient = await connect(shared.url, { requestTimeoutMs: 30_000 });
+    metricsUrl = shared.url.replace('ws', 'http') + '/metrics';
+  }, 60_000);
+
+  afterAll(async () => {
+    await sharedClient?.close();
+    await shared?.close(2_000);
+    await shared?.core.registry.close();
+  });
+
+  const session = async (fault?: string): Promise<RemoteEnv> => {
+    const env = await sharedClient.make('fault/Python-v0');
+    await env.reset({ seed: 0, options: fault ? { fault } : undefined });
+    return env;
+  };
+  /** Milliseconds of each of `n` steps of `env`, one after another. */
+  const stepTimes = async (env: RemoteEnv, n: number): Promise<number[]> => {
+    const times: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      await stepsFine(env);
+      times.push(performance.now() - t0);
+    }
+    return times;
+  };
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const metric = async (name: string): Promise<number> => {
+    const line = (await (await fetch(metricsUrl)).text()).split('\n').find((l) => l.startsWith(`${name}{pool="python"}`));
+    return line === undefined ? 0 : Number(line.split(' ').pop());
+  };
+
+  it('one session hangs: the other keeps stepping at its usual latency; the hung one fails timed_out, then session_lost; its close answers; /metrics counts the abandoned call', async () => {
+    const hung = await session();
+    const other = await session();
+    expect(sharedPool.workers()).toHaveLength(1);
+    const pid = sharedPool.workers()[0]!.pid;
+    const usual = await stepTimes(other, 20);
+    await hung.reset({ seed: 0, options: { fault: 'hang' } });
+    const stuck = failure(hung.step(0));
+    await new Promise((r) => setTimeout(r, 150));
+    const during = await stepTimes(other, 20);
+    // Far below the deadline: the other session never waited for the hung call.
+    expect(Math.max(...during)).toBeLessThan(CALL_TIMEOUT_MS / 3);
+    expect(median(during)).toBeLessThan(median(usual) + 50);
+    const err = await stuck;
+    expect(err).toMatchObject({ code: 'ENV_ERR_ENV_FAILURE', details: { timed_out: true } });
+    expect(err.message).toMatch(/within 1500 ms/);
+    expect(await failure(hung.step(0))).toMatchObject({ code: 'ENV_ERR_ENV_FAILURE', details: { session_lost: true } });
+    await closesPromptly(hung, CLOSE_PROMPT_MS);
+    await stepsFine(other);
+    // One healthy session is left and one abandoned call is within the bound: the worker stays.
+    expect(sharedPool.workers()[0]!.pid).toBe(pid);
+    expect(await metric('gymwire_python_abandoned_calls_total')).toBe(1);
+    expect(await metric('gymwire_python_stuck_calls')).toBe(1);
+    expect(logged.some((l) => l.includes('python env call abandoned'))).toBe(true);
+    await other.close();
+  });
+
+  it('past --max-abandoned-calls the worker is recycled: its sessions get worker_lost, new sessions work, /metrics counts the restart', async () => {
+    const bystander = await session();
+    const second = await session('hang');
+    const pid = sharedPool.workers()[0]!.pid;
+    expect(await failure(second.step(0))).toMatchObject({ code: 'ENV_ERR_ENV_FAILURE', details: { timed_out: true } });
+    // Two abandoned calls still run on it, over the bound of 1: the worker goes, and its sessions with it.
+    expect(await failure(bystander.step(0))).toMatchObject({ code: 'ENV_ERR_ENV_FAILURE', details: { worker_lost: true } });
+    await closesPromptly(second, CLOSE_PROMPT_MS);
+    await closesPromptly(bystander, CLOSE_PROMPT_MS);
+    const fresh = await session();
+    await stepsFine(fresh);
+    expect(sharedPool.workers()[0]!.pid).not.toBe(pid);
+    expect(await metric('gymwire_python_worker_restarts_total')).toBe(1);
+    expect(await metric('gymwire_python_abandoned_calls_total')).toBe(2);
+    expect(await metric('gymwire_python_stuck_calls')).toBe(0);
+    await fresh.close();
+  });
+
+  it('crashes while another session has a call in flight: both get worker_lost, new sessions work afterwards', async () => {
+    const slow = await session('late');
+    const crashing = await session('crash');
+    const inFlight = failure(slow.step(0));
+    await new Promise((r) => setTimeout(r, 150));
+    const [a, b] = await Promise.all([inFlight, failure(crashing.step(0))]);
+    for (const e of [a, b]) expect(e).toMatchObject({ code: 'ENV_ERR_ENV_FAILURE', details: { worker_lost: true } });
+    expect(b.message).toMatch(/exited with code 3/);
+    await closesPromptly(slow, CLOSE_PROMPT_MS);
+    await closesPromptly(crashing, CLOSE_PROMPT_MS);
+    const fresh = await session();
+    await stepsFine(fresh);
+    await fresh.close();
+    const res = await fetch(metricsUrl);
+    const open = (await res.text())
+      .split('\n')
+      .filter((l) => l.startsWith('gymwire_open_sessions{'))
+      .reduce((n, l) => n + Number(l.split(' ').pop()), 0);
+    expect(open).toBe(0);
   });
 });
 

@@ -21,7 +21,7 @@ from gymwire.worker import tool
 
 
 class FaultyCounter(gym.Env[np.ndarray, np.int64]):
-    """Counts steps (action 1 counts twice) and ends at random or at ``limit``; ``reset(options={"fault": "raise"|"crash"|"hang"})`` arms a
+    """Counts steps (action 1 counts twice) and ends at random or at ``limit``; ``reset(options={"fault": "raise"|"crash"|"hang"|"slow"})`` arms a
     fault for the next step. Has a tool, the state protocol and rgb_array frames."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
@@ -52,6 +52,8 @@ class FaultyCounter(gym.Env[np.ndarray, np.int64]):
             os._exit(3)
         if fault == "hang":
             time.sleep(3600)
+        if fault == "slow":
+            time.sleep(0.3)
         self.count += 1 + int(action)
         self.noise = float(self.np_random.random())
         # Ends at random (like CartPole) so sessions stepped together do not all end on one step.

@@ -11,14 +11,14 @@ from typing import Any
 
 from ..codec import packer, unpack
 from ..sim.rendering import configure_gl
-from .batching import serve
 from .channel import FrameChannel
 from .host import Host, error_answer
+from .loop import serve
 
 
-def _encode(pack: Callable[[Any], bytes], message_id: int, results: list[dict[str, Any]]) -> bytes:
+def _encode(pack: Callable[[Any], bytes], ids: list[int], results: list[dict[str, Any]]) -> bytes:
     try:
-        return pack({"id": message_id, "results": results})
+        return pack({"ids": ids, "results": results})
     except Exception:  # noqa: BLE001 - find which answers cannot be encoded and turn only those into errors
         safe: list[dict[str, Any]] = []
         for result in results:
@@ -27,7 +27,7 @@ def _encode(pack: Callable[[Any], bytes], message_id: int, results: list[dict[st
                 safe.append(result)
             except Exception as err:  # noqa: BLE001
                 safe.append({"error": error_answer(err)})
-        return pack({"id": message_id, "results": safe})
+        return pack({"ids": ids, "results": safe})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,8 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     pack = packer().pack
     # Imports are done: the server starts timing calls from here, so a slow start is not a hang.
     channel.write(pack({"id": 0, "ready": os.getpid()}))
-    serve(channel, host, unpack, lambda message_id, results: _encode(pack, message_id, results))
-    for hosted in host.envs.values():
+    loop = serve(channel, host, unpack, lambda ids, results: _encode(pack, ids, results))
+    # Envs whose session thread is still inside a call are left to the exit.
+    for handle, hosted in list(host.envs.items()):
+        if handle in loop.busy:
+            continue
         try:
             hosted.env.close()
         except Exception as err:  # noqa: BLE001 - closing at exit is best effort
