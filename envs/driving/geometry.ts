@@ -357,8 +357,9 @@ export function polygonIntersectionArea(a: Coords, b: Coords): number {
  * The order in which a GEOS STR tree (shapely's `STRtree`, `capacity` children a node) reports the
  * items matching a query: the leaves of its sort-tile-recursive packing, each level sorted by
  * envelope centre x, cut into ceil(sqrt(ceil(n / capacity))) vertical slices, each slice sorted by
- * centre y and grouped by `capacity`. Returns item indices in that order; ties keep input order (as
- * GEOS's sort does for up to 16 nodes).
+ * centre y and grouped by `capacity`. Returns item indices in that order. GEOS sorts with
+ * `std::sort`, which is not stable: equal centres come out in the order libstdc++'s introsort
+ * leaves them ({@link cppSort}), the input order only for up to 16 nodes.
  */
 export function strTreeOrder(envelopes: readonly (readonly [number, number, number, number])[], capacity = 10): number[] {
   interface Node {
@@ -370,10 +371,10 @@ export function strTreeOrder(envelopes: readonly (readonly [number, number, numb
   while (level.length > 1) {
     const n = level.length;
     const perSlice = Math.ceil(n / Math.ceil(Math.sqrt(Math.ceil(n / capacity))));
-    const byX = [...level].sort((a, b) => a.env[0] + a.env[2] - (b.env[0] + b.env[2]));
+    const byX = cppSort([...level], (a, b) => a.env[0] + a.env[2] < b.env[0] + b.env[2]);
     const parents: Node[] = [];
     for (let s = 0; s < n; s += perSlice) {
-      const slice = byX.slice(s, s + perSlice).sort((a, b) => a.env[1] + a.env[3] - (b.env[1] + b.env[3]));
+      const slice = cppSort(byX.slice(s, s + perSlice), (a, b) => a.env[1] + a.env[3] < b.env[1] + b.env[3]);
       for (let g = 0; g < slice.length; g += capacity) {
         const children = slice.slice(g, g + capacity);
         const env = [
@@ -394,6 +395,114 @@ export function strTreeOrder(envelopes: readonly (readonly [number, number, numb
   };
   level.forEach(walk);
   return out;
+}
+
+/** Below this many elements libstdc++'s introsort leaves a range to the final insertion sort (`_S_threshold`). */
+const CPP_SORT_THRESHOLD = 16;
+
+/**
+ * libstdc++'s `std::sort` (GCC, what GEOS in shapely's wheels is built with), in place: introsort
+ * with the median of the second, middle and last elements moved to the front as pivot, an
+ * unguarded Hoare partition, heapsort past 2·log2(n) levels, then one insertion sort over the whole
+ * range. Reproduced step for step because its order of equal elements is what GEOS reports.
+ */
+export function cppSort<T>(a: T[], less: (x: T, y: T) => boolean): T[] {
+  const swap = (i: number, j: number): void => {
+    const t = a[i] as T;
+    a[i] = a[j] as T;
+    a[j] = t;
+  };
+  const cmp = (i: number, j: number): boolean => less(a[i] as T, a[j] as T);
+  const medianToFirst = (result: number, x: number, y: number, z: number): void => {
+    if (cmp(x, y)) {
+      if (cmp(y, z)) swap(result, y);
+      else if (cmp(x, z)) swap(result, z);
+      else swap(result, x);
+    } else if (cmp(x, z)) swap(result, x);
+    else if (cmp(y, z)) swap(result, z);
+    else swap(result, y);
+  };
+  const partition = (first: number, last: number, pivot: number): number => {
+    for (;;) {
+      while (cmp(first, pivot)) first++;
+      last--;
+      while (cmp(pivot, last)) last--;
+      if (!(first < last)) return first;
+      swap(first, last);
+      first++;
+    }
+  };
+  const adjustHeap = (first: number, hole: number, len: number, value: T): void => {
+    const top = hole;
+    let child = hole;
+    while (child < Math.trunc((len - 1) / 2)) {
+      child = 2 * (child + 1);
+      if (cmp(first + child, first + child - 1)) child--;
+      a[first + hole] = a[first + child] as T;
+      hole = child;
+    }
+    if ((len & 1) === 0 && child === Math.trunc((len - 2) / 2)) {
+      child = 2 * (child + 1);
+      a[first + hole] = a[first + child - 1] as T;
+      hole = child - 1;
+    }
+    let parent = Math.trunc((hole - 1) / 2);
+    while (hole > top && less(a[first + parent] as T, value)) {
+      a[first + hole] = a[first + parent] as T;
+      hole = parent;
+      parent = Math.trunc((hole - 1) / 2);
+    }
+    a[first + hole] = value;
+  };
+  const heapSort = (first: number, last: number): void => {
+    const len = last - first;
+    if (len >= 2) for (let parent = Math.trunc((len - 2) / 2); parent >= 0; parent--) adjustHeap(first, parent, len, a[first + parent] as T);
+    for (let end = last - 1; end - first > 0; end--) {
+      const value = a[end] as T;
+      a[end] = a[first] as T;
+      adjustHeap(first, 0, end - first, value);
+    }
+  };
+  const introsortLoop = (first: number, last: number, depth: number): void => {
+    while (last - first > CPP_SORT_THRESHOLD) {
+      if (depth === 0) {
+        heapSort(first, last);
+        return;
+      }
+      depth--;
+      const mid = first + Math.trunc((last - first) / 2);
+      medianToFirst(first, first + 1, mid, last - 1);
+      const cut = partition(first + 1, last, first);
+      introsortLoop(cut, last, depth);
+      last = cut;
+    }
+  };
+  const linearInsert = (i: number): void => {
+    const value = a[i] as T;
+    let j = i - 1;
+    while (less(value, a[j] as T)) {
+      a[j + 1] = a[j] as T;
+      j--;
+    }
+    a[j + 1] = value;
+  };
+  const insertionSort = (first: number, last: number): void => {
+    for (let i = first + 1; i < last; i++) {
+      if (cmp(i, first)) {
+        const value = a[i] as T;
+        a.copyWithin(first + 1, first, i);
+        a[first] = value;
+      } else linearInsert(i);
+    }
+  };
+  const n = a.length;
+  if (n < 2) return a;
+  introsortLoop(0, n, 2 * (31 - Math.clz32(n)));
+  if (n > CPP_SORT_THRESHOLD) {
+    insertionSort(0, CPP_SORT_THRESHOLD);
+    for (let i = CPP_SORT_THRESHOLD; i < n; i++) linearInsert(i);
+  } else insertionSort(0, n);
+  return a;
 }
 
 /** Translates and rotates `local` coords (in a frame at x, y, heading) into world coords. */

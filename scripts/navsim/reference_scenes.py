@@ -526,23 +526,25 @@ def standstill() -> Dict[str, Any]:
     return doc
 
 
+def slowing_to_five(name: str, description: str, agents: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The straight road with `agents`; agent and human slow from 10 to 5 m/s over 4 s."""
+    slow = lambda t: (10.0 * t - 0.625 * t * t, 0.0, 0.0)  # noqa: E731
+    return scene(name, description, straight_road(), agents, {}, poses(slow), poses(slow))
+
+
 def lead_tie() -> Dict[str, Any]:
     # Two objects ahead whose rear edges meet at x = 32 at 0.2 s, PDM-Closed's first leading-agent
     # update: a narrow car at 5 m/s and, on its right, a bicycle at 10 m/s, both inside the ego's
     # corridor, at the same polygon distance to the last bit. NAVSIM's `np.argmin` takes the first
     # in its occupancy map's STR-tree order (one slice, bottom to top: the bicycle), not the first
     # listed (the car), and IDM follows that one's speed until the next update.
-    return scene(
+    return slowing_to_five(
         "lead_tie",
         "a car (5 m/s) and a bicycle (10 m/s) side by side ahead reach the same distance at PDM-Closed's first leading-agent update; the agent slows to 5 m/s",
-        straight_road(),
         [
             agent("car", "vehicle", (4.5, 1.5, 1.6), lambda t: (33.25 + 5.0 * t, -1.5, 0.0, 5.0, 0.0)),
             agent("bike", "bicycle", (2.0, 0.5, 1.7), lambda t: (31.0 + 10.0 * t, -2.625, 0.0, 10.0, 0.0)),
         ],
-        {},
-        poses(lambda t: (10.0 * t - 0.625 * t * t, 0.0, 0.0)),
-        poses(lambda t: (10.0 * t - 0.625 * t * t, 0.0, 0.0)),
     )
 
 
@@ -748,6 +750,24 @@ def red_at_last_frame() -> Dict[str, Any]:
     return doc
 
 
+def lead_tie_stacked() -> Dict[str, Any]:
+    # Two cars in the ego's lane ahead, one inside the other (4.5 m long, 1.5 m and 0.5 m wide, 5 and
+    # 10 m/s), whose boxes coincide in x at 0.2 s, PDM-Closed's first leading-agent update: equal
+    # distances and equal envelope centres. With 18 cones beside the road the occupancy map holds
+    # 20 objects, so GEOS's STR tree orders the equal centres by libstdc++'s introsort (not stable):
+    # the wide, slower car comes first although the object manager lists the narrow one first.
+    cones = [agent(f"cone_{j:02d}", "traffic_cone", (0.5, 0.5, 0.8), lambda t, j=j: (10.0 + ((j * 5) % 23) * 3.0, 8.0 + (j % 4) * 2.0, 0.0, 0.0, 0.0)) for j in range(18)]
+    return slowing_to_five(
+        "lead_tie_stacked",
+        "two cars ahead, one inside the other, reach the same distance and envelope centre at PDM-Closed's first leading-agent update; 18 cones beside the road; the agent slows to 5 m/s",
+        [
+            agent("wide", "vehicle", (4.5, 1.5, 1.6), lambda t: (34.25 + 5.0 * t, -1.75, 0.0, 5.0, 0.0)),
+            agent("narrow", "vehicle", (4.5, 0.5, 1.6), lambda t: (33.25 + 10.0 * t, -1.75, 0.0, 10.0, 0.0)),
+            *cones,
+        ],
+    )
+
+
 def main() -> None:
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     for doc in (cut_in(), off_road_human(), red_light_turn(), carpark_exit(), kerb_edge(), kerb_hair(), barrier_hair(), barrier_pico(), overlap_at_start(), fork(), route_loop(), lane_tie(),
@@ -773,6 +793,7 @@ def main() -> None:
         fork_tie(),
         turn_across_pi(),
         red_at_last_frame(),
+        lead_tie_stacked(),
     ):
         (out / f"{doc['name']}.json").write_text(json.dumps(doc) + "\n")
         print(out / f"{doc['name']}.json")

@@ -9,6 +9,7 @@ import {
   convexIntersectionArea,
   convexIntersects,
   coordsFrom,
+  cppSort,
   orientSign,
   pointInPolygon,
   polygonIntersectionArea,
@@ -94,6 +95,25 @@ describe('geometry', () => {
     // Two levels: 30 strips, 3 slices of 10; shapely lists the lower strip first.
     const many = Array.from({ length: 30 }, (_, i) => [0, i - 1, 100, i] as const);
     expect(strTreeOrder(many).filter((i) => i === 14 || i === 15)).toEqual([14, 15]);
+    // 60 boxes on a 5 x 4 grid of 20 positions, three to a position: GEOS's std::sort leaves equal
+    // centres in libstdc++'s introsort order, not the input order (recorded with shapely 2.1.2).
+    const stacked = Array.from({ length: 60 }, (_, i) => [((i * 7) % 5) * 2, ((i * 3) % 4) * 2, ((i * 7) % 5) * 2 + 2, ((i * 3) % 4) * 2 + 2] as const);
+    expect(strTreeOrder(stacked)).toEqual([
+      40, 20, 28, 8, 0, 15, 35, 23, 3, 55, 4, 48, 16, 56, 36, 43, 59, 11, 31, 51, 32, 44, 52, 24, 12, 47, 27, 7, 39, 19, 38, 58, 10, 50, 30, 13, 5, 33, 45, 25,
+      46, 6, 26, 18, 54, 1, 41, 21, 53, 29, 42, 34, 22, 14, 2, 17, 9, 37, 57, 49,
+    ]);
+  });
+  it('sorts as libstdc++ std::sort does, equal elements included', () => {
+    const byKey = (a: { k: number }, b: { k: number }) => a.k < b.k;
+    const items = Array.from({ length: 40 }, (_, i) => ({ k: i % 3, i }));
+    const sorted = cppSort([...items], byKey);
+    expect(sorted.map((x) => x.k)).toEqual([...items].map((x) => x.k).sort((a, b) => a - b));
+    expect(cppSort([...items].slice(0, 16), byKey).map((x) => x.i)).toEqual(
+      [...items]
+        .slice(0, 16)
+        .sort((a, b) => a.k - b.k)
+        .map((x) => x.i),
+    );
   });
   it('computes convex intersection areas', () => {
     const a = boxCorners({ x: 0, y: 0, heading: 0, length: 2, width: 2 });

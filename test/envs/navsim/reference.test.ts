@@ -60,6 +60,7 @@ describe.each([
   'off_map_start',
   'turn_across_pi',
   'red_at_last_frame',
+  'lead_tie_stacked',
 ])('NAVSIM reference vector %s', (name) => {
   const scene = parseScene(load(`${name}.json`), `${name}.json`);
   const poses = scene.agent_trajectory?.poses ?? [];
