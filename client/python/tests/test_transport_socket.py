@@ -1,6 +1,7 @@
 """The blocking-socket WebSocket (gymwire._transport_socket) against a real websockets server: whole
 messages from fragments and from frames of every length encoding, text skipped, pings answered,
-the server's close code kept, and a clear error for a URL it cannot serve.
+the server's close code kept, a burst of messages that fill and wrap the read buffer read back in
+order, and a clear error for a URL it cannot serve.
 """
 
 from __future__ import annotations
@@ -15,6 +16,12 @@ from websockets.asyncio.server import ServerConnection, serve
 from gymwire._transport_socket import SocketClosedError, SocketWebSocket
 
 pytestmark = pytest.mark.timeout(30)
+
+BURST = 3000
+
+
+def burst_message(i: int) -> bytes:
+    return bytes([i % 256]) * (1 + (i * 97) % 1500)
 
 
 @pytest.fixture
@@ -32,6 +39,10 @@ def server_url() -> Iterator[str]:
                 await asyncio.wait_for(pong, 5)
                 await ws.send(b"pong seen")
                 await ws.close(4001, "done here")
+            elif message == b"burst":
+                # Many small and mid-sized messages back to back: reads end inside frames and headers.
+                for i in range(BURST):
+                    await ws.send(burst_message(i))
             else:
                 await ws.send(message)
 
@@ -69,6 +80,16 @@ def test_messages_arrive_whole_and_the_close_code_is_kept(server_url: str) -> No
     assert (closed.value.code, closed.value.reason) == (4001, "done here")
     with pytest.raises(SocketClosedError):
         ws.send(b"after close")
+    ws.close()
+
+
+def test_a_burst_of_messages_arrives_whole_and_in_order(server_url: str) -> None:
+    ws = SocketWebSocket.connect(server_url, timeout=10)
+    ws.send(b"burst")
+    for i in range(BURST):
+        assert ws.recv() == burst_message(i)
+    ws.send(b"echo after the burst")
+    assert ws.recv() == b"echo after the burst"
     ws.close()
 
 
