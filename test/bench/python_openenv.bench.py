@@ -9,7 +9,9 @@
   `EnvClient` (one client and WebSocket per session, as OpenEnv's sessions are, one asyncio task
   each, all on one event loop: the concurrency its async-by-default client is built for) against
   gymwire's `AsyncClient` (one connection, one asyncio task per session). Both sides' clients and
-  sessions stay open over the rounds, which alternate between the sides.
+  sessions stay open over the rounds, which alternate between the sides. A third side, reported
+  apart because it is another way to drive the sessions, steps the same number of gymwire sessions
+  in lock step as one `gymwire.make_vec` (one `step_batch` frame per step of all of them).
 
 openenv-core and its dependencies never enter the project's environments: on first run this script
 creates a throwaway venv (default /tmp/gymwire-openenv-bench, `--venv` to choose) with
@@ -252,8 +254,23 @@ class Stepping:
         return counted / elapsed
 
 
-async def openenv_concurrent(url: str, sessions: int, seconds: float, rounds: int, stepping: Stepping, ours: Any) -> tuple[list[float], list[float]]:
-    """Rounds of OpenEnv's async clients (one per session) and of ``ours`` (gymwire's round), alternating."""
+def vec_round(vec: Any, seconds: float, warmup: float = 0.5) -> float:
+    """Env-steps/s of a gymwire vector env stepped back to back (actions alternating 0 and 1)."""
+    import numpy as np
+
+    actions = [np.full(vec.num_envs, a, np.int64) for a in (0, 1)]
+    end = time.perf_counter() + warmup
+    while time.perf_counter() < end:
+        vec.step(actions[0])
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        vec.step(actions[steps & 1])
+        steps += 1
+    return steps * vec.num_envs / (time.perf_counter() - start)
+
+
+async def openenv_concurrent(url: str, sessions: int, seconds: float, rounds: int, stepping: Stepping, ours: Any) -> tuple[list[float], list[list[float]]]:
+    """Rounds of OpenEnv's async clients (one per session) and of ``ours`` (gymwire's rounds, a list each), alternating."""
     action_cls, _, _, client_cls = openenv_types()
     clients = [client_cls(base_url=url, message_timeout_s=120) for _ in range(sessions)]
     # Connected in waves: a burst of hundreds of handshakes at once overflows uvicorn's accept queue.
@@ -281,12 +298,15 @@ async def openenv_concurrent(url: str, sessions: int, seconds: float, rounds: in
     return theirs, mine
 
 
-async def concurrent_pair(gw_url: str, oe_url: str, sessions: int, seconds: float, rounds: int) -> tuple[list[float], list[float]]:
+async def concurrent_sides(gw_url: str, oe_url: str, sessions: int, seconds: float, rounds: int) -> tuple[list[float], list[list[float]]]:
+    """OpenEnv's rounds, and gymwire's as [one task per session, make_vec] per round."""
     import gymwire
 
     stepping = Stepping()
     client = await gymwire.AsyncClient.connect(gw_url)
+    vec = gymwire.make_vec(gw_url, "gymwire/CartPole-v1", num_envs=sessions)
     try:
+        vec.reset(seed=0)
         envs = await asyncio.gather(*(client.make("gymwire/CartPole-v1") for _ in range(sessions)))
         await asyncio.gather(*(env.reset(seed=0) for env in envs))
 
@@ -300,11 +320,13 @@ async def concurrent_pair(gw_url: str, oe_url: str, sessions: int, seconds: floa
                 if terminated or truncated:
                     await env.reset()
 
-        async def ours() -> float:
-            return await stepping.measure([loop(env) for env in envs], seconds)
+        async def ours() -> list[float]:
+            # The vector env blocks this loop for its round: nothing else is stepping then.
+            return [await stepping.measure([loop(env) for env in envs], seconds), vec_round(vec, seconds)]
 
         return await openenv_concurrent(oe_url, sessions, seconds, rounds, stepping, ours)
     finally:
+        vec.close()
         await client.close_all()
 
 
@@ -338,19 +360,21 @@ def main() -> None:
                     sequential(gw_url, oe_url, args.steps, args.rounds, version)
                 if "concurrent" in only:
                     for sessions in (int(n) for n in args.sessions.split(",")):
-                        theirs, ours = asyncio.run(concurrent_pair(gw_url, oe_url, sessions, args.seconds, args.rounds))
-                        t, o = statistics.median(theirs), statistics.median(ours)
-                        ratios = [a / b for a, b in zip(ours, theirs)]
-                        emit(f"concurrent_{sessions}_steps_per_s", o, "steps/s", side="gymwire AsyncClient", rounds=[round(x) for x in ours])
-                        emit(f"concurrent_{sessions}_steps_per_s", t, "steps/s", side="openenv async EnvClient", rounds=[round(x) for x in theirs])
-                        emit(
-                            f"concurrent_{sessions}_ratio",
-                            statistics.median(ratios),
-                            "x",
-                            note="gymwire / openenv, median of per-round ratios",
-                            min=round(min(ratios), 2),
-                            max=round(max(ratios), 2),
-                        )
+                        theirs, both = asyncio.run(concurrent_sides(gw_url, oe_url, sessions, args.seconds, args.rounds))
+                        emit(f"concurrent_{sessions}_steps_per_s", statistics.median(theirs), "steps/s", side="openenv async EnvClient", rounds=[round(x) for x in theirs])
+                        for i, side in enumerate(("gymwire AsyncClient, one task per session", "gymwire make_vec, lock step")):
+                            ours = [b[i] for b in both]
+                            ratios = [a / b for a, b in zip(ours, theirs)]
+                            emit(f"concurrent_{sessions}_steps_per_s", statistics.median(ours), "steps/s", side=side, rounds=[round(x) for x in ours])
+                            emit(
+                                f"concurrent_{sessions}_ratio",
+                                statistics.median(ratios),
+                                "x",
+                                side=side,
+                                note="gymwire / openenv, median of per-round ratios",
+                                min=round(min(ratios), 2),
+                                max=round(max(ratios), 2),
+                            )
             finally:
                 oe_proc.terminate()
         if "image" in only:
