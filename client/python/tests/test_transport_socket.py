@@ -1,13 +1,15 @@
 """The blocking-socket WebSocket (gymwire._transport_socket) against a real websockets server: whole
 messages from fragments and from frames of every length encoding, text skipped, pings answered,
 the server's close code kept, a burst of messages that fill and wrap the read buffer read back in
-order, and a clear error for a URL it cannot serve.
+order, waits that end at their timeout (never before it) without losing what comes later, and a
+clear error for a URL it cannot serve.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -90,6 +92,25 @@ def test_a_burst_of_messages_arrives_whole_and_in_order(server_url: str) -> None
         assert ws.recv() == burst_message(i)
     ws.send(b"echo after the burst")
     assert ws.recv() == b"echo after the burst"
+    ws.close()
+
+
+def test_a_wait_ends_at_its_timeout_and_later_reads_are_whole(server_url: str) -> None:
+    ws = SocketWebSocket.connect(server_url, timeout=10)
+    start = time.monotonic()
+    assert ws.wait_readable(0.05) is False  # nothing sent: the receive timeout ends the wait
+    assert time.monotonic() - start >= 0.05
+    # The short receive timeout stays on the socket: reads that outlast it go on (a burst, then an echo).
+    ws.send(b"burst")
+    assert ws.wait_readable(5)
+    for i in range(BURST):
+        assert ws.recv() == burst_message(i)
+    ws.send(b"late")
+    assert ws.wait_readable(5) and ws.recv() == b"late"
+    ws.abort()
+    assert ws.wait_readable(5)  # the close is what there is to read
+    with pytest.raises(SocketClosedError):
+        ws.recv()
     ws.close()
 
 
