@@ -4,19 +4,28 @@
   against an OpenEnv server (`create_fastapi_app` under uvicorn) hosting Gymnasium's CartPole-v1,
   and the gymwire sync Client against `gymwire serve` (its built-in CartPole-v1);
 - 224x224x3 uint8 observations, one session stepped back to back, pixels in hand as a numpy array:
-  OpenEnv sending them as base64 text (its JSON wire has no binary type) against gymwire's tensors.
+  OpenEnv sending them as base64 text (its JSON wire has no binary type) against gymwire's tensors;
+- 64 and 512 CartPole sessions stepped concurrently from this one process, steps/s: OpenEnv's async
+  `EnvClient` (one client and WebSocket per session, as OpenEnv's sessions are, one asyncio task
+  each, all on one event loop: the concurrency its async-by-default client is built for) against
+  gymwire's `AsyncClient` (one connection, one asyncio task per session). Both sides' clients and
+  sessions stay open over the rounds, which alternate between the sides. A third side, reported
+  apart because it is another way to drive the sessions, steps the same number of gymwire sessions
+  in lock step as one `gymwire.make_vec` (one `step_batch` frame per step of all of them).
 
 openenv-core and its dependencies never enter the project's environments: on first run this script
 creates a throwaway venv (default /tmp/gymwire-openenv-bench, `--venv` to choose) with
 `pip install openenv-core==0.3.0` plus what the gymwire SDK imports, and re-runs itself there.
 
-Run: python3 test/bench/python_openenv.bench.py [--steps 3000] [--seconds 3] [--gymwire-src OTHER/client/python/src]
+Run: python3 test/bench/python_openenv.bench.py [--steps 3000] [--seconds 3] [--rounds 3] [--only seq,image,concurrent]
+     [--sessions 64,512] [--gymwire-src OTHER/client/python/src]
 Prints JSON lines {"bench", "metric", "value", "unit", ...}.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import json
 import os
@@ -121,7 +130,8 @@ def serve_openenv(port: int) -> None:
     from openenv.core.env_server.http_server import create_fastapi_app
 
     action, observation, environment, _ = openenv_types()
-    app = create_fastapi_app(environment, action, observation, max_concurrent_envs=64)
+    # Room for the concurrent rows' sessions (OpenEnv refuses connections past max_concurrent_envs).
+    app = create_fastapi_app(environment, action, observation, max_concurrent_envs=1024)
     # "critical": OpenEnv's endpoint logs a traceback at ERROR for every client that disconnects.
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="critical", ws_max_size=64 * 1024 * 1024)
 
@@ -219,12 +229,115 @@ def gymwire_image(url: str, seconds: float) -> float:
         return steps * obs.nbytes / (time.perf_counter() - start) / 1e6
 
 
+# -- many sessions stepped concurrently from one process -------------------------------------------
+
+
+class Stepping:
+    """Sessions stepped in a loop each (one asyncio task per session) until stopped; counts steps while asked to."""
+
+    def __init__(self) -> None:
+        self.counting = False
+        self.stop = False
+        self.steps = 0
+
+    async def measure(self, loops: list[Any], seconds: float, warmup: float = 0.5) -> float:
+        """Steps/s of ``loops`` (coroutines stepping one session each) over ``seconds`` after ``warmup``."""
+        self.counting, self.stop, self.steps = False, False, 0
+        tasks = [asyncio.ensure_future(loop) for loop in loops]
+        await asyncio.sleep(warmup)
+        self.counting = True
+        start = time.perf_counter()
+        await asyncio.sleep(seconds)
+        counted, elapsed = self.steps, time.perf_counter() - start
+        self.stop = True
+        await asyncio.gather(*tasks)
+        return counted / elapsed
+
+
+def vec_round(vec: Any, seconds: float, warmup: float = 0.5) -> float:
+    """Env-steps/s of a gymwire vector env stepped back to back (actions alternating 0 and 1)."""
+    import numpy as np
+
+    actions = [np.full(vec.num_envs, a, np.int64) for a in (0, 1)]
+    end = time.perf_counter() + warmup
+    while time.perf_counter() < end:
+        vec.step(actions[0])
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        vec.step(actions[steps & 1])
+        steps += 1
+    return steps * vec.num_envs / (time.perf_counter() - start)
+
+
+async def openenv_concurrent(url: str, sessions: int, seconds: float, rounds: int, stepping: Stepping, ours: Any) -> tuple[list[float], list[list[float]]]:
+    """Rounds of OpenEnv's async clients (one per session) and of ``ours`` (gymwire's rounds, a list each), alternating."""
+    action_cls, _, _, client_cls = openenv_types()
+    clients = [client_cls(base_url=url, message_timeout_s=120) for _ in range(sessions)]
+    # Connected in waves: a burst of hundreds of handshakes at once overflows uvicorn's accept queue.
+    for i in range(0, sessions, 64):
+        await asyncio.gather(*(c.connect() for c in clients[i : i + 64]))
+    await asyncio.gather(*(c.reset(seed=0) for c in clients))
+
+    async def loop(env: Any) -> None:
+        n = 0
+        while not stepping.stop:
+            result = await env.step(action_cls(action=n & 1))
+            n += 1
+            if stepping.counting:
+                stepping.steps += 1
+            if result.done:
+                await env.reset()
+
+    theirs, mine = [], []
+    try:
+        for _ in range(rounds):
+            theirs.append(await stepping.measure([loop(c) for c in clients], seconds))
+            mine.append(await ours())
+    finally:
+        await asyncio.gather(*(c.disconnect() for c in clients), return_exceptions=True)
+    return theirs, mine
+
+
+async def concurrent_sides(gw_url: str, oe_url: str, sessions: int, seconds: float, rounds: int) -> tuple[list[float], list[list[float]]]:
+    """OpenEnv's rounds, and gymwire's as [one task per session, make_vec] per round."""
+    import gymwire
+
+    stepping = Stepping()
+    client = await gymwire.AsyncClient.connect(gw_url)
+    vec = gymwire.make_vec(gw_url, "gymwire/CartPole-v1", num_envs=sessions)
+    try:
+        vec.reset(seed=0)
+        envs = await asyncio.gather(*(client.make("gymwire/CartPole-v1") for _ in range(sessions)))
+        await asyncio.gather(*(env.reset(seed=0) for env in envs))
+
+        async def loop(env: Any) -> None:
+            n = 0
+            while not stepping.stop:
+                _, _, terminated, truncated, _ = await env.step(n & 1)
+                n += 1
+                if stepping.counting:
+                    stepping.steps += 1
+                if terminated or truncated:
+                    await env.reset()
+
+        async def ours() -> list[float]:
+            # The vector env blocks this loop for its round: nothing else is stepping then.
+            return [await stepping.measure([loop(env) for env in envs], seconds), vec_round(vec, seconds)]
+
+        return await openenv_concurrent(oe_url, sessions, seconds, rounds, stepping, ours)
+    finally:
+        vec.close()
+        await client.close_all()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--venv", default="/tmp/gymwire-openenv-bench")
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", default="seq,image,concurrent")
+    parser.add_argument("--sessions", default="64,512", help="session counts of the concurrent rows")
     # Another checkout's SDK (its client/python/src), to measure a change before and after against the same OpenEnv.
     parser.add_argument("--gymwire-src", default=str(REPO / "client" / "python" / "src"))
     parser.add_argument("--serve-openenv", type=int, default=None, help=argparse.SUPPRESS)
@@ -236,35 +349,60 @@ def main() -> None:
         return
     import openenv  # noqa: F401 - fail early, inside the venv
 
+    only = set(args.only.split(","))
     version = re.sub(r"[^0-9.]", "", __import__("importlib.metadata").metadata.version("openenv-core"))
     gw_proc, gw_url = start_gymwire()
     try:
-        oe_proc, oe_url = start_openenv("cartpole")
-        try:
-            theirs, ours = [], []
-            for _ in range(args.rounds):
-                theirs.append(statistics.median(openenv_steps(oe_url, args.steps)) * 1e6)
-                ours.append(statistics.median(gymwire_steps(gw_url, args.steps)) * 1e6)
-        finally:
-            oe_proc.terminate()
-        t, o = statistics.median(theirs), statistics.median(ours)
-        emit("cartpole_step_p50", o, "us", side="gymwire", openenv_version=version, rounds=[round(x, 1) for x in ours])
-        emit("cartpole_step_p50", t, "us", side="openenv", openenv_version=version, rounds=[round(x, 1) for x in theirs])
-        emit("cartpole_step_p50_ratio", t / o, "x", note="openenv / gymwire: how many times faster gymwire is")
-        oe_proc, oe_url = start_openenv("image")
-        try:
-            theirs, ours = [], []
-            for _ in range(args.rounds):
-                theirs.append(openenv_image(oe_url, args.seconds))
-                ours.append(gymwire_image(gw_url, args.seconds))
-        finally:
-            oe_proc.terminate()
+        if only & {"seq", "concurrent"}:
+            oe_proc, oe_url = start_openenv("cartpole")
+            try:
+                if "seq" in only:
+                    sequential(gw_url, oe_url, args.steps, args.rounds, version)
+                if "concurrent" in only:
+                    for sessions in (int(n) for n in args.sessions.split(",")):
+                        theirs, both = asyncio.run(concurrent_sides(gw_url, oe_url, sessions, args.seconds, args.rounds))
+                        emit(f"concurrent_{sessions}_steps_per_s", statistics.median(theirs), "steps/s", side="openenv async EnvClient", rounds=[round(x) for x in theirs])
+                        for i, side in enumerate(("gymwire AsyncClient, one task per session", "gymwire make_vec, lock step")):
+                            ours = [b[i] for b in both]
+                            ratios = [a / b for a, b in zip(ours, theirs)]
+                            emit(f"concurrent_{sessions}_steps_per_s", statistics.median(ours), "steps/s", side=side, rounds=[round(x) for x in ours])
+                            emit(
+                                f"concurrent_{sessions}_ratio",
+                                statistics.median(ratios),
+                                "x",
+                                side=side,
+                                note="gymwire / openenv, median of per-round ratios",
+                                min=round(min(ratios), 2),
+                                max=round(max(ratios), 2),
+                            )
+            finally:
+                oe_proc.terminate()
+        if "image" in only:
+            oe_proc, oe_url = start_openenv("image")
+            try:
+                theirs, ours = [], []
+                for _ in range(args.rounds):
+                    theirs.append(openenv_image(oe_url, args.seconds))
+                    ours.append(gymwire_image(gw_url, args.seconds))
+            finally:
+                oe_proc.terminate()
+            t, o = statistics.median(theirs), statistics.median(ours)
+            emit("image_224_mb_s", o, "MB/s", side="gymwire", rounds=[round(x, 1) for x in ours])
+            emit("image_224_mb_s", t, "MB/s", side="openenv (raw base64)", rounds=[round(x, 1) for x in theirs])
+            emit("image_224_ratio", o / t, "x", note="gymwire / openenv")
     finally:
         gw_proc.terminate()
+
+
+def sequential(gw_url: str, oe_url: str, steps: int, rounds: int, version: str) -> None:
+    theirs, ours = [], []
+    for _ in range(rounds):
+        theirs.append(statistics.median(openenv_steps(oe_url, steps)) * 1e6)
+        ours.append(statistics.median(gymwire_steps(gw_url, steps)) * 1e6)
     t, o = statistics.median(theirs), statistics.median(ours)
-    emit("image_224_mb_s", o, "MB/s", side="gymwire", rounds=[round(x, 1) for x in ours])
-    emit("image_224_mb_s", t, "MB/s", side="openenv (raw base64)", rounds=[round(x, 1) for x in theirs])
-    emit("image_224_ratio", o / t, "x", note="gymwire / openenv")
+    emit("cartpole_step_p50", o, "us", side="gymwire", openenv_version=version, rounds=[round(x, 1) for x in ours])
+    emit("cartpole_step_p50", t, "us", side="openenv", openenv_version=version, rounds=[round(x, 1) for x in theirs])
+    emit("cartpole_step_p50_ratio", t / o, "x", note="openenv / gymwire: how many times faster gymwire is")
 
 
 if __name__ == "__main__":

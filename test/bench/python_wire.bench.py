@@ -224,7 +224,8 @@ def sequential(quick: bool) -> None:
             echo_floor_library=floor_name,
             echo_floor_p50_us=round(p50[floor_name], 1),
             ratio_vs_echo=round(p50[name] / p50[floor_name], 2),
-            target_ratio=1.5,
+            target_ratio_vs_ts=1.5,
+            target_ratio_vs_echo=1.2,
         )
     emit("python_step_rtt", "ts_p50", ts_p50, "us", round_p50s_min_median_max=spread(medians["ts"]))
 

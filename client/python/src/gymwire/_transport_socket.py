@@ -4,8 +4,9 @@ websockets' sans-I/O :class:`~websockets.client.ClientProtocol` performs the ope
 HTTP upgrade and its key check). After that, frames are framed here (RFC 6455 section 5.2: a 2 to
 14-byte header, a mask on what the client sends) because the protocol object's generator-based
 parser costs more per small frame than a CartPole step costs the server; masking uses websockets'
-C ``apply_mask``. Messages arrive whole: small ones from one buffered ``recv``, large ones straight
-into a buffer of their exact size with ``recv_into``.
+C ``apply_mask``. Messages arrive whole: small ones from one ``recv_into`` into a read buffer kept
+for the connection's life (no buffer allocated per read; a message that lies whole in it is sliced out
+with one header check), large ones straight into a buffer of their exact size with ``recv_into``.
 
 Example::
 
@@ -37,6 +38,8 @@ except ImportError:  # pragma: no cover - websockets ships its C speedups in eve
 _OP_CONTINUATION, _OP_BINARY, _OP_CLOSE, _OP_PING, _OP_PONG = 0x0, 0x2, 0x8, 0x9, 0xA
 _LEN16 = struct.Struct("!H")
 _LEN64 = struct.Struct("!Q")
+# struct timeval (seconds, microseconds), as SO_RCVTIMEO takes it.
+_TIMEVAL = struct.Struct("@ll")
 # Messages up to this size are read through the shared buffer; larger ones go straight into their own.
 _CHUNK = 256 * 1024
 
@@ -61,12 +64,19 @@ class SocketWebSocket:
     def __init__(self, sock: socket.socket, buffered: bytes = b"") -> None:
         self._sock = sock
         self._send_lock = threading.Lock()
-        self._buf = bytearray(buffered)
-        self._pos = 0
+        # The read buffer: bytes [_start, _end) are received and not yet consumed. Its size never
+        # changes, so one memoryview of it serves every recv_into.
+        self._buf = bytearray(max(_CHUNK, len(buffered)))
+        self._view = memoryview(self._buf)
+        self._buf[: len(buffered)] = buffered
+        self._start = 0
+        self._end = len(buffered)
         self._poller = select.poll()
         self._poller.register(sock, select.POLLIN)
         self._rand = random.Random()
         self.closed: SocketClosedError | None = None
+        # The socket's SO_RCVTIMEO in seconds (0: none), as wait_readable last set it.
+        self._recv_timeout = 0.0
         #: ``time.monotonic()`` when bytes last arrived (a large message still arriving counts).
         self.last_received = time.monotonic()
 
@@ -117,14 +127,25 @@ class SocketWebSocket:
         self._send_frame(_OP_PING, payload)
 
     def wait_readable(self, timeout: float | None) -> bool:
-        """True when a frame (or part of one) can be read now, or arrives within ``timeout`` seconds."""
-        if len(self._buf) > self._pos:
+        """True when a frame (or part of one) can be read now, or arrives within ``timeout`` seconds.
+
+        A wait of more than a millisecond sleeps in ``recv`` itself (its timeout is the socket's
+        ``SO_RCVTIMEO``), and what arrives goes into the read buffer: one system call where ``poll``
+        and then ``recv`` were two, and a measurable share of a sequential step on a loaded VM.
+        """
+        if self._end > self._start:
             return True
-        return bool(self._poller.poll(None if timeout is None else max(0, int(timeout * 1000 + 0.999))))
+        if timeout is not None and timeout <= 0.001:
+            return bool(self._poller.poll(max(0, int(timeout * 1000 + 0.999))))
+        self._set_recv_timeout(timeout)
+        try:
+            return self._fill(timeout_ends=True)
+        except SocketClosedError:
+            return True  # the close is what there is to read: recv raises it, as after poll
 
     def spin_readable(self, seconds: float) -> bool:
         """Polls without sleeping for up to ``seconds``; True when a frame (or part of one) can be read."""
-        if len(self._buf) > self._pos:
+        if self._end > self._start:
             return True
         poll = self._poller.poll
         end = time.perf_counter() + seconds
@@ -144,6 +165,27 @@ class SocketWebSocket:
         With ``control_ends`` a ping or pong between messages ends the call with None instead (an idle
         watcher must not block until the next message). Raises :class:`SocketClosedError`.
         """
+        if self._end - self._start < 2:
+            self._fill()
+        # The common case: one whole unfragmented binary message (server frames are unmasked) in the buffer.
+        buf, start = self._buf, self._start
+        available = self._end - start
+        if available >= 2 and buf[start] == 0x80 | _OP_BINARY:
+            length = buf[start + 1]
+            if length < 126:
+                body = start + 2
+            elif length == 126 and available >= 4:
+                length = (buf[start + 2] << 8) | buf[start + 3]
+                body = start + 4
+            else:
+                body = -1
+            if body >= 0 and body + length <= self._end:
+                self._start = body + length
+                return buf[body : body + length]
+        return self._recv_frames(control_ends)
+
+    def _recv_frames(self, control_ends: bool) -> bytes | bytearray | None:
+        """:meth:`recv` for what its fast path leaves: fragments, control frames, large or partial messages."""
         fragments: list[bytes | bytearray] = []
         message_opcode = _OP_BINARY
         while True:
@@ -243,45 +285,68 @@ class SocketWebSocket:
             raise self.closed
 
     def _read_exact(self, n: int) -> bytes | bytearray:
-        buf, pos = self._buf, self._pos
-        have = len(buf) - pos
+        buf, start = self._buf, self._start
+        have = self._end - start
         if have >= n:
-            self._pos = pos + n
-            return buf[pos : pos + n]
+            self._start = start + n
+            return buf[start : start + n]
         if n > _CHUNK:
             # A large message: one buffer of its size, filled in place by recv_into (no re-copying).
             out = bytearray(n)
-            out[:have] = buf[pos:]
-            self._buf, self._pos = bytearray(), 0
+            out[:have] = buf[start : self._end]
+            self._start = self._end = 0
             view = memoryview(out)[have:]
             while view:
                 got = self._recv_into(view)
                 view = view[got:]
             return out
-        if pos:
-            del buf[:pos]
-            self._pos = 0
-        while len(buf) < n:
-            chunk = self._recv(max(_CHUNK, n - len(buf)))
-            buf += chunk
-        self._pos = n
-        return buf[:n]
+        while self._end - self._start < n:
+            self._fill()
+        start = self._start
+        self._start = start + n
+        return buf[start : start + n]
 
-    def _recv(self, size: int) -> bytes:
-        try:
-            chunk = self._sock.recv(size)
-        except OSError as err:
-            raise self.closed or SocketClosedError(1006, str(err)) from err
-        if not chunk:
-            raise self.closed or SocketClosedError(1006, "the server closed the TCP connection")
-        self.last_received = time.monotonic()
-        return chunk
+    def _fill(self, timeout_ends: bool = False) -> bool:
+        """One blocking ``recv_into`` after the buffered bytes (moved to the front first when the tail is short).
 
-    def _recv_into(self, view: memoryview) -> int:
+        With ``timeout_ends`` the socket's receive timeout running out ends it with False; otherwise the read goes on.
+        """
+        start, end = self._start, self._end
+        if start == end:
+            self._start = self._end = start = end = 0
+        elif len(self._buf) - end < _CHUNK // 4:
+            self._buf[: end - start] = self._buf[start:end]
+            self._start, self._end = 0, end - start
+            start, end = 0, end - start
+        got = self._recv_into(self._view[end:], timeout_ends)
+        self._end = end + got
+        return got > 0
+
+    def _set_recv_timeout(self, timeout: float | None) -> None:
+        wanted = 0.0 if timeout is None else timeout
+        current = self._recv_timeout
+        # Kept while at most 1% longer than asked (a deadline's remaining time shrinks call by call); never shorter.
+        if current == wanted or (wanted > 0 and wanted <= current <= wanted * 1.01):
+            return
+        seconds = int(wanted)
         try:
-            got = self._sock.recv_into(view)
-        except OSError as err:
-            raise self.closed or SocketClosedError(1006, str(err)) from err
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _TIMEVAL.pack(seconds, int((wanted - seconds) * 1e6)))
+        except OSError:
+            pass  # the socket is closing: the read that follows reports it
+        self._recv_timeout = wanted
+
+    def _recv_into(self, view: memoryview, timeout_ends: bool = False) -> int:
+        """Reads what has arrived into ``view`` (blocking); 0 only when ``timeout_ends`` and SO_RCVTIMEO ran out."""
+        while True:
+            try:
+                got = self._sock.recv_into(view)
+                break
+            except BlockingIOError:
+                # SO_RCVTIMEO ran out: the end of a wait, or (mid-message) nothing to do but read on.
+                if timeout_ends:
+                    return 0
+            except OSError as err:
+                raise self.closed or SocketClosedError(1006, str(err)) from err
         if not got:
             raise self.closed or SocketClosedError(1006, "the server closed the TCP connection")
         self.last_received = time.monotonic()

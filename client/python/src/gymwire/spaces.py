@@ -115,6 +115,8 @@ def value_from_wire(space: gs.Space[Any], value: Any) -> Any:
     Box values are returned exactly as decoded (no cast), so a server that sends the wrong dtype
     fails ``space.contains`` instead of being silently fixed.
     """
+    if type(space) is gs.Box:
+        return value  # the common case, before the checks for the other spaces (every step pays them)
     if isinstance(space, gs.Discrete):
         return space.dtype.type(value) if isinstance(value, (int, np.integer)) else value
     if isinstance(space, gs.MultiBinary):
@@ -156,6 +158,8 @@ def value_to_wire(space: gs.Space[Any], value: Any) -> Any:
     float32 Box is the usual Python habit); shape, bounds and NaN are left for the server to judge,
     so a bad action still comes back as ``InvalidActionError`` with the server's reason.
     """
+    if type(value) is int and type(space) is gs.Discrete:
+        return value  # the common case, as the Discrete branch below returns it, without its checks
     if isinstance(space, gs.Discrete):
         if isinstance(value, np.ndarray) and value.shape == ():
             value = value.item()
