@@ -191,7 +191,7 @@ def test_a_large_answer_arriving_slowly_keeps_the_link(url: str, transport: str)
             f"ws://127.0.0.1:{proxy.port}", transport=transport, keepalive_interval=0.2, keepalive_timeout=1.0, request_timeout=60, on_event=events.append
         ) as client:
             loop.call_soon_threadsafe(proxy.slow_down, 8192, 0.02)
-            assert client.drive(client.aclient.request("ping", {"payload": payload}))["payload"] == payload
+            assert client.request("ping", {"payload": payload})["payload"] == payload
             assert [e for e in events if e["type"] == "disconnected"] == []
             assert proxy.connections == 1
 
@@ -214,7 +214,7 @@ def test_abandon_fails_what_waits_and_every_later_call_with_the_given_error(url:
         stepper = threading.Thread(target=step)
         stepper.start()
         deadline = time.monotonic() + 10  # the step is on its way into the frozen link
-        while not client.aclient.core.pending and time.monotonic() < deadline:
+        while not client.connection.core.pending and time.monotonic() < deadline:
             time.sleep(0.01)
         client.abandon(gone)
         stepper.join(30)
@@ -228,7 +228,7 @@ def test_abandon_fails_what_waits_and_every_later_call_with_the_given_error(url:
 def test_large_frames_arrive_whole_and_as_read_only_views(url: str, transport: str) -> None:
     payload = bytes(range(256)) * 2400  # 614,400 bytes: over the socket transport's buffered-read size
     with gymwire.Client(url, transport=transport) as client:
-        assert client.drive(client.aclient.request("ping", {"payload": payload}))["payload"] == payload
+        assert client.request("ping", {"payload": payload})["payload"] == payload
         env = client.make("gymwire/CartPole-v1")
         obs, _ = env.reset(seed=0)
         assert isinstance(obs, np.ndarray) and obs.dtype == np.float32 and not obs.flags.writeable
