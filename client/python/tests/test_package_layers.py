@@ -160,3 +160,30 @@ def test_every_module_imports(name: str) -> None:
         if not any(m and m.split(".")[0] != "gymwire" for m in (missing, cause)):
             raise
         pytest.skip(f"{name} needs {missing or cause}, not installed here")
+
+
+#: Modules built on the clients, which must use their public seams (``Client.request``,
+#: ``Client.abandon``, ``Client.aclient``, ``ServerPool.run``, ``closed_by``, ...), never their private state.
+CLIENT_USERS = ("gymwire.env", "gymwire.vector", "gymwire.tools", "gymwire.collection", "gymwire.ray", "gymwire.integrations")
+#: Private attributes of other libraries that an integration has to set: siiRL's rollout reads observations
+#: through ``EmbodiedHFRollout._obs_to_input``, which gymwire's adapter replaces (docs/integrations.md).
+FOREIGN_PRIVATE = {("gymwire.integrations.siirl", "_obs_to_input")}
+
+
+def test_code_built_on_the_clients_reads_no_private_attribute_of_another_object() -> None:
+    reach_ins = []
+    for name, path in MODULES.items():
+        if not name.startswith(CLIENT_USERS):
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        # Its own objects, its own classes (a static method named for weakref.finalize), other libraries' modules (os._exit).
+        own = {"self", "cls"} | {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+        own |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names if not a.name.startswith("gymwire")}
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.endswith("_")):
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in own:
+                continue
+            if (name, node.attr) not in FOREIGN_PRIVATE:
+                reach_ins.append(f"{name}:{node.lineno} {ast.unparse(node)}")
+    assert reach_ins == []

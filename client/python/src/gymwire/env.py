@@ -29,6 +29,7 @@ from ._request_template import FilledRequest
 from .spaces import space_from_wire, value_from_wire, value_to_wire
 
 if TYPE_CHECKING:
+    from ._transport_asyncio import AsyncioDriver
     from .client import Client
 
 
@@ -140,7 +141,7 @@ class AsyncRemoteEnv(RemoteSession):
         self.client = client
 
     @classmethod
-    async def make(cls, client: Any, env_id: str, kwargs: dict[str, Any] | None = None) -> AsyncRemoteEnv:
+    async def make(cls, client: AsyncioDriver, env_id: str, kwargs: dict[str, Any] | None = None) -> AsyncRemoteEnv:
         """Makes a session of ``env_id`` on an asyncio driver and registers it there (for its close events)."""
         return client.track(cls(client, await client.request("make", make_fields(env_id, kwargs))))
 
