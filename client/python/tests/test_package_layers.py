@@ -187,3 +187,21 @@ def test_code_built_on_the_clients_reads_no_private_attribute_of_another_object(
             if (name, node.attr) not in FOREIGN_PRIVATE:
                 reach_ins.append(f"{name}:{node.lineno} {ast.unparse(node)}")
     assert reach_ins == []
+
+
+def test_each_driver_has_methods_of_its_own_kind() -> None:
+    # The blocking driver blocks and the asyncio driver awaits: neither is the other with its methods swapped.
+    import inspect
+
+    from gymwire._connection import DriverBase
+    from gymwire._transport_asyncio import AsyncioDriver
+    from gymwire._transport_sync import SocketClient
+    from gymwire.client import AsyncClient
+
+    calls = ("request", "request_many", "close", "abandon", "simulate_connection_loss")
+    assert not issubclass(SocketClient, AsyncioDriver) and not issubclass(AsyncClient, SocketClient)
+    assert SocketClient.__mro__[1] is DriverBase and AsyncioDriver.__mro__[1] is DriverBase
+    assert not any(inspect.iscoroutinefunction(getattr(SocketClient, name)) for name in calls)
+    assert all(inspect.iscoroutinefunction(getattr(AsyncioDriver, name)) for name in calls)
+    assert not any(inspect.iscoroutinefunction(f) for _, f in inspect.getmembers(DriverBase, inspect.isfunction))
+    assert not hasattr(gymwire.Client, "drive")
