@@ -3,9 +3,9 @@
 :class:`SocketClient` runs the connection on a blocking socket
 (:class:`~gymwire._transport_socket.SocketWebSocket`); its methods block and may be called from any
 thread (it is ``gymwire.Client``'s default transport). A call encodes its request, writes it, and,
-when no other thread is reading, reads the socket itself
-until its answer comes, handing answers for other threads to them on the way (one reader at a time;
-the others wait on a condition). No event loop and no thread hop sit between a step and the socket.
+when no other thread is reading, reads the socket itself until its answer comes, handing answers
+for other threads to them on the way (one reader at a time; the others wait on a condition). No
+event loop and no thread hop sit between a step and the socket.
 
 A helper thread covers the time nobody calls: after a short quiet spell it watches the socket for
 server events and pings, sends keepalive pings, and drops a link whose pings go unanswered (the next
