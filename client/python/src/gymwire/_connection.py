@@ -324,6 +324,47 @@ class Keepalive:
         self._pinged_at = None
 
 
+class ReconnectSchedule:
+    """When a driver tries to reconnect, and when it stops, from times the driver reads.
+
+    Attempts wait ``delay`` seconds, doubling up to 2 s, until ``timeout`` has passed since the drop;
+    a refusal by the server (auth, protocol version) ends them at once, since trying again gives the
+    same answer. The driver sleeps, dials and handshakes; this only decides.
+
+    Example::
+
+        schedule = ReconnectSchedule(time.monotonic(), timeout=60, delay=0.05)
+        while (wait := schedule.next_wait(time.monotonic())) is not None:
+            time.sleep(wait)
+            try:
+                ...  # dial and handshake
+            except (E.ServerError, E.SdkError) as err:
+                if schedule.failed(err):
+                    break
+        core.reconnect_failed(url, schedule.last_error)
+    """
+
+    MAX_DELAY = 2.0
+
+    def __init__(self, now: float, *, timeout: float, delay: float) -> None:
+        self.deadline = now + timeout
+        self._delay = delay
+        #: Why the latest attempt failed (None before any did).
+        self.last_error: BaseException | None = None
+
+    def next_wait(self, now: float) -> float | None:
+        """How long to wait before the next attempt; None when the time for reconnecting is up."""
+        if now >= self.deadline:
+            return None
+        wait, self._delay = self._delay, min(self._delay * 2, self.MAX_DELAY)
+        return wait
+
+    def failed(self, error: E.GymwireError) -> bool:
+        """Notes a failed attempt; True when the server refused us (stop trying)."""
+        self.last_error = error
+        return isinstance(error, (E.ServerError, E.VersionMismatchError))
+
+
 class DriverBase:
     """What both drivers share besides their I/O: the options, the :class:`ConnectionCore`, and what
     can be asked about the connection without waiting (``welcome``, ``is_open``, ``closed_by``).

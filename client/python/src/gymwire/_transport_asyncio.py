@@ -31,7 +31,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 
 from . import errors as E
-from ._connection import DriverBase, Keepalive
+from ._connection import DriverBase, Keepalive, ReconnectSchedule
 from ._request_template import FilledRequest
 
 T = TypeVar("T")
@@ -259,30 +259,25 @@ class AsyncioDriver(DriverBase):
 
     async def _reconnect_loop(self) -> None:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.reconnect_timeout
-        delay = self.reconnect_delay
-        last_error: BaseException | None = None
+        schedule = ReconnectSchedule(loop.time(), timeout=self.reconnect_timeout, delay=self.reconnect_delay)
         try:
-            while self.core.state == "reconnecting" and loop.time() < deadline:
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 2.0)
+            while self.core.state == "reconnecting" and (wait := schedule.next_wait(loop.time())) is not None:
+                await asyncio.sleep(wait)
                 try:
                     ws = await self._dial()
                     if self.core.state != "reconnecting":
                         await ws.close()
                         return
                     welcome = await self._handshake(ws)
-                except (E.ServerError, E.VersionMismatchError) as err:
-                    last_error = err
-                    break  # refused (auth, version): retrying will not help
-                except E.SdkError as err:
-                    last_error = err
+                except (E.ServerError, E.SdkError) as err:
+                    if schedule.failed(err):
+                        break
                     continue
                 for frame in self.core.resumed(welcome):
                     await self._send(ws, frame)
                 self.core.emit({"type": "reconnected", "resumed": bool(welcome.get("resumed"))})
                 return
-            self.core.reconnect_failed(self.url, last_error)
+            self.core.reconnect_failed(self.url, schedule.last_error)
         finally:
             self._reconnecting = None
 

@@ -34,7 +34,7 @@ import time
 from typing import Any
 
 from . import errors as E
-from ._connection import DriverBase, Keepalive
+from ._connection import DriverBase, Keepalive, ReconnectSchedule
 from ._request_template import FilledRequest
 from ._spin import AdaptiveSpin
 from ._transport_socket import SocketClosedError, SocketWebSocket
@@ -333,21 +333,16 @@ class SocketClient(DriverBase):
             self._reconnect_blocking()
 
     def _reconnect_blocking(self) -> None:
-        deadline = time.monotonic() + self.reconnect_timeout
-        delay = self.reconnect_delay
-        last_error: BaseException | None = None
-        while self.core.state == "reconnecting" and time.monotonic() < deadline:
-            if self._stop.wait(delay):
+        schedule = ReconnectSchedule(time.monotonic(), timeout=self.reconnect_timeout, delay=self.reconnect_delay)
+        while self.core.state == "reconnecting" and (wait := schedule.next_wait(time.monotonic())) is not None:
+            if self._stop.wait(wait):
                 return
-            delay = min(delay * 2, 2.0)
             try:
                 sock = self._dial_blocking()
                 welcome = self._handshake_blocking(sock, time.monotonic() + self.connect_timeout)
-            except (E.ServerError, E.VersionMismatchError) as err:
-                last_error = err
-                break  # refused (auth, version): retrying will not help
-            except E.SdkError as err:
-                last_error = err
+            except (E.ServerError, E.SdkError) as err:
+                if schedule.failed(err):
+                    break
                 continue
             with self._lock:
                 if self.core.state != "reconnecting":
@@ -361,7 +356,7 @@ class SocketClient(DriverBase):
         if self.core.state == "reconnecting":
             self._sock = None
             with self._lock:
-                self.core.reconnect_failed(self.url, last_error)
+                self.core.reconnect_failed(self.url, schedule.last_error)
 
     # -- the helper thread -------------------------------------------------------------------------
 
