@@ -105,9 +105,8 @@ def step_frame_sizes(url: str) -> tuple[bytes, int]:
     with gymwire.Client(url, transport="socket") as client:
         env = client.make("gymwire/CartPole-v1")
         env.reset(seed=0)
-        sock = client.aclient
         request = pack({"session_id": env.session_id, "action": 1, "id": 10, "type": "step", "ack": 9})
-        answer = sock.request_blocking("step", {"session_id": env.session_id, "action": 1})  # type: ignore[attr-defined]
+        answer = client.request("step", {"session_id": env.session_id, "action": 1})
         reply = pack({"id": 10, "type": "result", "result": answer})
     return struct.pack("<I", len(reply)) + request[4:], len(reply)
 

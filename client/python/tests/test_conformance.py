@@ -161,8 +161,8 @@ def test_close_is_idempotent_and_closes_the_session(client: gymwire.Client) -> N
     env.close()
     env.close()
     with pytest.raises(E.UnknownSessionError):
-        client.run(client.aclient.request("step", {"session_id": sid, "action": 0}))
-    assert client.run(client.aclient.request("close", {"session_id": sid})) == {"closed": False}
+        client.request("step", {"session_id": sid, "action": 0})
+    assert client.request("close", {"session_id": sid}) == {"closed": False}
 
 
 def test_async_client_pipelines_requests(url: str) -> None:
@@ -251,12 +251,12 @@ def test_render_answers_with_a_frame_or_unsupported(client: gymwire.Client) -> N
     plain.reset(seed=0)
     assert plain.render() is None
     with pytest.raises(E.UnsupportedError, match="render_mode"):
-        client.run(plain.remote.render())
+        client.request("render", plain.remote.render_request())
     drawn = client.make(CARTPOLE, render_mode="rgb_array")
     drawn.reset(seed=0)
     frame = drawn.render()
     assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.flags.writeable
-    png = client.run(drawn.remote.render("png"))
+    png = client.request("render", drawn.remote.render_request("png"))["frame"]
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -264,7 +264,7 @@ def test_sessions_are_private_to_the_client_that_made_them(url: str, client: gym
     env = client.make(CARTPOLE)
     with gymwire.Client(url) as other:
         with pytest.raises(E.UnknownSessionError):
-            other.run(other.aclient.request("reset", {"session_id": env.session_id}))
+            other.request("reset", {"session_id": env.session_id})
 
 
 def test_oversize_frames_are_refused_and_the_connection_stays_usable() -> None:
@@ -275,7 +275,7 @@ def test_oversize_frames_are_refused_and_the_connection_stays_usable() -> None:
         with gymwire.Client(server.url) as c:
             # The client refuses locally what the server would refuse (and what could close the connection).
             with pytest.raises(E.FrameTooLargeLocalError, match="max_frame_bytes"):
-                c.run(c.aclient.ping(b"x" * 10_000))
+                c.request("ping", {"payload": b"x" * 10_000})
             assert c.ping() >= 0
         # The server's own answer, for clients that do not check: the typed error, with the request id.
         import msgpack

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import gymwire.errors as E
-from gymwire._connection import ConnectionCore, Keepalive
+from gymwire._connection import ConnectionCore, Keepalive, ReconnectSchedule
 from gymwire.codec import pack, unpack
 
 
@@ -134,6 +134,15 @@ def test_keepalive_pings_a_quiet_link_and_drops_a_silent_one() -> None:
     assert keepalive.due(33, last_received=18) == "ping"
     assert keepalive.due(62, last_received=18) is None
     assert keepalive.due(63, last_received=18) == "drop"
+
+
+def test_reconnect_attempts_back_off_until_the_deadline_and_stop_at_a_refusal() -> None:
+    schedule = ReconnectSchedule(100.0, timeout=10, delay=0.5)
+    assert [schedule.next_wait(100.0) for _ in range(4)] == [0.5, 1.0, 2.0, 2.0]  # doubling, at most 2 s
+    assert not schedule.failed(E.ConnectFailedError("refused by the network"))  # worth another try
+    assert schedule.next_wait(110.0) is None and isinstance(schedule.last_error, E.ConnectFailedError)
+    assert schedule.failed(E.server_error({"code": "ENV_ERR_UNAUTHORIZED", "message": "bad token"}))
+    assert schedule.failed(E.VersionMismatchError("the server speaks protocol version 2"))
 
 
 def test_the_core_imports_no_io_and_no_driver() -> None:

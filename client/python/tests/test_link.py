@@ -175,7 +175,7 @@ def test_server_shutdown_raises_server_shutdown_error_at_once() -> None:
             if event.get("event") == "shutdown":
                 client.loop.call_soon_threadsafe(shut.set)
 
-        client.aclient.on_event = on_event
+        client.on_event = on_event
         env = client.make("gymwire/CartPole-v1")
         env.reset(seed=0)
         server.proc.terminate()
@@ -185,7 +185,7 @@ def test_server_shutdown_raises_server_shutdown_error_at_once() -> None:
         assert server.proc.wait(30) == 0
         # A client that does not reconnect is closed by the shutdown, with the same clear error.
         with pytest.raises(gymwire.ServerShutdownError):
-            single.run(single.aclient.request("ping", {}))
+            single.request("ping", {})
         client.close()
         single.close()
     finally:

@@ -37,11 +37,11 @@ def test_a_camera_session_from_the_server_has_full_image_bounds(url: str) -> Non
 
     with gymwire.Client(url) as client:
         kwargs = {"cameras": ["CAM_FRONT"], "camera_width": 64, "camera_height": 48}
-        made = client.drive(client.aclient.request("make", {"env_id": "gymwire/Bench2Drive-v0", "kwargs": kwargs}))
+        made = client.request("make", {"env_id": "gymwire/Bench2Drive-v0", "kwargs": kwargs})
         # 48 x 64 x 3 elements (over 4,096) with one bound everywhere: the wire carries each bound as one value.
         wire_rgb = made["observation_space"]["spaces"]["rgb"]["spaces"]["CAM_FRONT"]
         assert np.asarray(wire_rgb["low"]).shape == () and np.asarray(wire_rgb["high"]).shape == ()
-        env = gymwire.GymwireEnv(client, client.aclient.adopt(made))
+        env = gymwire.GymwireEnv(client, client.adopt(made))
         try:
             rgb = env.observation_space["rgb"]["CAM_FRONT"]  # type: ignore[index]
             assert rgb.shape == (48, 64, 3) and rgb.low.shape == (48, 64, 3) and rgb.high.shape == (48, 64, 3)

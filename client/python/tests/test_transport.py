@@ -191,7 +191,7 @@ def test_a_large_answer_arriving_slowly_keeps_the_link(url: str, transport: str)
             f"ws://127.0.0.1:{proxy.port}", transport=transport, keepalive_interval=0.2, keepalive_timeout=1.0, request_timeout=60, on_event=events.append
         ) as client:
             loop.call_soon_threadsafe(proxy.slow_down, 8192, 0.02)
-            assert client.drive(client.aclient.request("ping", {"payload": payload}))["payload"] == payload
+            assert client.request("ping", {"payload": payload})["payload"] == payload
             assert [e for e in events if e["type"] == "disconnected"] == []
             assert proxy.connections == 1
 
@@ -214,7 +214,7 @@ def test_abandon_fails_what_waits_and_every_later_call_with_the_given_error(url:
         stepper = threading.Thread(target=step)
         stepper.start()
         deadline = time.monotonic() + 10  # the step is on its way into the frozen link
-        while not client.aclient.core.pending and time.monotonic() < deadline:
+        while not client.connection.core.pending and time.monotonic() < deadline:
             time.sleep(0.01)
         client.abandon(gone)
         stepper.join(30)
@@ -225,10 +225,34 @@ def test_abandon_fails_what_waits_and_every_later_call_with_the_given_error(url:
         client.close()  # idempotent after abandon
 
 
+def test_every_env_call_goes_through_the_clients_driver(url: str, transport: str) -> None:
+    # Render, tools, state, close and vector reset: plain blocking calls on either transport, no coroutine in between.
+    with gymwire.Client(url, transport=transport) as client:
+        env = client.make("gymwire/Conformance-v0", render_mode="rgb_array")
+        assert isinstance(env.remote, gymwire.env.RemoteSession) and not isinstance(env.remote, gymwire.AsyncRemoteEnv)
+        obs, _ = env.reset(seed=5)
+        state = env.get_state()
+        by_hand = env.remote.step_result(client.request("step", env.remote.step_request(env.action_space.sample())))
+        env.set_state(state)
+        assert env.render().dtype == np.uint8 and env.list_tools() == env.tools.schemas
+        vec = client.make_vec("gymwire/CartPole-v1", 3)
+        first, _ = vec.reset(seed=1)
+        again, _ = vec.reset(seed=7, options={"reset_mask": np.array([False, True, False])})
+        assert again.shape == (3, 4) and np.array_equal(again[[0, 2]], first[[0, 2]]) and len(by_hand) == 5
+        env.close()
+        vec.close()
+        assert client.is_open and client.connection.core.sessions == {}
+        if transport == "socket":
+            with pytest.raises(AttributeError, match="socket transport"):
+                client.aclient  # noqa: B018 - the property raises
+        else:
+            assert client.aclient is client.connection
+
+
 def test_large_frames_arrive_whole_and_as_read_only_views(url: str, transport: str) -> None:
     payload = bytes(range(256)) * 2400  # 614,400 bytes: over the socket transport's buffered-read size
     with gymwire.Client(url, transport=transport) as client:
-        assert client.drive(client.aclient.request("ping", {"payload": payload}))["payload"] == payload
+        assert client.request("ping", {"payload": payload})["payload"] == payload
         env = client.make("gymwire/CartPole-v1")
         obs, _ = env.reset(seed=0)
         assert isinstance(obs, np.ndarray) and obs.dtype == np.float32 and not obs.flags.writeable

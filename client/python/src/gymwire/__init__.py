@@ -14,9 +14,10 @@ Example::
 """
 
 from ._version import __version__
-from .client import PROTOCOL_VERSION, AsyncClient, Client
-from .dataset import DatasetExistsError, collect, episodes_to_arrays, load_dataset
-from .env import AsyncRemoteEnv, GymwireEnv, make
+from .client import PROTOCOL_VERSION, AsyncClient, Client, make, make_vec
+from .collection import collect
+from .dataset import DatasetExistsError, episodes_to_arrays, load_dataset
+from .env import AsyncRemoteEnv, GymwireEnv
 from .errors import (
     ClientClosedError,
     ConnectFailedError,
@@ -33,7 +34,7 @@ from .errors import (
 from .policies import ActContext, Policy, PolicyOutput, WaypointPID, make_policy, register_policy
 from .registration import BUNDLED_ENV_IDS, register_bundled_envs, register_env, register_server_envs
 from .tools import ToolEnvironment, ToolSet
-from .vector import AsyncRemoteVectorEnv, GymwireVectorEnv, make_vec
+from .vector import AsyncRemoteVectorEnv, GymwireVectorEnv
 
 register_bundled_envs()
 

@@ -6,8 +6,9 @@ waiting for its answer (with its frame, so a resume can send it again with the s
 answers to requests by the reply rules, tracks the sessions the client made (for their
 ``session_closed`` events), and holds the state a reconnect needs (the resume token, the server's
 shutdown). It never touches a socket, a loop or a clock; a driver does that and tells it what
-happened. Two drivers run it: the asyncio client (``gymwire.client.AsyncClient``) and the blocking
-socket client (``gymwire._transport_sync.SocketClient``).
+happened. Two drivers run it, each a :class:`DriverBase`: the asyncio driver
+(``gymwire._transport_asyncio.AsyncioDriver``, whose coroutines ``gymwire.AsyncClient`` offers) and
+the blocking socket driver (``gymwire._transport_sync.SocketClient``, the default of ``gymwire.Client``).
 
 A request's *answer* is whatever the driver waits on: an ``asyncio.Future`` or a plain settable
 object; the core only calls its ``done``, ``set_result`` and ``set_exception``.
@@ -25,10 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from . import errors as E
-from ._protocol import EVENT_SESSION_CLOSED, EVENT_SHUTDOWN, FATAL_CLOSE_CODES
+from ._protocol import EVENT_SESSION_CLOSED, EVENT_SHUTDOWN, FATAL_CLOSE_CODES, PROTOCOL_VERSION
 from ._request_template import FilledRequest
 from .codec import pack, packer, unpack
 
@@ -47,7 +48,12 @@ class Answer(Protocol):
 class ClosableSession(Protocol):
     """A session the client made: the core marks it closed when the server says so."""
 
+    session_id: str
+
     def mark_closed(self, reason: str) -> None: ...
+
+
+S = TypeVar("S", bound=ClosableSession)
 
 
 @dataclass(slots=True)
@@ -316,3 +322,128 @@ class Keepalive:
     def reset(self) -> None:
         """A new socket: no ping outstanding."""
         self._pinged_at = None
+
+
+class ReconnectSchedule:
+    """When a driver tries to reconnect, and when it stops, from times the driver reads.
+
+    Attempts wait ``delay`` seconds, doubling up to 2 s, until ``timeout`` has passed since the drop;
+    a refusal by the server (auth, protocol version) ends them at once, since trying again gives the
+    same answer. The driver sleeps, dials and handshakes; this only decides.
+
+    Example::
+
+        schedule = ReconnectSchedule(time.monotonic(), timeout=60, delay=0.05)
+        while (wait := schedule.next_wait(time.monotonic())) is not None:
+            time.sleep(wait)
+            try:
+                ...  # dial and handshake
+            except (E.ServerError, E.SdkError) as err:
+                if schedule.failed(err):
+                    break
+        core.reconnect_failed(url, schedule.last_error)
+    """
+
+    MAX_DELAY = 2.0
+
+    def __init__(self, now: float, *, timeout: float, delay: float) -> None:
+        self.deadline = now + timeout
+        self._delay = delay
+        #: Why the latest attempt failed (None before any did).
+        self.last_error: BaseException | None = None
+
+    def next_wait(self, now: float) -> float | None:
+        """How long to wait before the next attempt; None when the time for reconnecting is up."""
+        if now >= self.deadline:
+            return None
+        wait, self._delay = self._delay, min(self._delay * 2, self.MAX_DELAY)
+        return wait
+
+    def failed(self, error: E.GymwireError) -> bool:
+        """Notes a failed attempt; True when the server refused us (stop trying)."""
+        self.last_error = error
+        return isinstance(error, (E.ServerError, E.VersionMismatchError))
+
+
+class DriverBase:
+    """What both drivers share besides their I/O: the options, the :class:`ConnectionCore`, and what
+    can be asked about the connection without waiting (``welcome``, ``is_open``, ``closed_by``).
+
+    Options: ``token`` (auth), ``request_timeout`` (seconds per request, default 120; ``None``
+    disables), ``reconnect`` (default True), ``reconnect_timeout`` (give up after, default 60 s),
+    ``reconnect_delay`` (first backoff, doubling to 2 s), ``connect_timeout`` (default 10 s),
+    ``keepalive_interval`` (send a WebSocket ping after this long without a byte from the server, in
+    seconds, default 15; ``None`` turns keepalive off) and ``keepalive_timeout`` (nothing received
+    this long after a ping, default 30 s, drops the connection, which is then reconnected and
+    resumed: a link that went silent without a FIN or RST is noticed, while a large answer still
+    arriving keeps it), ``on_event`` (called with server events and
+    ``{"type": "reconnected"|"disconnected", ...}``), ``protocol_version`` (for tests).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        client_name: str = "gymwire-py",
+        request_timeout: float | None = 120.0,
+        reconnect: bool = True,
+        reconnect_timeout: float = 60.0,
+        reconnect_delay: float = 0.05,
+        connect_timeout: float = 10.0,
+        keepalive_interval: float | None = 15.0,
+        keepalive_timeout: float = 30.0,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        protocol_version: int = PROTOCOL_VERSION,
+    ) -> None:
+        self.url = url
+        self.token = token
+        self.client_name = client_name
+        self.request_timeout = request_timeout
+        self.reconnect = reconnect
+        self.reconnect_timeout = reconnect_timeout
+        self.reconnect_delay = reconnect_delay
+        self.connect_timeout = connect_timeout
+        self.keepalive_interval = keepalive_interval
+        self.keepalive_timeout = keepalive_timeout
+        self.protocol_version = protocol_version
+        #: The connection's state and rules (ids, acks, answers, events, resume); the driver does its I/O.
+        self.core = ConnectionCore(protocol_version=protocol_version, client_name=client_name, token=token, on_event=on_event)
+
+    @property
+    def on_event(self) -> Callable[[dict[str, Any]], None] | None:
+        """Called with server events and ``{"type": "reconnected"|"disconnected", ...}``."""
+        return self.core.on_event
+
+    @on_event.setter
+    def on_event(self, callback: Callable[[dict[str, Any]], None] | None) -> None:
+        self.core.on_event = callback
+
+    @property
+    def welcome(self) -> dict[str, Any]:
+        if self.core.welcome is None:
+            raise E.NotConnectedError("not connected")
+        return self.core.welcome
+
+    @property
+    def limits(self) -> dict[str, Any]:
+        return self.welcome["limits"]
+
+    @property
+    def is_open(self) -> bool:
+        return self.core.state == "open"
+
+    @property
+    def closed_by(self) -> E.SdkError | None:
+        """The error that closed this client for good (``abandon``, a server shutdown without
+        reconnects), which every later call raises; None while open or after a plain ``close``."""
+        return self.core.closed_by
+
+    def track(self, session: S) -> S:
+        """Registers a session this client made, so the server's ``session_closed`` and ``shutdown`` reach it."""
+        self.core.sessions[session.session_id] = session
+        return session
+
+    def forget(self, session_id: str) -> None:
+        """Stops tracking a session (it was closed)."""
+        self.core.sessions.pop(session_id, None)

@@ -1,10 +1,11 @@
-"""The synchronous client's fast path: requests sent and answers read by the calling thread itself.
+"""The blocking socket driver: requests sent and answers read by the calling thread itself.
 
-:class:`SocketClient` is an :class:`~gymwire.client.AsyncClient` whose connection is a blocking
-socket (:class:`~gymwire._transport_socket.SocketWebSocket`) instead of an asyncio one. A blocking
-call encodes its request, writes it, and, when no other thread is reading, reads the socket itself
-until its answer comes, handing answers for other threads to them on the way (one reader at a time;
-the others wait on a condition). No event loop and no thread hop sit between a step and the socket.
+:class:`SocketClient` runs the connection on a blocking socket
+(:class:`~gymwire._transport_socket.SocketWebSocket`); its methods block and may be called from any
+thread (it is ``gymwire.Client``'s default transport). A call encodes its request, writes it, and,
+when no other thread is reading, reads the socket itself until its answer comes, handing answers
+for other threads to them on the way (one reader at a time; the others wait on a condition). No
+event loop and no thread hop sit between a step and the socket.
 
 A helper thread covers the time nobody calls: after a short quiet spell it watches the socket for
 server events and pings, sends keepalive pings, and drops a link whose pings go unanswered (the next
@@ -12,10 +13,16 @@ reader then reconnects and resumes). A caller that arrives while it watches wake
 
 The connection's rules (ids, acks, answers, events, what a resume sends again) are the I/O-free
 :class:`~gymwire._connection.ConnectionCore`, which this driver feeds and calls under its lock.
-Reconnect and resume follow the asyncio client: the thread that notices a drop redials with backoff
+Reconnect and resume follow the asyncio driver: the thread that notices a drop redials with backoff
 while holding the reader's role, presents the resume token, and re-sends every waiting request with
-its original id. The async API still works on this client (``await client.request(...)`` runs the
-blocking call in the loop's executor), so code written for ``Client.run`` keeps working.
+its original id.
+
+Example::
+
+    driver = SocketClient("ws://127.0.0.1:8765")
+    driver.open()
+    made = driver.request("make", {"env_id": "gymwire/CartPole-v1", "kwargs": {}})
+    driver.close()
 """
 
 from __future__ import annotations
@@ -24,17 +31,13 @@ import os
 import select
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import errors as E
-from ._connection import Keepalive
+from ._connection import DriverBase, Keepalive, ReconnectSchedule
 from ._request_template import FilledRequest
 from ._spin import AdaptiveSpin
 from ._transport_socket import SocketClosedError, SocketWebSocket
-from .client import AsyncClient
-
-if TYPE_CHECKING:
-    from .vector import AsyncRemoteVectorEnv
 
 # A caller-free spell this long hands the socket to the helper thread (server events, pings).
 _IDLE_AFTER_S = 0.02
@@ -77,11 +80,11 @@ class _Answer:
         return self._result
 
 
-class SocketClient(AsyncClient):
-    """A gymwire client on a blocking socket; use its ``*_blocking`` methods from any thread.
+class SocketClient(DriverBase):
+    """The connection on a blocking socket; every method blocks the calling thread only, from any thread.
 
-    Made by :class:`~gymwire.client.Client` (its default transport); options are
-    :class:`~gymwire.client.AsyncClient`'s.
+    Made by :class:`~gymwire.client.Client` (its default transport). Options are
+    :class:`~gymwire._connection.DriverBase`'s, plus ``busy_poll_us`` (see ``Client``).
     """
 
     def __init__(self, url: str, *, busy_poll_us: str | float = "auto", **opts: Any) -> None:
@@ -102,9 +105,7 @@ class SocketClient(AsyncClient):
         self._keepalive_timer = None if self.keepalive_interval is None else Keepalive(self.keepalive_interval, self.keepalive_timeout)
         self._helper: threading.Thread | None = None
 
-    # -- blocking API ----------------------------------------------------------------------------
-
-    def open_blocking(self) -> None:
+    def open(self) -> None:
         """Connects and performs the hello/welcome handshake; starts the helper thread."""
         try:
             with self._reader:
@@ -118,7 +119,7 @@ class SocketClient(AsyncClient):
         self._helper = threading.Thread(target=self._watch_when_idle, name="gymwire-socket", daemon=True)
         self._helper.start()
 
-    def request_blocking(self, type: str, fields: dict[str, Any] | FilledRequest, timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
+    def request(self, type: str, fields: dict[str, Any] | FilledRequest, timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
         """Sends one request and blocks until its result (or its error, raised)."""
         timeout = self.request_timeout if timeout is ... else timeout
         answer = _Answer()
@@ -147,7 +148,7 @@ class SocketClient(AsyncClient):
                 self._busy -= 1
                 self._last_call_end = time.monotonic()
 
-    def request_many_blocking(self, type: str, many: list[dict[str, Any]], timeout: float | None = ...) -> list[dict[str, Any]]:  # type: ignore[assignment]
+    def request_many(self, type: str, many: list[dict[str, Any]], timeout: float | None = ...) -> list[dict[str, Any]]:  # type: ignore[assignment]
         """Sends one request per fields dict, pipelined, and blocks until every result is in."""
         timeout = self.request_timeout if timeout is ... else timeout
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -181,7 +182,7 @@ class SocketClient(AsyncClient):
                 self._busy -= 1
                 self._last_call_end = time.monotonic()
 
-    def close_blocking(self) -> None:
+    def close(self) -> None:
         """Closes the connection and stops the helper thread; idempotent."""
         with self._lock:
             was_open = self.core.close()
@@ -197,36 +198,13 @@ class SocketClient(AsyncClient):
             helper.join(timeout=5)
         self._close_pipe()
 
-    # -- the async API, for code written against AsyncClient -------------------------------------
-    # These coroutines never suspend: each blocks on the socket, so Client.drive runs them in the
-    # calling thread with no loop. Awaited on an event loop they block it for one round trip.
+    def abandon(self, error: E.SdkError) -> None:
+        """Closes this client for good because its server is known to be gone (see ``AsyncioDriver.abandon``)."""
+        with self._lock:
+            self.core.abandon(error)
+        self.close()
 
-    async def request(self, type: str, fields: dict[str, Any], timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
-        return self.request_blocking(type, fields, timeout)
-
-    async def make_vec(self, env_id: str, num_envs: int, kwargs: dict[str, Any] | None = None, autoreset_mode: str = "next_step") -> AsyncRemoteVectorEnv:
-        from .vector import AsyncRemoteVectorEnv
-
-        made = self.request_many_blocking("make", [{"env_id": env_id, "kwargs": kwargs or {}}] * num_envs)
-        return AsyncRemoteVectorEnv(self, [self.adopt(m) for m in made], autoreset_mode)
-
-    async def close_all(self) -> None:
-        for env in list(self.core.sessions.values()):
-            await env.close()
-        self.close_blocking()
-
-    async def ping(self, payload: Any = None) -> float:
-        start = time.monotonic()
-        self.request_blocking("ping", {} if payload is None else {"payload": payload})
-        return time.monotonic() - start
-
-    async def close(self) -> None:
-        self.close_blocking()
-
-    async def simulate_connection_loss(self) -> None:
-        self.simulate_connection_loss_blocking()
-
-    def simulate_connection_loss_blocking(self) -> None:
+    def simulate_connection_loss(self) -> None:
         """Breaks the TCP connection without telling the server, as a network failure would (for tests)."""
         sock = self._sock
         if sock is not None:
@@ -355,21 +333,16 @@ class SocketClient(AsyncClient):
             self._reconnect_blocking()
 
     def _reconnect_blocking(self) -> None:
-        deadline = time.monotonic() + self.reconnect_timeout
-        delay = self.reconnect_delay
-        last_error: BaseException | None = None
-        while self.core.state == "reconnecting" and time.monotonic() < deadline:
-            if self._stop.wait(delay):
+        schedule = ReconnectSchedule(time.monotonic(), timeout=self.reconnect_timeout, delay=self.reconnect_delay)
+        while self.core.state == "reconnecting" and (wait := schedule.next_wait(time.monotonic())) is not None:
+            if self._stop.wait(wait):
                 return
-            delay = min(delay * 2, 2.0)
             try:
                 sock = self._dial_blocking()
                 welcome = self._handshake_blocking(sock, time.monotonic() + self.connect_timeout)
-            except (E.ServerError, E.VersionMismatchError) as err:
-                last_error = err
-                break  # refused (auth, version): retrying will not help
-            except E.SdkError as err:
-                last_error = err
+            except (E.ServerError, E.SdkError) as err:
+                if schedule.failed(err):
+                    break
                 continue
             with self._lock:
                 if self.core.state != "reconnecting":
@@ -383,7 +356,7 @@ class SocketClient(AsyncClient):
         if self.core.state == "reconnecting":
             self._sock = None
             with self._lock:
-                self.core.reconnect_failed(self.url, last_error)
+                self.core.reconnect_failed(self.url, schedule.last_error)
 
     # -- the helper thread -------------------------------------------------------------------------
 

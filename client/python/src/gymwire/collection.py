@@ -21,20 +21,23 @@ the TypeScript rollout engine (client/ts/rollout/engine.ts).
 from __future__ import annotations
 
 import concurrent.futures
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
 from . import errors as E
-from .policies import ActContext, PolicyOutput, context_caller, notify_episode_start
+from .client import Client
+from .dataset import EpisodeRecord, StepRecord
+from .env import GymwireEnv, RemoteSession
+from .formats import open_writer
+from .policies import ActContext, Policy, PolicyOutput, context_caller, notify_episode_start
 from .spaces import value_from_wire
-from .vector import AsyncRemoteVectorEnv, vector_seeds
-
-if TYPE_CHECKING:
-    from .dataset import EpisodeRecord
+from .vector import GymwireVectorEnv, RemoteVector, vector_seeds
 
 
 @dataclass
@@ -56,8 +59,8 @@ class CollectionEngine:
     def __init__(
         self,
         *,
-        client: Any,
-        remote_envs: list[Any],
+        client: Client,
+        remote_envs: list[RemoteSession],
         server: str,
         policy: Any,
         episodes: int,
@@ -69,8 +72,7 @@ class CollectionEngine:
     ) -> None:
         if episodes <= 0:
             raise ValueError("episodes must be positive")
-        self.client = client  # the synchronous Client: its loop runs the requests
-        self.aclient = remote_envs[0].client
+        self.client = client
         self.server = server
         self.policy = policy
         self.act = context_caller(policy)
@@ -85,18 +87,18 @@ class CollectionEngine:
         self.slots = [_Slot(i, e.session_id) for i, e in enumerate(remote_envs)]
         n_groups = max(1, min(groups, len(self.slots)))
         self.groups = [[s for s in self.slots if s.index % n_groups == g] for g in range(n_groups)]
-        self._helpers: dict[tuple[int, ...], Any] = {}
+        self._helpers: dict[tuple[int, ...], RemoteVector] = {}
         self.started = 0
         self.steps = 0
 
     # -------------------------------------------------------------------------------------------
 
-    def _helper(self, slots: list[_Slot]) -> Any:
-        """A vector env over these sessions, for its wire conversions of batched actions and observations."""
+    def _helper(self, slots: list[_Slot]) -> RemoteVector:
+        """These sessions as a vector, for its wire conversions of batched actions and observations."""
         key = tuple(s.index for s in slots)
         helper = self._helpers.get(key)
         if helper is None:
-            helper = AsyncRemoteVectorEnv(self.aclient, [self.remote_envs[i] for i in key], autoreset_mode="same_step")
+            helper = RemoteVector([self.remote_envs[i] for i in key], autoreset_mode="same_step")
             self._helpers[key] = helper
         return helper
 
@@ -109,8 +111,6 @@ class CollectionEngine:
         return self._senders.submit(self.client.request, type, fields)
 
     def _begin(self, slot: _Slot, obs: Any, info: dict[str, Any], seed: int | None) -> None:
-        from .dataset import EpisodeRecord
-
         slot.obs, slot.info = obs, info
         slot.episode = EpisodeRecord(slot.session_id, self.server, seed, episode_id=self.started)
         slot.starts_episode = True
@@ -192,8 +192,6 @@ class CollectionEngine:
 
     def _absorb(self, live: list[_Slot], out: PolicyOutput, actions: list[Any], r: dict[str, Any]) -> Any:
         """Records one step of these sessions; returns the reply's batched observations."""
-        from .dataset import StepRecord
-
         for i, err in enumerate(r.get("errors") or []):
             if err:
                 s = live[i]
@@ -236,3 +234,100 @@ class CollectionEngine:
             else:
                 slot.obs, slot.info = obs_items[j], info
         return obs_b
+
+
+def _policy_name(policy: Any) -> str:
+    return getattr(policy, "name", None) or type(policy).__name__
+
+
+def collect(
+    env: Any,
+    policy: Policy,
+    episodes: int,
+    out_dir: str | Path | None = None,
+    *,
+    seed: int | None = None,
+    max_steps: int = 1_000_000,
+    groups: int = 2,
+    progress: Any = "auto",
+    overwrite: bool = False,
+    format: str = "arrow",
+    fps: int | None = None,
+    dataset_id: str | None = None,
+) -> dict[str, Any] | list[EpisodeRecord]:
+    """Runs ``policy`` on ``env``'s sessions for ``episodes`` whole episodes and records them.
+
+    ``env`` is a :class:`GymwireEnv` (one session) or a :class:`GymwireVectorEnv` in any autoreset
+    mode. Exactly ``episodes`` episodes are started (session ``i``'s first one reset with
+    ``seed + i``) and each runs to its end, so returns and lengths over the dataset are unbiased;
+    sessions idle once enough episodes have started. Only ``max_steps`` (env steps in all) cuts
+    episodes short: they are kept with status ``incomplete`` and reason ``"max_steps reached"``.
+    Every row keeps its own step's info; an episode's last row has its terminal info (metrics such
+    as NAVSIM's ``pdms`` or Bench2Drive's ``driving_score``) and ``final_obs``.
+
+    The policy gets an :class:`~gymwire.policies.ActContext` when its ``act`` takes one, and its
+    ``episode_start`` hook is called as each episode starts; ``PolicyOutput.extras`` are stored as
+    ``extras/<name>`` columns. The sessions are stepped in ``groups`` that take turns, so the
+    policy computes one group's actions while the server steps another's (``groups=1``: lock-step).
+    Collection leaves the env's sessions mid-episode: reset the env before stepping it yourself.
+
+    With ``out_dir`` the episodes are written there and the manifest is returned; without, the
+    :class:`EpisodeRecord` list is. ``progress`` is called with 1 after each finished episode (a
+    ``tqdm.update``-like callable); the default, ``"auto"``, shows a tqdm bar of episodes when
+    stderr is a terminal and tqdm is installed; ``None`` shows nothing. ``overwrite`` replaces a
+    dataset already in ``out_dir``.
+
+    ``format`` chooses what ``out_dir`` holds: ``"arrow"`` (this module's format), ``"lerobot"`` (a
+    LeRobot dataset; ``fps`` and the repo id ``dataset_id`` are optional) or ``"minari"`` (a Minari
+    dataset; ``out_dir`` ends with its ``dataset_id``). See :mod:`gymwire.formats` and docs/datasets.md.
+    """
+    if isinstance(env, GymwireEnv):
+        client, remote_envs = env.client, [env.remote]
+    elif isinstance(env, GymwireVectorEnv):
+        client, remote_envs = env.client, env.remote.envs
+    else:
+        raise TypeError(f"collect takes a GymwireEnv or GymwireVectorEnv, got {type(env).__name__}")
+    server = client.url
+    first = remote_envs[0]
+    writer = (
+        open_writer(format, out_dir, first.env_id, first.observation_space, first.action_space, overwrite=overwrite, fps=fps, dataset_id=dataset_id)
+        if out_dir is not None
+        else None
+    )
+    done: list[EpisodeRecord] = []
+    bar = _auto_progress(episodes, out_dir) if progress == "auto" else None
+    if bar is not None:
+        progress = bar.update
+    elif progress == "auto":
+        progress = None
+    engine = CollectionEngine(
+        client=client,
+        remote_envs=remote_envs,
+        server=server,
+        policy=policy,
+        episodes=episodes,
+        seed=seed,
+        max_steps=max_steps,
+        groups=groups,
+        record=writer.add if writer is not None else done.append,
+        progress=progress,
+    )
+    try:
+        engine.run()
+    finally:
+        if bar is not None:
+            bar.close()
+        # Also after an error: the episodes recorded so far (the cut ones marked incomplete) stay readable.
+        manifest = writer.close(_policy_name(policy)) if writer is not None else None
+    return manifest if manifest is not None else done
+
+
+def _auto_progress(episodes: int, out_dir: str | Path | None) -> Any:
+    """A tqdm bar of episodes for a person watching a terminal, else None."""
+    if not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=episodes, desc=f"collecting into {out_dir}" if out_dir is not None else "collecting", unit="episode")

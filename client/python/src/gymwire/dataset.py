@@ -21,7 +21,6 @@ import datetime as _dt
 import json
 import math
 import re
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +31,6 @@ from gymnasium import spaces as gs
 
 from ._protocol import DATASET_FORMAT, DATASET_VERSION
 from .codec import wire_dtype_name
-from .policies import Policy
 from .spaces import space_from_wire, space_to_wire
 
 _SAFE_INT = 2**53 - 1
@@ -444,112 +442,6 @@ class TrajectoryWriter:
         }
         (self.dir / "dataset.json").write_text(json.dumps(manifest, indent=2))
         return manifest
-
-
-# ---------------------------------------------------------------------------------------------
-# Collection
-
-
-def _policy_name(policy: Any) -> str:
-    return getattr(policy, "name", None) or type(policy).__name__
-
-
-def collect(
-    env: Any,
-    policy: Policy,
-    episodes: int,
-    out_dir: str | Path | None = None,
-    *,
-    seed: int | None = None,
-    max_steps: int = 1_000_000,
-    groups: int = 2,
-    progress: Any = "auto",
-    overwrite: bool = False,
-    format: str = "arrow",
-    fps: int | None = None,
-    dataset_id: str | None = None,
-) -> dict[str, Any] | list[EpisodeRecord]:
-    """Runs ``policy`` on ``env``'s sessions for ``episodes`` whole episodes and records them.
-
-    ``env`` is a :class:`GymwireEnv` (one session) or a :class:`GymwireVectorEnv` in any autoreset
-    mode. Exactly ``episodes`` episodes are started (session ``i``'s first one reset with
-    ``seed + i``) and each runs to its end, so returns and lengths over the dataset are unbiased;
-    sessions idle once enough episodes have started. Only ``max_steps`` (env steps in all) cuts
-    episodes short: they are kept with status ``incomplete`` and reason ``"max_steps reached"``.
-    Every row keeps its own step's info; an episode's last row has its terminal info (metrics such
-    as NAVSIM's ``pdms`` or Bench2Drive's ``driving_score``) and ``final_obs``.
-
-    The policy gets an :class:`~gymwire.policies.ActContext` when its ``act`` takes one, and its
-    ``episode_start`` hook is called as each episode starts; ``PolicyOutput.extras`` are stored as
-    ``extras/<name>`` columns. The sessions are stepped in ``groups`` that take turns, so the
-    policy computes one group's actions while the server steps another's (``groups=1``: lock-step).
-    Collection leaves the env's sessions mid-episode: reset the env before stepping it yourself.
-
-    With ``out_dir`` the episodes are written there and the manifest is returned; without, the
-    :class:`EpisodeRecord` list is. ``progress`` is called with 1 after each finished episode (a
-    ``tqdm.update``-like callable); the default, ``"auto"``, shows a tqdm bar of episodes when
-    stderr is a terminal and tqdm is installed; ``None`` shows nothing. ``overwrite`` replaces a
-    dataset already in ``out_dir``.
-
-    ``format`` chooses what ``out_dir`` holds: ``"arrow"`` (this module's format), ``"lerobot"`` (a
-    LeRobot dataset; ``fps`` and the repo id ``dataset_id`` are optional) or ``"minari"`` (a Minari
-    dataset; ``out_dir`` ends with its ``dataset_id``). See :mod:`gymwire.formats` and docs/datasets.md.
-    """
-    from .collection import CollectionEngine
-    from .env import GymwireEnv
-    from .vector import GymwireVectorEnv
-
-    if isinstance(env, GymwireEnv):
-        client, remote_envs, server = env.client, [env.remote], env.client.aclient.url
-    elif isinstance(env, GymwireVectorEnv):
-        client, remote_envs, server = env.client, env.remote.envs, env.remote.client.url
-    else:
-        raise TypeError(f"collect takes a GymwireEnv or GymwireVectorEnv, got {type(env).__name__}")
-    from .formats import open_writer
-
-    first = remote_envs[0]
-    writer = (
-        open_writer(format, out_dir, first.env_id, first.observation_space, first.action_space, overwrite=overwrite, fps=fps, dataset_id=dataset_id)
-        if out_dir is not None
-        else None
-    )
-    done: list[EpisodeRecord] = []
-    bar = _auto_progress(episodes, out_dir) if progress == "auto" else None
-    if bar is not None:
-        progress = bar.update
-    elif progress == "auto":
-        progress = None
-    engine = CollectionEngine(
-        client=client,
-        remote_envs=remote_envs,
-        server=server,
-        policy=policy,
-        episodes=episodes,
-        seed=seed,
-        max_steps=max_steps,
-        groups=groups,
-        record=writer.add if writer is not None else done.append,
-        progress=progress,
-    )
-    try:
-        engine.run()
-    finally:
-        if bar is not None:
-            bar.close()
-        # Also after an error: the episodes recorded so far (the cut ones marked incomplete) stay readable.
-        manifest = writer.close(_policy_name(policy)) if writer is not None else None
-    return manifest if manifest is not None else done
-
-
-def _auto_progress(episodes: int, out_dir: str | Path | None) -> Any:
-    """A tqdm bar of episodes for a person watching a terminal, else None."""
-    if not sys.stderr.isatty():
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=episodes, desc=f"collecting into {out_dir}" if out_dir is not None else "collecting", unit="episode")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
+from .client import Client, make, make_vec
+
 if TYPE_CHECKING:
     from .env import GymwireEnv
     from .vector import GymwireVectorEnv
@@ -45,8 +47,6 @@ VECTOR_ENTRY_POINT = "gymwire.registration:make_registered_vec"
 
 def make_registered(*, env_id: str, url: str | None = None, client_options: dict[str, Any] | None = None, **kwargs: Any) -> GymwireEnv:
     """The entry point of every registered id: a session of ``env_id`` on the server at ``url``."""
-    from .env import make
-
     if url is None:
         raise TypeError(f'{env_id} is a remote env: pass the server\'s address, e.g. gymnasium.make("{env_id}", url="ws://127.0.0.1:8765")')
     return make(url, env_id, client_options=client_options, **kwargs)
@@ -62,8 +62,6 @@ def make_registered_vec(
     **kwargs: Any,
 ) -> GymwireVectorEnv:
     """The vector entry point: ``gymnasium.make_vec(id, num_envs, url=...)`` steps every session in one frame."""
-    from .vector import make_vec
-
     if url is None:
         raise TypeError(f'{env_id} is a remote env: pass the server\'s address, e.g. gymnasium.make_vec("{env_id}", num_envs, url="ws://127.0.0.1:8765")')
     return make_vec(url, env_id, num_envs, autoreset_mode, client_options=client_options, **kwargs)
@@ -88,8 +86,6 @@ def register_env(env_id: str, **spec_kwargs: Any) -> None:
 
 def register_server_envs(url: str, **client_options: Any) -> list[str]:
     """Registers every env the server at ``url`` lists, with ``url`` as their default; returns the ids."""
-    from .client import Client
-
     client = Client(url, **client_options)
     try:
         ids = [listing["id"] for listing in client.list_envs()]

@@ -1,7 +1,7 @@
 """Env tools as OpenAI function-calling tools, and the AReaL-style tool environment.
 
 Every gymwire env may declare tools (name, description, JSON Schema of the arguments); the server
-validates arguments and runs them. :class:`ToolSet` lists them as OpenAI tool schemas and executes
+validates arguments and runs them. :class:`ToolSet` (``gymwire.env``) lists them as OpenAI tool schemas and executes
 them. :class:`ToolEnvironment` has the shape that AReaL shipped as ``areal.api.env_api.Environment``
 (``ainitialize``, ``list_tools``, ``aexecute``, ``aclose``) with ``reset`` and ``step`` reachable as
 tools too, so agent code written for that class drives any gymwire env.
@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces as gs
 
-if TYPE_CHECKING:
-    from .env import AsyncRemoteEnv, GymwireEnv
+from ._transport_asyncio import AsyncioDriver
+from .env import AsyncRemoteEnv
+from .env import ToolSet as ToolSet  # re-exported: GymwireEnv.tools, built with the env it belongs to
 
 
 def to_jsonable(value: Any) -> Any:
@@ -79,31 +80,6 @@ def space_json_schema(space: gs.Space[Any]) -> dict[str, Any]:
     if isinstance(space, gs.Tuple):
         return {"type": "array", "prefixItems": [space_json_schema(s) for s in space.spaces], "minItems": len(space.spaces), "maxItems": len(space.spaces)}
     return {}
-
-
-class ToolSet:
-    """The tools of a :class:`~gymwire.env.GymwireEnv`: OpenAI schemas plus ``execute``."""
-
-    def __init__(self, env: GymwireEnv) -> None:
-        self._env = env
-
-    @property
-    def schemas(self) -> list[dict[str, Any]]:
-        """OpenAI tool schemas: ``[{"type": "function", "function": {name, description, parameters}}]``."""
-        return list(self._env.remote.tool_schemas)
-
-    @property
-    def names(self) -> list[str]:
-        return [t["function"]["name"] for t in self.schemas]
-
-    def execute(self, name: str, args: dict[str, Any] | str | None = None) -> Any:
-        """Runs a tool; ``args`` may be a dict or the JSON string an OpenAI tool call carries."""
-        if isinstance(args, str):
-            args = json.loads(args) if args.strip() else {}
-        return self._env.call_tool(name, args or {})
-
-    def __len__(self) -> int:
-        return len(self.schemas)
 
 
 def _reserved_names(tool_names: list[str]) -> tuple[str, str]:
@@ -175,7 +151,7 @@ class ToolEnvironment:
         self.env_id = env_id
         self.kwargs = kwargs or {}
         self.client_options = client_options
-        self._client: Any = None
+        self._client: AsyncioDriver | None = None
         self._remote: AsyncRemoteEnv | None = None
 
     @property
@@ -185,13 +161,11 @@ class ToolEnvironment:
         return self._remote
 
     async def ainitialize(self) -> None:
-        from .client import AsyncClient
-
         if self._remote is not None:
             return
-        self._client = await AsyncClient.connect(self.url, **self.client_options)
+        self._client = await AsyncioDriver.connect(self.url, **self.client_options)
         try:
-            self._remote = await self._client.make(self.env_id, self.kwargs)
+            self._remote = await AsyncRemoteEnv.make(self._client, self.env_id, self.kwargs)
         except BaseException:
             await self._client.close()
             self._client = None

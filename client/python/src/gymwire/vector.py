@@ -1,7 +1,9 @@
 """Remote sessions stepped together as a Gymnasium vector env: one frame per step for all of them.
 
-:class:`AsyncRemoteVectorEnv` sends ``reset_batch``/``step_batch`` for its sessions;
-:class:`GymwireVectorEnv` is the ``gymnasium.vector.VectorEnv`` on top. Autoreset follows
+:class:`RemoteVector` is their I/O-free half (the ``reset_batch``/``step_batch`` requests as fields,
+the answers as Gymnasium's batches); :class:`AsyncRemoteVectorEnv` sends them with ``await`` on an
+asyncio driver, and :class:`GymwireVectorEnv` is the ``gymnasium.vector.VectorEnv`` that sends them
+through a blocking ``Client``. Autoreset follows
 Gymnasium 1.x in all three modes (``next_step``, ``same_step``, ``disabled``, declared in
 ``metadata["autoreset_mode"]``); infos are dicts of arrays with ``_key`` masks, built as
 ``gymnasium.vector.VectorEnv._add_info`` builds them (``final_obs``/``final_info`` in same-step mode)
@@ -29,12 +31,11 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 from . import errors as E
 from ._protocol import AUTORESET_MODES
 from ._request_template import FilledRequest, RequestTemplate
-from .client import release, with_owned_client
+from .env import AsyncRemoteEnv, AsyncRequester, RemoteSession, close_session
 from .spaces import value_from_wire, value_to_wire
 
 if TYPE_CHECKING:
-    from .client import AsyncClient, Client
-    from .env import AsyncRemoteEnv
+    from .client import Client
 
 #: Gymnasium's autoreset mode for each wire name (the wire names are generated from protocol/messages.ts).
 GYMNASIUM_AUTORESET_MODES: dict[str, AutoresetMode] = {name: AutoresetMode[name.upper()] for name in AUTORESET_MODES}
@@ -119,13 +120,17 @@ def batch_infos(infos: list[dict[str, Any] | None], num_envs: int, indices: list
     return out
 
 
-class AsyncRemoteVectorEnv:
-    """``num_envs`` remote sessions of one env id, stepped in one ``step_batch`` frame."""
+class RemoteVector:
+    """``num_envs`` remote sessions of one env id, stepped in one ``step_batch`` frame, without I/O.
 
-    def __init__(self, client: AsyncClient, envs: list[AsyncRemoteEnv], autoreset_mode: str | AutoresetMode = "next_step") -> None:
+    Its requests are fields (``reset_request``, ``step_request``) and its answers Gymnasium's batches
+    (``reset_result``, ``step_result``); :class:`AsyncRemoteVectorEnv` and :class:`GymwireVectorEnv`
+    send them.
+    """
+
+    def __init__(self, envs: list[RemoteSession], autoreset_mode: str | AutoresetMode = "next_step") -> None:
         if not envs:
             raise ValueError("a vector env needs at least one session")
-        self.client = client
         self.envs = envs
         self.num_envs = len(envs)
         self.session_ids = [e.session_id for e in envs]
@@ -144,8 +149,12 @@ class AsyncRemoteVectorEnv:
         """The batched observation of the latest reset or step (None before the first reset)."""
         return self._last_obs
 
-    async def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        """Resets every session (or those in ``options["reset_mask"]``); an int seed gives session i ``seed + i``."""
+    def reset_request(self, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[int] | None]:
+        """The ``reset_batch`` fields for every session (or those in ``options["reset_mask"]``), and
+        the indices of the sessions it resets (None: all of them), for :meth:`reset_result`.
+
+        An int seed gives session i ``seed + i`` (:func:`vector_seeds`).
+        """
         options = dict(options) if options else {}
         mask = options.pop("reset_mask", None)
         seeds = vector_seeds(seed, self.num_envs)
@@ -155,16 +164,18 @@ class AsyncRemoteVectorEnv:
             if mask.shape != (self.num_envs,) or not mask.any():
                 raise ValueError(f"options['reset_mask'] must be a bool array of shape ({self.num_envs},) with at least one True")
             indices = [i for i in indices if mask[i]]
-        r = await self.client.request(
-            "reset_batch",
-            {
-                "session_ids": [self.session_ids[i] for i in indices],
-                "seeds": None if seeds is None else [seeds[i] for i in indices],
-                "options": options or None,
-            },
-        )
-        part = self.batch_obs(r["obs"], len(indices))
-        if mask is None or self._last_obs is None:
+        fields = {
+            "session_ids": [self.session_ids[i] for i in indices],
+            "seeds": None if seeds is None else [seeds[i] for i in indices],
+            "options": options or None,
+        }
+        return fields, None if mask is None else indices
+
+    def reset_result(self, r: dict[str, Any], indices: list[int] | None = None) -> tuple[Any, dict[str, Any]]:
+        """A ``reset_batch`` result as Gymnasium's vector reset returns it (and kept as :attr:`last_obs`);
+        ``indices`` are the sessions it reset, as :meth:`reset_request` gave them."""
+        part = self.batch_obs(r["obs"], self.num_envs if indices is None else len(indices))
+        if indices is None or self._last_obs is None:
             obs = part
         else:
             items = list(iterate(self.observation_space, self._last_obs))
@@ -175,14 +186,11 @@ class AsyncRemoteVectorEnv:
         infos = batch_infos([self._info_from_wire(info) for info in r["infos"]], self.num_envs, indices)
         return obs, infos
 
-    async def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        return self.step_result(await self.client.request("step_batch", self.step_request(actions)))
-
     def step_request(self, actions: Any) -> FilledRequest:
         """The ``step_batch`` request for these actions, ready for ``client.request("step_batch", ...)``.
 
-        With :meth:`step_result` it splits :meth:`step` for a caller that sends the request itself
-        (the blocking vector env, which sends it from the calling thread).
+        With :meth:`step_result` it is a step for a caller that sends the request itself (the blocking
+        vector env sends it from the calling thread, the asyncio one awaits it).
         """
         return self._step_request.fill(actions=self.actions_to_wire(actions))
 
@@ -207,10 +215,6 @@ class AsyncRemoteVectorEnv:
             np.asarray(r["truncated"], dtype=np.bool_),
             infos,
         )
-
-    async def close(self) -> None:
-        for env in self.envs:
-            await env.close()
 
     def actions_to_wire(self, actions: Any) -> Any:
         """A batch of actions (as ``action_space`` holds them) in the wire form ``step_batch`` takes."""
@@ -243,10 +247,31 @@ class AsyncRemoteVectorEnv:
         return info
 
 
+class AsyncRemoteVectorEnv(RemoteVector):
+    """``num_envs`` remote sessions of one env id stepped in one ``step_batch`` frame, asyncio flavour."""
+
+    def __init__(self, client: AsyncRequester, envs: list[AsyncRemoteEnv], autoreset_mode: str | AutoresetMode = "next_step") -> None:
+        super().__init__(envs, autoreset_mode)
+        self.client = client
+        self.envs: list[AsyncRemoteEnv] = envs
+
+    async def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """Resets every session (or those in ``options["reset_mask"]``); an int seed gives session i ``seed + i``."""
+        fields, indices = self.reset_request(seed, options)
+        return self.reset_result(await self.client.request("reset_batch", fields), indices)
+
+    async def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        return self.step_result(await self.client.request("step_batch", self.step_request(actions)))
+
+    async def close(self) -> None:
+        for env in self.envs:
+            await env.close()
+
+
 class GymwireVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
     """Remote sessions as a ``gymnasium.vector.VectorEnv``; made by :func:`gymwire.make_vec`."""
 
-    def __init__(self, client: Client, remote: AsyncRemoteVectorEnv, *, owns_client: bool = False) -> None:
+    def __init__(self, client: Client, remote: RemoteVector, *, owns_client: bool = False) -> None:
         self._client = client
         self._remote = remote
         self._owns_client = owns_client
@@ -260,7 +285,7 @@ class GymwireVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
         self._closed = False
 
     @property
-    def remote(self) -> AsyncRemoteVectorEnv:
+    def remote(self) -> RemoteVector:
         return self._remote
 
     @property
@@ -274,7 +299,9 @@ class GymwireVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         if isinstance(seed, int):
             super().reset(seed=seed)
-        return self._client.drive(self._remote.reset(seed=seed, options=options))
+        remote = self._remote
+        fields, indices = remote.reset_request(seed, options)
+        return remote.reset_result(self._client.request("reset_batch", fields), indices)
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         remote = self._remote
@@ -284,12 +311,9 @@ class GymwireVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
         if self._closed:
             return
         self._closed = True
-        release(self._client, self._remote.close(), self._owns_client)
-
-
-def make_vec(
-    url: str, env_id: str, num_envs: int, autoreset_mode: str | AutoresetMode = "next_step", *, client_options: dict[str, Any] | None = None, **kwargs: Any
-) -> GymwireVectorEnv:
-    """Connects to ``url`` and makes ``num_envs`` sessions of ``env_id`` as one ``gymnasium.vector.VectorEnv``."""
-    mode = autoreset_mode_name(autoreset_mode)
-    return with_owned_client(url, client_options, lambda c: GymwireVectorEnv(c, c.drive(c.aclient.make_vec(env_id, num_envs, kwargs, mode)), owns_client=True))
+        try:
+            for env in self._remote.envs:
+                close_session(self._client, env)
+        finally:
+            if self._owns_client:
+                self._client.close()

@@ -21,6 +21,8 @@ from typing import Any
 
 from gymnasium import spaces as gs
 
+from ._files import clear_for_writing as clear_for_writing  # re-exported: the writers' shared rule
+
 FORMATS = ("arrow", "lerobot", "minari")
 #: The modules each format's writer imports, checked before any collection starts.
 _NEEDS = {"lerobot": ("lerobot", "av", "torch"), "minari": ("minari", "pyarrow"), "arrow": ("pyarrow",)}
@@ -70,21 +72,3 @@ def open_writer(
     from .minari import MinariWriter
 
     return MinariWriter(out_dir, env_id, observation_space, action_space, env_kwargs=env_kwargs, overwrite=overwrite, dataset_id=dataset_id)
-
-
-def clear_for_writing(out: Path, marker: str, overwrite: bool) -> None:
-    """Makes sure ``out`` can take a new dataset: absent or empty, or (with ``overwrite``) a dataset of
-    this format (it holds ``marker``), which is removed. Anything else is refused."""
-    import shutil
-
-    from ..dataset import DatasetExistsError
-
-    if not out.exists() or not any(out.iterdir()):
-        if out.exists():
-            out.rmdir()
-        return
-    if not (out / marker).exists():
-        raise DatasetExistsError(f"{out} is not empty and holds no dataset ({marker}); write into a new or empty directory")
-    if not overwrite:
-        raise DatasetExistsError(f"{out} already holds a dataset ({marker}); write elsewhere, or pass overwrite=True to replace it")
-    shutil.rmtree(out)

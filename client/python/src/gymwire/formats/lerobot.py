@@ -15,7 +15,7 @@ import numpy as np
 from gymnasium import spaces as gs
 
 from ..dataset import EpisodeRecord
-from . import clear_for_writing
+from ._files import clear_for_writing
 from .mapping import FrameLayout, family_of, score_of
 
 

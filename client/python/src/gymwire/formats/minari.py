@@ -16,7 +16,7 @@ import numpy as np
 from gymnasium import spaces as gs
 
 from ..dataset import EpisodeRecord, _info_json_text, _row_info, to_json_value
-from . import clear_for_writing
+from ._files import clear_for_writing
 from .mapping import family_of, score_of
 
 _ID = re.compile(r"^(?:[\w-]+/)?[\w-]+-v\d+$")

@@ -233,7 +233,7 @@ class EpisodeTable:
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 
-    def _close_at_exit(self) -> None:
+    def close_at_exit(self) -> None:
         for key in list(self._episodes):
             loop = self._loops.get(key)
             if loop is None or loop.is_closed():
@@ -276,4 +276,4 @@ _TABLES: weakref.WeakSet[EpisodeTable] = weakref.WeakSet()
 @atexit.register
 def _close_tables_at_exit() -> None:
     for table in list(_TABLES):
-        table._close_at_exit()
+        table.close_at_exit()

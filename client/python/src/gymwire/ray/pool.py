@@ -14,34 +14,27 @@ later requests for it raise at once. Other servers are untouched and keep steppi
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..client import Client, EventLoopThread
-from ..errors import SdkError, SessionLostError
+from ..env import GymwireEnv
+from ..errors import SdkError
+from .errors import ServerLostError as ServerLostError  # re-exported: where it was first defined
 from .placement import plan_placement
 from .server import GymwireServer, fetch_health, http_url_of
+from .vector import PoolVectorEnv
 
 _log = logging.getLogger("gymwire.ray")
-
-if TYPE_CHECKING:
-    from ..env import GymwireEnv
-    from .vector import PoolVectorEnv
-
-
-class ServerLostError(SessionLostError):
-    """A pool server died (its actor crashed or was killed): the sessions it held are gone.
-
-    ``details`` has ``server`` (the pool index), ``url`` (the dead server's), ``restarted_url`` (the
-    restarted server's, or None when it did not come back) and, for vector envs, ``env_indices``.
-    """
+T = TypeVar("T")
 
 
 @dataclass
@@ -211,12 +204,9 @@ class ServerPool:
 
     def make(self, env_id: str, *, server: int | None = None, **kwargs: Any) -> GymwireEnv:
         """A ``gymnasium.Env`` for one session of ``env_id`` on the least-loaded server (or ``server``)."""
-        from ..env import GymwireEnv
-
         self._check_open()
         chosen = self._servers[server] if server is not None else min(self._servers, key=lambda s: (s.lost is not None, s.sessions))
-        client = self.client_of(chosen.index)
-        env = GymwireEnv(client, client.run(client.aclient.make(env_id, kwargs)))
+        env = self.client_of(chosen.index).make(env_id, **kwargs)
         chosen.sessions += 1
         self._envs.append(env)
         return env
@@ -227,8 +217,6 @@ class ServerPool:
         Envs ``0..k-1`` live on server 0, the next block on server 1, and so on; each step sends one
         ``step_batch`` frame to every server at once. ``recreate_sessions`` overrides the pool's default.
         """
-        from .vector import PoolVectorEnv
-
         self._check_open()
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
@@ -249,6 +237,10 @@ class ServerPool:
         return vec
 
     # -- connections and faults (used by PoolVectorEnv) -----------------------------------------
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Runs a coroutine on the pool's loop, where every server's ``AsyncClient`` (``client_of(i).aclient``) runs."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def generation_of(self, index: int) -> int:
         return self._servers[index].generation

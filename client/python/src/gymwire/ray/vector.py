@@ -24,10 +24,10 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 
 from ..errors import GymwireError, SdkError
 from ..vector import GYMNASIUM_AUTORESET_MODES, autoreset_mode_name, vector_seeds
-from .pool import ServerLostError
+from .errors import ServerLostError
 
 if TYPE_CHECKING:
-    from ..client import Client
+    from ..client import AsyncClient
     from ..vector import AsyncRemoteVectorEnv
     from .pool import ServerPool
 
@@ -42,7 +42,8 @@ class _Part:
     start: int
     count: int
     generation: int
-    client: Client
+    #: The server's asyncio client, on the pool's loop.
+    client: AsyncClient
     remote: AsyncRemoteVectorEnv
     lost: ServerLostError | None = None
     #: next_step mode, after the part's sessions were recreated: the next step returns this reset
@@ -134,7 +135,7 @@ class PoolVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
             # The server died during the reset itself: new sessions and the same reset, or raise.
             self._recreate_or_raise(k, err)
             part_seed, part_options = calls[k]
-            results[k] = self._parts[k].client.run(self._parts[k].remote.reset(seed=part_seed, options=part_options))
+            results[k] = self._pool.run(self._parts[k].remote.reset(seed=part_seed, options=part_options))
         pieces = []
         for k, part in enumerate(self._parts):
             obs, infos = results[k] if k in results else (self._last_obs_of(part), {})
@@ -177,7 +178,7 @@ class PoolVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
         for part in self._parts:
             if part.lost is None:
                 try:
-                    part.client.run(part.remote.close())
+                    self._pool.run(part.remote.close())
                 except (GymwireError, RuntimeError):
                     pass  # the server is gone, and its sessions with it
 
@@ -185,8 +186,8 @@ class PoolVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
 
     def _make_part(self, server: int, start: int, count: int) -> _Part:
         generation = self._pool.generation_of(server)
-        client = self._pool.client_of(server, generation)
-        remote = client.run(client.aclient.make_vec(self.env_id, count, self._kwargs, self._mode))
+        client = self._pool.client_of(server, generation).aclient
+        remote = self._pool.run(client.make_vec(self.env_id, count, self._kwargs, self._mode))
         return _Part(server=server, start=start, count=count, generation=generation, client=client, remote=remote)
 
     def _gather(self, calls: dict[int, Any]) -> tuple[dict[int, Any], dict[int, ServerLostError]]:
@@ -196,7 +197,7 @@ class PoolVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
             return await asyncio.gather(*calls.values(), return_exceptions=True)
 
         # Every part's connection is on the pool's loop: one hop there, and all frames go out before any answer is awaited.
-        outcomes = asyncio.run_coroutine_threadsafe(every_part(), self._pool.loop).result() if calls else []
+        outcomes = self._pool.run(every_part()) if calls else []
         results: dict[int, Any] = {}
         lost: dict[int, ServerLostError] = {}
         other: BaseException | None = None
@@ -220,7 +221,7 @@ class PoolVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
         part = self._parts[k]
         last_obs = self._last_obs_of(part)
         fresh = self._recreate_or_raise(k, err)
-        obs, infos = fresh.client.run(fresh.remote.reset())
+        obs, infos = self._pool.run(fresh.remote.reset())
         flags = np.ones(part.count, dtype=np.bool_)
         no = np.zeros(part.count, dtype=np.bool_)
         lost_info = {"server_lost": flags, "_server_lost": flags.copy()}
