@@ -195,7 +195,10 @@ class Loop:
     def _session_thread(self, key: Any, call_id: int, result: dict[str, Any]) -> None:
         """This thread stalled in a call of session ``key`` and left the loop: it answers that call, then the session's calls that waited, and ends."""
         while True:
-            self._write([call_id], [self._settled(result)])
+            try:
+                self._write([call_id], [self._settled(result)])
+            except OSError:
+                return  # the server closed the channel while this call ran
             with self.lock:
                 waiting = self.busy[key]
                 if not waiting:
