@@ -35,8 +35,9 @@ export default tseslint.config(
     rules: { 'no-console': 'error' },
   },
   // Imports point one way (docs/DESIGN): protocol imports nothing of ours; runtime imports protocol;
-  // envs import protocol and runtime; server adds envs; the TypeScript client imports protocol and
-  // runtime only. bin/ and conformance/ may import both sides.
+  // envs import protocol and runtime (envs/hosted too: the Python worker pool and plugins are envs
+  // served by other processes, and know nothing of the server); server adds envs; the TypeScript
+  // client imports protocol and runtime only. bin/ and conformance/ may import both sides.
   ...[
     ['protocol', ['runtime', 'envs', 'server', 'client', 'bin', 'conformance']],
     ['runtime', ['envs', 'server', 'client', 'bin', 'conformance']],

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 
 import { defaultRegistry } from '../../envs/index.ts';
-import { installedSimulators, missingSimulators, registerSimulators, WorkerPool } from '../../server/hosted/index.ts';
+import { installedSimulators, missingSimulators, registerSimulators, WorkerPool } from '../../envs/hosted/index.ts';
 import { stderrLogger } from './logger.ts';
 
 export function registerEnvs(program: Command): void {

@@ -14,8 +14,8 @@ import type { Duplex } from 'node:stream';
 import pino from 'pino';
 
 import { encode } from '../../protocol/codec.ts';
-import { makeHostedEnv } from '../../server/hosted/env.ts';
-import { WorkerPool } from '../../server/hosted/pool.ts';
+import { makeHostedEnv } from '../../envs/hosted/env.ts';
+import { WorkerPool } from '../../envs/hosted/pool.ts';
 
 const QUICK = process.argv.includes('--quick');
 const STEPS = QUICK ? 2_000 : 20_000;

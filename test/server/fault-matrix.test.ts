@@ -22,8 +22,8 @@ import type { GymwireClient } from '../../client/ts/client.ts';
 import type { RemoteEnv } from '../../client/ts/remote-env.ts';
 import { EnvThreadPool } from '../../envs/core/env-threads.ts';
 import { Registry } from '../../envs/core/registry.ts';
-import { hostEnvs } from '../../server/hosted/index.ts';
-import type { WorkerPool } from '../../server/hosted/pool.ts';
+import { hostEnvs } from '../../envs/hosted/index.ts';
+import type { WorkerPool } from '../../envs/hosted/pool.ts';
 import { startServer } from '../../server/index.ts';
 import type { RunningServer } from '../../server/index.ts';
 import { FaultyEnv } from '../fixtures/faulty/env.ts';
@@ -331,7 +331,7 @@ describe.skipIf(!PYTHON)('fault matrix: hosted Python worker shared by two sessi
     return line === undefined ? 0 : Number(line.split(' ').pop());
   };
 
-  it('one session hangs: the other keeps stepping at its usual latency; the hung one fails timed_out, then session_lost; its close answers; /metrics counts the abandoned call', async () => {
+  it('one session hangs: the other keeps stepping at its usual latency; the hung one fails timed_out, then session_lost; its close answers; /metrics counts the abandoned call; the worker is recycled once no healthy session is left', async () => {
     const hung = await session();
     const other = await session();
     expect(sharedPool.workers()).toHaveLength(1);
@@ -355,23 +355,27 @@ describe.skipIf(!PYTHON)('fault matrix: hosted Python worker shared by two sessi
     expect(await metric('gymwire_python_abandoned_calls_total')).toBe(1);
     expect(await metric('gymwire_python_stuck_calls')).toBe(1);
     expect(logged.some((l) => l.includes('python env call abandoned'))).toBe(true);
+    // The last healthy session goes while the abandoned call still runs: the worker is recycled with it.
     await other.close();
+    await vi.waitFor(() => expect(sharedPool.workers()[0]?.pid).not.toBe(pid), { timeout: 5_000 });
+    expect(await metric('gymwire_python_worker_restarts_total')).toBe(1);
+    expect(await metric('gymwire_python_stuck_calls')).toBe(0);
   });
 
   it('past --max-abandoned-calls the worker is recycled: its sessions get worker_lost, new sessions work, /metrics counts the restart', async () => {
     const bystander = await session();
-    const second = await session('hang');
+    const hangs = [await session('hang'), await session('hang')];
     const pid = sharedPool.workers()[0]!.pid;
-    expect(await failure(second.step(0))).toMatchObject({ code: 'ENV_ERR_ENV_FAILURE', details: { timed_out: true } });
-    // Two abandoned calls still run on it, over the bound of 1: the worker goes, and its sessions with it.
+    // Two abandoned calls still running, over the bound of 1: the worker goes, and its healthy session with it.
+    for (const err of await Promise.all(hangs.map((h) => failure(h.step(0)))))
+      expect(err).toMatchObject({ code: 'ENV_ERR_ENV_FAILURE', details: { timed_out: true } });
     expect(await failure(bystander.step(0))).toMatchObject({ code: 'ENV_ERR_ENV_FAILURE', details: { worker_lost: true } });
-    await closesPromptly(second, CLOSE_PROMPT_MS);
-    await closesPromptly(bystander, CLOSE_PROMPT_MS);
+    for (const env of [...hangs, bystander]) await closesPromptly(env, CLOSE_PROMPT_MS);
     const fresh = await session();
     await stepsFine(fresh);
     expect(sharedPool.workers()[0]!.pid).not.toBe(pid);
-    expect(await metric('gymwire_python_worker_restarts_total')).toBe(1);
-    expect(await metric('gymwire_python_abandoned_calls_total')).toBe(2);
+    expect(await metric('gymwire_python_worker_restarts_total')).toBe(2);
+    expect(await metric('gymwire_python_abandoned_calls_total')).toBe(3);
     expect(await metric('gymwire_python_stuck_calls')).toBe(0);
     await fresh.close();
   });

@@ -66,8 +66,8 @@ class Loop:
         self.write_lock = threading.Lock()
         #: Sessions whose thread is busy (a stalled call), with the calls that wait for it.
         self.busy: dict[Any, deque[tuple[int, dict[str, Any]]]] = {}
-        #: The thread that runs the loop now.
-        self.owner: threading.Thread | None = None
+        #: The thread that runs the loop now (its ident).
+        self.owner: int | None = None
         #: The call the loop's thread runs now: (its session's key, when it started), or None.
         self.running: tuple[Any, float] | None = None
         #: Frames waiting on a batch: (ids, answers with Deferreds among them, their sessions).
@@ -81,13 +81,15 @@ class Loop:
 
     def start(self) -> None:
         """Runs the loop on a thread of its own and a watchdog beside it; returns at once (``done`` is set at the end)."""
-        self._hand_over()
+        with self.lock:
+            self._hand_over()
         threading.Thread(target=self._watch, name="gymwire-watchdog", daemon=True).start()
 
     def _hand_over(self) -> None:
+        """Starts a thread that runs the loop from here (the caller holds the lock, so the new thread sees itself as the owner)."""
         thread = threading.Thread(target=self._run, name="gymwire-loop", daemon=True)
-        self.owner = thread
         thread.start()
+        self.owner = thread.ident
 
     def _watch(self) -> None:
         seen: tuple[Any, float] | None = None
@@ -117,7 +119,7 @@ class Loop:
                 pass
             self._answer_all()
         finally:
-            if self.owner is threading.current_thread():
+            if self.owner == threading.get_ident():
                 self.done.set()
 
     def _turn(self) -> bool:
@@ -159,17 +161,19 @@ class Loop:
             frame.position += 1
             call = calls[index]
             key = call.get("handle", _NO_SESSION)
-            with self.lock:
-                waiting = self.busy.get(key)
-                if waiting is not None:
-                    waiting.append((frame.ids[index], call))
-                    frame.split = True
-                    continue
-                self.running = (key, time.monotonic())
+            # Only the watchdog adds to `busy`, and only for the call in progress: with none in progress an empty `busy` stays empty.
+            if self.busy:
+                with self.lock:
+                    waiting = self.busy.get(key)
+                    if waiting is not None:
+                        waiting.append((frame.ids[index], call))
+                        frame.split = True
+                        continue
+            self.running = (key, time.monotonic())
             result = self.host.run(call)
             with self.lock:
                 self.running = None
-                left = self.owner is not threading.current_thread()
+                left = self.owner != threading.get_ident()
             if left:
                 self._session_thread(key, frame.ids[index], result)
                 return False
@@ -191,7 +195,10 @@ class Loop:
     def _session_thread(self, key: Any, call_id: int, result: dict[str, Any]) -> None:
         """This thread stalled in a call of session ``key`` and left the loop: it answers that call, then the session's calls that waited, and ends."""
         while True:
-            self._write([call_id], [self._settled(result)])
+            try:
+                self._write([call_id], [self._settled(result)])
+            except OSError:
+                return  # the server closed the channel while this call ran
             with self.lock:
                 waiting = self.busy[key]
                 if not waiting:

@@ -8,10 +8,10 @@
 import { Histogram, Registry as PromRegistry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 
-import { torchWorldModelOptions } from '../../bin/commands/serve.ts';
-import { defaultRegistry } from '../../envs/index.ts';
-import { startTestServer } from '../helpers/servers.ts';
-import type { TestServer } from '../helpers/servers.ts';
+import { torchWorldModelOptions } from '../../../bin/commands/serve.ts';
+import { defaultRegistry } from '../../../envs/index.ts';
+import { startTestServer } from '../../helpers/servers.ts';
+import type { TestServer } from '../../helpers/servers.ts';
 
 const FLAGS = {
   torchWorldModel: 'my_pkg.models:load',

@@ -214,11 +214,12 @@ export class PythonWorker {
    */
   closeHandle(handle: number, what: string): Promise<void> {
     const lost = this.lostHandles.delete(handle);
+    // The last healthy session going while an abandoned call still runs: the worker goes with it.
+    this.recycleIfIdle();
     // A lost worker took the env with it: nothing to close.
     if (!this.alive) return Promise.resolve();
     if (!lost) return this.call({ op: 'close', handle }, what, () => undefined).catch(() => undefined);
     void this.channel.request({ op: 'close', handle }, { what: `close of ${what}`, deadlineMs: 0 }).catch(() => undefined);
-    this.recycleIfIdle();
     return Promise.resolve();
   }
 

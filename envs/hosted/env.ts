@@ -14,7 +14,7 @@
  */
 import { z } from 'zod';
 
-import type { Env, EnvMetadata, EnvTool, Info, RenderFrame, ResetOptions, ResetResult, StepResult } from '../../envs/core/env.ts';
+import type { Env, EnvMetadata, EnvTool, Info, RenderFrame, ResetOptions, ResetResult, StepResult } from '../core/env.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
 import type { Space } from '../../protocol/spaces.ts';
 import { SpaceSchema } from '../../protocol/spaces.ts';

@@ -12,8 +12,8 @@
  */
 import { z } from 'zod';
 
-import type { Registry } from '../../envs/core/registry.ts';
-import { ENV_ID_RE } from '../../envs/core/registry.ts';
+import type { Registry } from '../core/registry.ts';
+import { ENV_ID_RE } from '../core/registry.ts';
 import type { HostedTarget } from './env.ts';
 import { makeHostedEnv } from './env.ts';
 import type { WorkerPool } from './pool.ts';

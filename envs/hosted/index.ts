@@ -11,7 +11,7 @@
  */
 import type { Logger } from 'pino';
 
-import type { Registry } from '../../envs/core/registry.ts';
+import type { Registry } from '../core/registry.ts';
 import { PythonWorkerMetrics } from './metrics.ts';
 import { loadPlugin } from './plugins.ts';
 import { WorkerPool } from './pool.ts';

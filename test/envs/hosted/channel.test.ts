@@ -2,9 +2,9 @@ import { PassThrough } from 'node:stream';
 
 import { describe, expect, it } from 'vitest';
 
-import { encode } from '../../protocol/codec.ts';
-import { Tensor } from '../../protocol/tensor.ts';
-import { FrameChannel } from '../../server/hosted/channel.ts';
+import { encode } from '../../../protocol/codec.ts';
+import { Tensor } from '../../../protocol/tensor.ts';
+import { FrameChannel } from '../../../envs/hosted/channel.ts';
 
 /** A channel reading what is written to `socket` (a loopback: enough to check the framing). */
 function loopback() {

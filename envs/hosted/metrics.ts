@@ -10,7 +10,7 @@
  */
 import { Counter, Gauge, Registry as PromRegistry } from 'prom-client';
 
-import type { Registry } from '../../envs/core/registry.ts';
+import type { Registry } from '../core/registry.ts';
 import type { WorkerPool } from './pool.ts';
 
 export class PythonWorkerMetrics {

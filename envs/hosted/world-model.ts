@@ -24,9 +24,9 @@ import type { Logger } from 'pino';
 import { Gauge, Histogram, Registry as PromRegistry } from 'prom-client';
 import { z } from 'zod';
 
-import type { Env, ResetOptions, ResetResult, StepResult } from '../../envs/core/env.ts';
-import { InvalidActionError } from '../../envs/core/env.ts';
-import type { Registry } from '../../envs/core/registry.ts';
+import type { Env, ResetOptions, ResetResult, StepResult } from '../core/env.ts';
+import { InvalidActionError } from '../core/env.ts';
+import type { Registry } from '../core/registry.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
 import type { HostedEnv } from './env.ts';
 import { makeHostedEnv } from './env.ts';

@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-import type { Registry } from '../../envs/core/registry.ts';
+import type { Registry } from '../core/registry.ts';
 
 /** What a plugin module exports. */
 export type RegisterPlugin = (registry: Registry) => void | Promise<void>;

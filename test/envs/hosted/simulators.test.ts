@@ -4,13 +4,13 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 
-import { Registry } from '../../envs/core/registry.ts';
-import { WorkerPool } from '../../server/hosted/pool.ts';
-import { installedSimulators, missingSimulators, registerSimulators, SIMULATOR_SPECS } from '../../server/hosted/simulators.ts';
+import { Registry } from '../../../envs/core/registry.ts';
+import { WorkerPool } from '../../../envs/hosted/pool.ts';
+import { installedSimulators, missingSimulators, registerSimulators, SIMULATOR_SPECS } from '../../../envs/hosted/simulators.ts';
 
 const logger = pino({ level: 'silent' });
 // The sim venv (client/python/scripts/test-sim.sh) where it has been built; the probe then finds both families.
-const simPython = join(import.meta.dirname, '..', '..', 'client', 'python', '.venv-sim', 'bin', 'python');
+const simPython = join(import.meta.dirname, '..', '..', '..', 'client', 'python', '.venv-sim', 'bin', 'python');
 
 describe('simulator families', () => {
   it('a Python that cannot run, or lacks the packages, has no family installed', async () => {

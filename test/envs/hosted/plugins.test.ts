@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
-import { Registry } from '../../envs/core/registry.ts';
-import { loadPlugin } from '../../server/hosted/plugins.ts';
+import { Registry } from '../../../envs/core/registry.ts';
+import { loadPlugin } from '../../../envs/hosted/plugins.ts';
 
 const dataModule = (code: string) => `data:text/javascript,${encodeURIComponent(code)}`;
 

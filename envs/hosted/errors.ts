@@ -8,8 +8,8 @@
  * @example
  * throw failureError('step', { kind: 'env', type: 'ValueError', message: 'ValueError: boom', traceback }, 'gym/CartPole-v1');
  */
-import { InvalidStateError } from '../../envs/core/env.ts';
-import { InvalidKwargsError } from '../../envs/core/registry.ts';
+import { InvalidStateError } from '../core/env.ts';
+import { InvalidKwargsError } from '../core/registry.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
 
 /** What the worker answers for a failed call (client/python/src/gymwire/worker/host.py `error_answer`). */

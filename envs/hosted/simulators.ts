@@ -18,7 +18,7 @@ import { execFile } from 'node:child_process';
 
 import { z } from 'zod';
 
-import type { Registry } from '../../envs/core/registry.ts';
+import type { Registry } from '../core/registry.ts';
 import type { HostedTarget } from './env.ts';
 import { makeHostedEnv } from './env.ts';
 import type { WorkerPool } from './pool.ts';
