@@ -192,6 +192,9 @@ class ModelHost:
     # -- the queue (gymwire.worker.batching.Batcher) ---------------------------------------------
 
     def submit(self, session: Any, actions: np.ndarray) -> Deferred:
+        # A session whose call once stalled submits from its own thread (worker/loop.py) while the
+        # loop's thread may be flushing: deque's append and popleft are atomic, and a step appended
+        # during a flush waits for the next one.
         deferred = Deferred()
         self.queue.append(StepRequest(session, actions, deferred))
         return deferred
