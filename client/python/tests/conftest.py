@@ -10,7 +10,9 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +112,17 @@ def own_server_url():
         yield proc.url
     finally:
         proc.stop()
+
+
+@pytest.fixture(scope="session")
+def sim_server() -> Iterator[ServerProcess]:
+    """A server whose Python workers run this venv's Python: the embodied-simulator suites
+    (test_sim*.py, run in scripts/test-sim.sh's venv) share it."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GYMWIRE_PYTHON", sys.executable)
+        server = ServerProcess("--workers", "2", start_timeout=120)
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,6 @@ Skipped where robosuite or metaworld is not installed (the default test venv).
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -32,15 +30,6 @@ from gymwire.sim.rendering import choose_gl, configure_gl, gpu_present, osmesa_p
 from gymwire.sim.robosuite_tasks import RobosuiteTask  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
-
-
-@pytest.fixture(scope="module")
-def sim_server() -> Iterator[ServerProcess]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GYMWIRE_PYTHON", sys.executable)
-        server = ServerProcess("--workers", "2", start_timeout=120)
-    yield server
-    server.stop()
 
 
 def assert_same_obs(served: Any, local: Any, where: str) -> None:
