@@ -34,7 +34,7 @@ class FrameCounter:
         pass
 
     def get_embeddings(self, names: Any, frames: Any) -> list[np.ndarray]:
-        FrameCounter.first_frames.extend(sha256(f[0]) for f in frames)
+        FrameCounter.first_frames.extend(sha256(f[0]) if len(f) else None for f in frames)
         return [np.array([len(f)], dtype=np.float32) for f in frames]
 
 
