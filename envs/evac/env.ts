@@ -4,7 +4,8 @@
  *
  * reset picks an episode of the reset dataset (`options.episode_index`, or one drawn from the seeded
  * RNG), repeats its first frame as the context memory and reports the end-effector pose duplicated
- * for two arms (state [16]). step takes one action chunk [chunk, 7]; the world model generates the
+ * for two arms (state [16]). `options.frame` (uint8 [H,W,3]) starts from a frame of the caller's
+ * instead, e.g. a simulator's, with `options.pose` and `options.task` replacing the episode's. step takes one action chunk [chunk, 7]; the world model generates the
  * chunk's frames and the reward model scores each one. As in RLinf: a frame's raw reward is its
  * rounded success probability (prob > threshold); with relative reward the per-frame reward is
  * coef x R_t - coef x R_(t-1), carrying R across chunks and starting from 0 at reset (without it the
@@ -59,6 +60,7 @@ export interface EvacObs {
 }
 
 const STATE_FORMAT = 'EvacWorldModel-v0';
+const RESET_OPTIONS = ['episode_index', 'frame', 'pose', 'task'];
 const MAX_TASK_LENGTH = 1024;
 /** Printable ASCII: what task descriptions are written in. */
 const PRINTABLE = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)).join('');
@@ -164,8 +166,11 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     if (opts.seed != null) this.rng.seed(opts.seed);
     const options = opts.options ?? {};
     for (const key of Object.keys(options)) {
-      if (key !== 'episode_index') throw new InvalidOptionsError(`unknown reset option ${JSON.stringify(key)}; EvacWorldModel-v0 takes {episode_index}`);
+      if (!RESET_OPTIONS.includes(key)) {
+        throw new InvalidOptionsError(`unknown reset option ${JSON.stringify(key)}; EvacWorldModel-v0 takes {${RESET_OPTIONS.join(', ')}}`);
+      }
     }
+    const given = this.givenStart(options);
     let episode: number;
     const requested = options.episode_index;
     if (requested === undefined || requested === null) {
@@ -179,20 +184,56 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     }
     const ep = this.episodes[episode]!;
     const T = this.model.manifest.context.frames;
+    const frame = given.frame ?? ep.frame;
+    const pose = given.pose ?? ep.initPose;
     this.dropHeld();
     this.state = {
       model: this.model.manifest.name,
-      history: Array.from({ length: T }, () => ep.frame),
-      poseHistory: Array.from({ length: T }, () => ep.initPose).flat(),
+      history: Array.from({ length: T }, () => frame),
+      poseHistory: Array.from({ length: T }, () => pose).flat(),
       latent: this.latentSize > 0 ? new Array<number>(this.latentSize).fill(0) : null,
-      pose: [...ep.initPose],
+      pose: [...pose],
       prevScaled: 0,
       elapsed: 0,
       episode,
-      task: ep.task,
+      task: given.task ?? ep.task,
       rng: [],
     };
-    return { obs: this.observe(), info: { episode_index: episode } };
+    return { obs: this.observe(), info: { episode_index: episode, given_frame: given.frame !== undefined } };
+  }
+
+  /**
+   * The caller's own start (reset options `frame`, `pose`, `task`), checked against the model: a
+   * uint8 [H,W,3] tensor, 8 finite numbers (x, y, z, qx, qy, qz, qw, gripper), printable text.
+   * The frame is copied: the decoded option may be a view of the request's buffer.
+   */
+  private givenStart(options: Record<string, unknown>): { frame?: Uint8Array; pose?: number[]; task?: string } {
+    const out: { frame?: Uint8Array; pose?: number[]; task?: string } = {};
+    const { frame, pose, task } = options;
+    const want = `a uint8 tensor [${this.H}, ${this.W}, 3] (an RGB frame at the model's resolution)`;
+    if (frame !== undefined && frame !== null) {
+      if (!(frame instanceof Tensor)) throw new InvalidOptionsError(`reset option frame must be ${want}; got ${describe(frame)}`);
+      const shape = frame.shape;
+      if (frame.dtype !== 'uint8' || shape.length !== 3 || shape[0] !== this.H || shape[1] !== this.W || shape[2] !== 3) {
+        throw new InvalidOptionsError(`reset option frame must be ${want}; got ${frame.dtype} [${shape.join(', ')}]`);
+      }
+      out.frame = Uint8Array.from(frame.data as Uint8Array);
+    }
+    if (pose !== undefined && pose !== null) {
+      const values =
+        pose instanceof Tensor ? (pose.shape.length === 1 && pose.dtype !== 'bool' ? Array.from(pose.data as ArrayLike<number>, Number) : null) : pose;
+      if (!Array.isArray(values) || values.length !== 8 || !values.every((v) => typeof v === 'number' && Number.isFinite(v))) {
+        throw new InvalidOptionsError(`reset option pose must be 8 finite numbers (x, y, z, qx, qy, qz, qw, gripper); got ${describe(pose)}`);
+      }
+      out.pose = values as number[];
+    }
+    if (task !== undefined && task !== null) {
+      if (typeof task !== 'string' || task.length > MAX_TASK_LENGTH || [...task].some((c) => !PRINTABLE.includes(c))) {
+        throw new InvalidOptionsError(`reset option task must be printable ASCII text of at most ${MAX_TASK_LENGTH} characters`);
+      }
+      out.task = task;
+    }
+    return out;
   }
 
   async step(action: unknown): Promise<StepResult<EvacObs>> {
@@ -420,4 +461,11 @@ export class EvacWorldModelEnv implements Env<EvacObs, unknown> {
     }
     return out;
   }
+}
+
+/** What a refused option was, for its error: a tensor's dtype and shape, else its JavaScript type. */
+function describe(value: unknown): string {
+  if (value instanceof Tensor) return `a ${value.dtype} tensor [${value.shape.join(', ')}]`;
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  return typeof value;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the embodied-simulator suites (robosuite, Meta-World, LIBERO's missing-assets message) on the
 # CPU in client/python/.venv-sim: the SDK's robosuite and metaworld extras installed as a user
-# would (pip install ".[robosuite,metaworld]"), pinned by requirements-sim.txt, and MuJoCo rendering
+# would (pip install ".[robosuite,metaworld,compare]"), pinned by requirements-sim.txt, and MuJoCo rendering
 # through OSMesa (Debian's libosmesa6, installed here if missing). Only PyPI and Debian are needed.
 # Extra arguments go to pytest.
 set -euo pipefail
@@ -17,7 +17,7 @@ fi
 install_sim_requirements() {
   # The extras as users install them, held to the pins; then the installed copy of the SDK goes, so
   # the .pth file's checkout source is what runs.
-  "$1/bin/python" -m pip install "${PIP_INSTALL_FLAGS[@]}" -c requirements-sim.txt ".[robosuite,metaworld]" pytest pytest-timeout
+  "$1/bin/python" -m pip install "${PIP_INSTALL_FLAGS[@]}" -c requirements-sim.txt ".[robosuite,metaworld,compare]" pytest pytest-timeout
   "$1/bin/python" -m pip uninstall -y -q gymwire
 }
 gymwire_venv .venv-sim "$(gymwire_stamp requirements-sim.txt pyproject.toml)" install_sim_requirements

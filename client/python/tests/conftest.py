@@ -10,7 +10,9 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +112,38 @@ def own_server_url():
         yield proc.url
     finally:
         proc.stop()
+
+
+def sim_python() -> str | None:
+    """The Python of the simulator venv, if robosuite is in it: GYMWIRE_SIM_PYTHON, else
+    client/python/.venv-sim (scripts/test-sim.sh builds it). The framework suites serve robosuite
+    from it while they run in their own venvs."""
+    python = os.environ.get("GYMWIRE_SIM_PYTHON") or str(Path(__file__).resolve().parents[1] / ".venv-sim" / "bin" / "python")
+    if not os.path.exists(python):
+        return None
+    found = subprocess.run([python, "-c", "import importlib.util, sys; sys.exit(importlib.util.find_spec('robosuite') is None)"], timeout=60)
+    return python if found.returncode == 0 else None
+
+
+def robosuite_server() -> ServerProcess:
+    """A server whose workers serve robosuite from the simulator venv; skips the test where there is none."""
+    python = sim_python()
+    if python is None:
+        pytest.skip("no simulator venv with robosuite (bash client/python/scripts/test-sim.sh builds client/python/.venv-sim)")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GYMWIRE_PYTHON", python)
+        return ServerProcess("--workers", "2", start_timeout=120)
+
+
+@pytest.fixture(scope="session")
+def sim_server() -> Iterator[ServerProcess]:
+    """A server whose Python workers run this venv's Python: the embodied-simulator suites
+    (test_sim*.py, run in scripts/test-sim.sh's venv) share it."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GYMWIRE_PYTHON", sys.executable)
+        server = ServerProcess("--workers", "2", start_timeout=120)
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

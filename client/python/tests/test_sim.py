@@ -13,8 +13,6 @@ Skipped where robosuite or metaworld is not installed (the default test venv).
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -32,15 +30,6 @@ from gymwire.sim.rendering import choose_gl, configure_gl, gpu_present, osmesa_p
 from gymwire.sim.robosuite_tasks import RobosuiteTask  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
-
-
-@pytest.fixture(scope="module")
-def sim_server() -> Iterator[ServerProcess]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GYMWIRE_PYTHON", sys.executable)
-        server = ServerProcess("--workers", "2", start_timeout=120)
-    yield server
-    server.stop()
 
 
 def assert_same_obs(served: Any, local: Any, where: str) -> None:
@@ -124,17 +113,32 @@ def test_robosuite_served_equals_local(sim_server: ServerProcess) -> None:
         local.close()
 
 
-def test_robosuite_state_is_not_offered(sim_server: ServerProcess) -> None:
-    # robosuite's controllers hold state outside MuJoCo's, so the env offers no get_state (robosuite_tasks.py).
-    served = gymwire.make(sim_server.url, "robosuite/Door-v0")
+def test_robosuite_state_continues_the_same_episode(sim_server: ServerProcess) -> None:
+    # get_state carries MuJoCo's integration state, the controllers' goals and caches, the
+    # grippers' ramps and the sensors' clocks (robosuite_tasks.py): the same actions after
+    # set_state give the same observations, byte for byte, in this session and in another one.
+    first = gymwire.make(sim_server.url, "robosuite/Door-v0")
+    second = gymwire.make(sim_server.url, "robosuite/Door-v0")
     try:
-        obs, info = served.reset(seed=1)
+        obs, info = first.reset(seed=1)
         assert info["task"] == "open the door" and obs["robot0_eye_in_hand_image"].shape == (128, 128, 3)
-        with pytest.raises(ServerError) as unsupported:
-            served.get_state()
-        assert unsupported.value.code == "ENV_ERR_UNSUPPORTED"
+        rng = np.random.default_rng(3)
+        actions = [rng.uniform(-1, 1, 7).astype(np.float32) for _ in range(3)]
+        first.step(actions[0])
+        state = first.get_state()
+        ahead = [first.step(action)[0] for action in actions[1:]]
+        first.set_state(state)
+        second.reset(seed=9)
+        second.set_state(state)
+        for t, action in enumerate(actions[1:]):
+            assert_same_obs(first.step(action)[0], ahead[t], f"restored, step {t}")
+            assert_same_obs(second.step(action)[0], ahead[t], f"other session, step {t}")
+        with pytest.raises(ServerError) as bad:
+            second.set_state(b"not a state")
+        assert bad.value.code == "ENV_ERR_INVALID_STATE"
     finally:
-        served.close()
+        first.close()
+        second.close()
 
 
 def test_metaworld_served_equals_local_with_success(sim_server: ServerProcess) -> None:

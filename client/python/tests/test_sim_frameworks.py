@@ -6,7 +6,8 @@ integrations find the image, state and instruction through ObsMapper. This check
 the robosuite family's observation space, with no simulator (the space is built without importing
 robosuite), so it runs in the default test venv: agent-view image as the main image, the wrist
 camera, LIBERO's 8-dim state and the instruction. The frameworks' own env workers against a served
-robosuite task are not run here (their venvs are heavy; docs/envs/robosuite.md gives the config).
+robosuite task run in the framework suites (tests/frameworks/rlinf_suite.py and siirl_suite.py,
+in their venvs, serving robosuite from scripts/test-sim.sh's venv).
 """
 
 from __future__ import annotations

@@ -87,10 +87,60 @@ describe('EvacWorldModel-v0 reset and step', () => {
     await expect(env.step(filled(2))).rejects.toThrow(/outside \[-1, 1\]/);
     await expect(env.step('left')).rejects.toThrow(InvalidActionError);
     await expect(env.reset({ options: { episode_index: 99 } })).rejects.toThrow(InvalidOptionsError);
-    await expect(env.reset({ options: { scene: 1 } })).rejects.toThrow(/unknown reset option "scene"/);
+    await expect(env.reset({ options: { scene: 1 } })).rejects.toThrow(
+      /unknown reset option "scene"; EvacWorldModel-v0 takes \{episode_index, frame, pose, task\}/,
+    );
     // Nested arrays work as well as tensors.
     const ok = await env.step(Array.from({ length: 8 }, () => [0, 0, 0, 0, 0, 0, -1]));
     expect(ok.info.elapsed_steps).toBe(8);
+  });
+});
+
+describe('EvacWorldModel-v0 reset from a given frame', () => {
+  it('starts from the frame, pose and task given as reset options, and steps from them', async () => {
+    const env = await make({ return_all_frames: true });
+    const data = new Uint8Array(64 * 64 * 3);
+    for (let i = 0; i < data.length; i++) data[i] = (i * 7) % 251;
+    const frame = new Tensor('uint8', [64, 64, 3], data);
+    const pose = [0.1, -0.05, 0.2, 0, 0, 0, 1, -1];
+    const { obs, info } = await env.reset({ seed: 4, options: { frame, pose: Tensor.from('float64', [8], pose), task: 'lift the cube' } });
+    const o = obs as EvacObs;
+    expect(Buffer.from(o.full_image.data).equals(Buffer.from(data))).toBe(true);
+    expect(Array.from(o.state.data.slice(0, 8))).toEqual(Array.from(Float32Array.from(pose)));
+    expect(o.task_description).toBe('lift the cube');
+    expect(info.given_frame).toBe(true);
+    // The env copied the frame: the caller's buffer may change (a decoded request's may be reused).
+    data.fill(0);
+    expect((await env.step(filled(0.2))).info.elapsed_steps).toBe(8);
+    // Its steps are the world model's from that frame: the same frame and seed give the same frames.
+    const again = await make({ return_all_frames: true });
+    const copy = new Uint8Array(64 * 64 * 3).map((_, i) => (i * 7) % 251);
+    await again.reset({ seed: 4, options: { frame: new Tensor('uint8', [64, 64, 3], copy), pose, task: 'lift the cube' } });
+    const a = await again.step(filled(0.2));
+    await env.reset({ seed: 4, options: { frame: new Tensor('uint8', [64, 64, 3], copy), pose, task: 'lift the cube' } });
+    const b = await env.step(filled(0.2));
+    expect(Buffer.from((a.info.frames as Tensor<'uint8'>).data).equals(Buffer.from((b.info.frames as Tensor<'uint8'>).data))).toBe(true);
+    // Without pose and task the drawn episode's are kept.
+    const plain = await env.reset({ seed: 4, options: { frame: new Tensor('uint8', [64, 64, 3], copy), episode_index: 1 } });
+    expect((plain.obs as EvacObs).task_description).toMatch(/red block/);
+    expect(plain.info.episode_index).toBe(1);
+  });
+
+  it('a frame of the wrong shape or dtype, or a bad pose or task, is an invalid-options error naming what is expected', async () => {
+    const env = await make();
+    const bad = [
+      [{ frame: new Tensor('uint8', [32, 32, 3], new Uint8Array(32 * 32 * 3)) }, /frame must be a uint8 tensor \[64, 64, 3\].*got uint8 \[32, 32, 3\]/],
+      [{ frame: new Tensor('float32', [64, 64, 3], new Float32Array(64 * 64 * 3)) }, /got float32 \[64, 64, 3\]/],
+      [{ frame: new Tensor('uint8', [64, 64, 4], new Uint8Array(64 * 64 * 4)) }, /got uint8 \[64, 64, 4\]/],
+      [{ frame: [[1, 2, 3]] }, /frame must be a uint8 tensor.*got an array of 1/],
+      [{ pose: [0, 0, 0] }, /pose must be 8 finite numbers/],
+      [{ pose: [0, 0, 0, 0, 0, 0, 1, NaN] }, /pose must be 8 finite numbers/],
+      [{ task: 'caf\u00e9' }, /task must be printable ASCII/],
+    ] as const;
+    for (const [options, message] of bad) {
+      await expect(env.reset({ options: options as never })).rejects.toThrow(InvalidOptionsError);
+      await expect(env.reset({ options: options as never })).rejects.toThrow(message);
+    }
   });
 });
 

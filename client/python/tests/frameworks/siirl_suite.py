@@ -10,6 +10,7 @@ schema models. LIBERO is not installed, as on a machine that uses gymwire instea
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import subprocess
@@ -17,10 +18,12 @@ import sys
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
 import ray
 from ray_start import init_ray
 
+import gymwire
 from gymwire.errors import ConnectFailedError, UnknownEnvError
 
 APP = Path(__file__).parent / "siirl_app"
@@ -31,7 +34,7 @@ EVAC = "gymwire/EvacWorldModel-v0"
 sys.path.insert(0, str(APP))
 import multi_agent  # noqa: E402
 import rollout_actor  # noqa: E402
-from conftest import sessions_left  # noqa: E402
+from conftest import robosuite_server, sessions_left  # noqa: E402
 
 sys.path.insert(0, str(EXAMPLES))
 from _tiny_lm import build_tokenizer  # noqa: E402
@@ -165,6 +168,52 @@ def test_embodied_rollout_reads_world_model_images(ray_cluster, url: str) -> Non
         ray.get(actor.close.remote())
     assert out["full_image"] == [224, 224, 3]  # resized as siiRL's OpenVLA input expects
     assert out["frames"] == [3.0, 3.0]  # the reset frame and one frame per chunk reach siiRL's video embedding
+
+
+def sha256(image: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(image).tobytes()).hexdigest()
+
+
+@pytest.mark.timeout(900)
+def test_embodied_rollout_runs_a_served_robosuite_task(ray_cluster) -> None:
+    """siiRL's rollout loop in its Ray actor over gymwire sessions of robosuite/Lift-v0, with a seeded
+    stand-in VLA: the policy is handed what siiRL's OpenVLA input expects (upright 224x224 uint8
+    images, LIBERO's 8-number state from the end-effector quaternion), the video embedding gets
+    the upright agent-view frames, and a direct session with the same reset seeds and actions
+    gives the same bytes."""
+    from PIL import Image
+
+    server = robosuite_server()
+    kwargs = {"image_size": 128, "flip_images": True}
+    env_vars = {"GYMWIRE_URL": server.url, "GYMWIRE_ENV_ID": "robosuite/Lift-v0", "GYMWIRE_ENV_KWARGS": json.dumps(kwargs), "GYMWIRE_STANDIN_SEED": "3"}
+    try:
+        actor = rollout_actor.EmbodiedRolloutActor.options(runtime_env={"env_vars": env_vars}).remote(
+            "libero_10", num_envs=2, max_steps=16, chunk=8, action_dim=7
+        )
+        try:
+            out = ray.get(actor.run.remote([0, 1], [0, 0]))
+        finally:
+            ray.get(actor.close.remote())
+        assert out["steps"] == 2 and out["full_image"] == [224, 224, 3] and out["input_dtype"] == "uint8" and out["state"] == [8]
+        assert len(out["actions"]) == 2 and len(out["input_sha256"]) == 2
+
+        def policy_image(frame: np.ndarray) -> np.ndarray:
+            return np.asarray(Image.fromarray(frame).resize((224, 224), Image.Resampling.LANCZOS))
+
+        for i in range(2):
+            direct = gymwire.make(server.url, "robosuite/Lift-v0", **kwargs)
+            try:
+                obs, _ = direct.reset(seed=i * 100_003)  # (task i, trial 0): the adapter's reset seed
+                assert out["video_first_frames"][i] == sha256(obs["agentview_image"])
+                for k, chunk in enumerate(out["actions"]):
+                    assert out["input_sha256"][k][i] == sha256(policy_image(obs["agentview_image"])), f"env {i}, step {k}"
+                    np.testing.assert_allclose(out["input_states"][k][i], obs["state"], rtol=0, atol=1e-6)
+                    for row in np.asarray(chunk, dtype=np.float32)[i]:
+                        obs, *_ = direct.step(row)
+            finally:
+                direct.close()
+    finally:
+        server.stop()
 
 
 def test_wrong_action_shape_unknown_env_and_a_down_server_are_clear_errors(url: str) -> None:

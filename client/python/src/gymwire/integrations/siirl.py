@@ -49,15 +49,26 @@ def configure(
     _SETTINGS.update(url=url, env_id=env_id, env_kwargs=env_kwargs or {}, max_turns=max_turns, idle_timeout=idle_timeout, mapping=mapping)
 
 
+# robosuite's proprioception as LIBERO hands it to siiRL, with its sizes.
+_RAW_PROPRIO = {"robot0_eef_pos": 3, "robot0_eef_quat": 4, "robot0_gripper_qpos": 2}
+
+
 def _libero_obs(mapper: ObsMapper, obs: Any) -> dict[str, Any]:
-    """Raw LIBERO keys: images and the 3+4+2 eef/gripper split of the state (zeros where the state is shorter)."""
+    """Raw LIBERO keys: images, and the end-effector position, quaternion and gripper joints: the
+    observation's own where it has them (the robosuite family: its ``state`` is LIBERO's 8 numbers
+    with an axis-angle, not a quaternion), else the 3+4+2 split of the state (zeros where it is shorter)."""
     image = mapper.image(obs)
-    state = mapper.state(obs)
-    state = np.zeros(9, dtype=np.float32) if state is None else np.pad(state, (0, max(0, 9 - state.size)))
     wrist = mapper.wrist(obs)
-    return {
+    out = {
         "agentview_image": image,
         "robot0_eye_in_hand_image": wrist if wrist is not None else (None if image is None else np.zeros_like(image)),
+    }
+    if isinstance(obs, dict) and all(np.shape(obs.get(key)) == (size,) for key, size in _RAW_PROPRIO.items()):
+        return {**out, **{key: np.asarray(obs[key]) for key in _RAW_PROPRIO}}
+    state = mapper.state(obs)
+    state = np.zeros(9, dtype=np.float32) if state is None else np.pad(state, (0, max(0, 9 - state.size)))
+    return {
+        **out,
         "robot0_eef_pos": state[0:3].astype(np.float32),
         "robot0_eef_quat": state[3:7].astype(np.float32),
         "robot0_gripper_qpos": state[7:9].astype(np.float32),

@@ -18,9 +18,17 @@ robosuite env, kept here so a policy trained on one runs on the other:
 Seeds: ``reset(seed=s)`` re-seeds the generator robosuite draws object placements and robot
 initialisation noise from, so a seed gives the same scene in any process. ``reset(options=
 {"init_state": flat})`` then restores a MuJoCo state flattened by ``sim.get_state().flatten()``
-(LIBERO's init states are such arrays). ``get_state``/``set_state`` are not offered: robosuite's
-controllers keep state outside MuJoCo's (the gripper's ramped command, the arm's goal), so a
-restored MuJoCo state alone would not continue the same episode.
+(LIBERO's init states are such arrays).
+
+``get_state``/``set_state`` carry what the next steps depend on: MuJoCo's whole integration state
+(``mj_getState`` with ``mjSTATE_INTEGRATION``: positions, velocities, actuator activations,
+controls, the solver's warm start, mocap bodies), the bodies' placement in the model (where a task
+puts a fixture without a joint, as Door does), the controllers' goals and the grippers' ramped
+commands (robosuite keeps these outside MuJoCo), each sensor's sampling clock and last sample
+and the sensors' shared cache (robosuite samples observations on their own clock), the env's step count and clock, and the
+generator later unseeded resets draw from. The same actions after ``set_state`` give the same observations,
+byte for byte. ``sim.get_state()`` (time, positions, velocities) alone would not: the warm start and
+the gripper's ramp differ.
 
 >>> from gymwire.sim.robosuite_tasks import RobosuiteTask
 >>> env = RobosuiteTask(task="Lift", image_size=128)
@@ -31,13 +39,15 @@ restored MuJoCo state alone would not continue the same episode.
 
 from __future__ import annotations
 
+import json
 import string
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 import gymnasium as gym
 import numpy as np
 
+from ..codec import pack, unpack
 from .rendering import configure_gl, drop_effects, effects_on
 
 IMAGE_SIZES = (128, 224)
@@ -133,6 +143,140 @@ def restore_flat_state(sim_env: Any, flat: Any) -> None:
     sim_env.sim.forward()
 
 
+T = TypeVar("T")
+STATE_FORMAT = "gymwire.robosuite-state/v1"
+
+
+def _controller_values(controller: Any) -> dict[str, Any]:
+    """A controller's numeric attributes: its goals and the kinematics it cached at its last update
+    (it reuses them until it updates again), with its constants (gains, limits) alongside."""
+    out: dict[str, Any] = {}
+    for name, value in vars(controller).items():
+        if isinstance(value, np.ndarray) and value.dtype.kind in "fiub":
+            out[name] = np.array(value)
+        elif isinstance(value, (bool, int, float, np.number)):
+            out[name] = value.item() if isinstance(value, np.number) else value
+    return out
+
+
+def _integration_state(sim_env: Any) -> tuple[Any, Any, Any]:
+    import mujoco
+
+    model, data = sim_env.sim.model._model, sim_env.sim.data._data
+    return model, data, mujoco.mjtState.mjSTATE_INTEGRATION
+
+
+def capture_state(sim_env: Any, task: str) -> bytes:
+    """Everything the next steps of a robosuite env depend on (module doc), as gymwire codec bytes."""
+    import mujoco
+
+    model, data, spec = _integration_state(sim_env)
+    physics = np.empty(mujoco.mj_stateSize(model, spec), np.float64)
+    mujoco.mj_getState(model, data, physics, spec)
+    goals = []
+    grippers = []
+    for r, robot in enumerate(sim_env.robots):
+        for part, controller in robot.composite_controller.part_controllers.items():
+            goals.extend([r, part, name, value] for name, value in _controller_values(controller).items())
+        for arm, gripper in robot.gripper.items():
+            grippers.append([r, arm, np.array(gripper.current_action, np.float64)])
+    sensors = [
+        [name, float(o._time_since_last_sample), float(o._current_delay), bool(o._sampled), np.array(o._current_observed_value)]
+        for name, o in sim_env._observables.items()
+    ]
+    return pack(
+        {
+            "format": STATE_FORMAT,
+            "sensors": sensors,
+            # The sensors' shared cache: a sensor reads the values others sampled last.
+            "cache": [[name, np.array(value)] for name, value in sim_env._obs_cache.items()],
+            "task": task,
+            "physics": physics,
+            # Fixtures a task places at reset without a joint (Door's frame) are placed in the model.
+            "body_pos": np.array(sim_env.sim.model._model.body_pos),
+            "body_quat": np.array(sim_env.sim.model._model.body_quat),
+            "goals": goals,
+            "grippers": grippers,
+            "timestep": int(sim_env.timestep),
+            "cur_time": float(sim_env.cur_time),
+            "rng": json.dumps(sim_env.rng.bit_generator.state),
+        }
+    )
+
+
+def restore_state(sim_env: Any, task: str, state: bytes, observe: Callable[[], T]) -> T:
+    """Restores :func:`capture_state`'s bytes and returns ``observe()`` of the restored scene;
+    ValueError (nothing changed) for bytes of another task or shape.
+
+    MuJoCo's derived quantities (body poses, contacts) are computed for ``observe`` with
+    ``mj_forward``, which also rewrites the solver's warm start; the integration state is then set
+    once more, so the next step starts from exactly the captured one."""
+    import mujoco
+
+    try:
+        s = unpack(state)
+    except Exception as err:  # noqa: BLE001 - any decode failure is the client's bytes
+        raise ValueError(f"not a robosuite state ({err})") from err
+    if not isinstance(s, dict) or s.get("format") != STATE_FORMAT:
+        raise ValueError(f"not a robosuite state: expected format {STATE_FORMAT!r}")
+    if s.get("task") != task:
+        raise ValueError(f"the state was taken from task {s.get('task')!r}; this env runs {task!r}")
+    model, data, spec = _integration_state(sim_env)
+    physics = np.array(s.get("physics"))  # a writable copy: mj_setState takes no read-only buffer
+    size = mujoco.mj_stateSize(model, spec)
+    if physics.dtype != np.float64 or physics.shape != (size,) or not np.isfinite(physics).all():
+        raise ValueError(f"the state's physics must be {size} finite float64 values; got {physics.dtype} {list(physics.shape)}")
+    bodies = {}
+    for name in ("body_pos", "body_quat"):
+        value = np.array(s.get(name))
+        held = getattr(model, name)
+        if value.dtype != held.dtype or value.shape != held.shape or not np.isfinite(value).all():
+            raise ValueError(f"the state's {name} must be {held.dtype} {list(held.shape)}; got {value.dtype} {list(value.shape)}")
+        bodies[name] = value
+    # Every target is checked before anything is written, so refused bytes leave the env as it was.
+    writes = []
+    for r, part, name, value in s.get("goals", []):
+        controller = sim_env.robots[int(r)].composite_controller.part_controllers.get(part)
+        # Only numbers, and only over numbers (or attributes a controller sets once it has run): never over its references.
+        held = vars(controller).get(name) if controller is not None else None
+        numeric = held is None or isinstance(held, (np.ndarray, bool, int, float, np.number))
+        if controller is None or not str(name).isidentifier() or name.startswith("_") or not numeric or not isinstance(value, (np.ndarray, bool, int, float)):
+            raise ValueError(f"the state's {part}.{name} does not fit this env's controllers")
+        writes.append((controller, name, np.array(value) if isinstance(value, np.ndarray) else value))
+    for r, arm, value in s.get("grippers", []):
+        gripper = sim_env.robots[int(r)].gripper.get(arm)
+        value = np.asarray(value, np.float64)
+        if gripper is None or value.shape != (int(gripper.dof) * 2,) and value.shape != (int(gripper.dof),):
+            raise ValueError(f"the state's gripper {arm!r} does not fit this env's robots")
+        writes.append((gripper, "current_action", value.copy()))
+    observables = sim_env._observables
+    sensors = s.get("sensors", [])
+    if sorted(str(entry[0]) for entry in sensors) != sorted(observables):
+        raise ValueError("the state's observables do not fit this env's")
+    cache = s.get("cache", [])
+    rng_state = json.loads(s["rng"])
+    mujoco.mj_setState(model, data, physics, spec)
+    model.body_pos[:] = bodies["body_pos"]
+    model.body_quat[:] = bodies["body_quat"]
+    for target, name, value in writes:
+        setattr(target, name, value)
+    sim_env.timestep = int(s["timestep"])
+    sim_env.cur_time = float(s["cur_time"])
+    # In place: the placement samplers hold this generator object.
+    sim_env.rng.bit_generator.state = rng_state
+    sim_env.sim.forward()
+    seen = observe()
+    # Observing forces every sensor to sample; they resume their sampling clocks as captured.
+    for name, since, delay, sampled, value in sensors:
+        o = observables[name]
+        o._time_since_last_sample, o._current_delay, o._sampled = float(since), float(delay), bool(sampled)
+        o._current_observed_value = value if np.ndim(value) == 0 else np.array(value)
+    sim_env._obs_cache.clear()
+    sim_env._obs_cache.update((str(name), np.array(value)) for name, value in cache)
+    mujoco.mj_setState(model, data, physics, spec)
+    return seen
+
+
 def remake_render_context(sim_env: Any, effects: bool | None) -> bool:
     """robosuite makes its offscreen context inside make, with the model's 4 anti-aliasing
     samples, shadows and reflections; without effects (rendering.effects_default) the context is
@@ -168,6 +312,7 @@ class RobosuiteTask(gym.Env[dict[str, Any], np.ndarray]):
             raise ValueError(f"render_mode must be 'rgb_array' or None, got {render_mode!r}")
         self.image_size = check_image_size(image_size)
         self.render_mode = render_mode
+        self.task = task
         self.language = TASKS[task]
         self.flip_images = bool(flip_images)
         configure_gl()
@@ -219,6 +364,13 @@ class RobosuiteTask(gym.Env[dict[str, Any], np.ndarray]):
         success = bool(self.sim_env._check_success())
         self._last = pick_observation(raw, self.observation_space, self.language, self.flip_images)
         return self._last, float(reward), success, False, {"task": self.language, "success": success}
+
+    def gymwire_get_state(self) -> bytes:
+        return capture_state(self.sim_env, self.task)
+
+    def gymwire_set_state(self, state: bytes) -> None:
+        raw = restore_state(self.sim_env, self.task, state, lambda: self.sim_env._get_observations(force_update=True))
+        self._last = pick_observation(raw, self.observation_space, self.language, self.flip_images)
 
     def render(self) -> np.ndarray | None:
         if self.render_mode != "rgb_array" or self._last is None:

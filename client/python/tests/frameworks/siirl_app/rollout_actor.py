@@ -4,12 +4,15 @@ siiRL runs rollouts in its DAG workers, which are Ray actors; here one actor bui
 ``EmbodiedHFRollout`` (whose ``__init__`` constructs ``LIBEROAdapter`` by name) and runs its loop.
 Registration reaches the actor only through Ray's ``worker_process_setup_hook``. Stand-ins, for
 what needs a GPU: the VLA (``process_input`` moves tensors to CUDA and ``_generate_one_step`` runs
-OpenVLA under CUDA autocast) becomes a scripted CartPole controller, and ``VideoEmbeddingModel``
-(V-JEPA) a frame counter.
+OpenVLA under CUDA autocast) becomes a scripted CartPole controller (or, with
+``GYMWIRE_STANDIN_SEED``, 7-dim chunks drawn uniformly in [-1, 1] from a generator of that seed:
+the stand-in VLA of the robosuite run), and ``VideoEmbeddingModel`` (V-JEPA) a frame counter that
+keeps a digest of each video's first frame.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from typing import Any
 
@@ -18,13 +21,20 @@ import ray
 import torch
 
 
+def sha256(image: Any) -> str:
+    return hashlib.sha256(np.ascontiguousarray(np.asarray(image)).tobytes()).hexdigest()
+
+
 class FrameCounter:
     """Stands in for siiRL's V-JEPA ``VideoEmbeddingModel``: the 'embedding' is the frame count."""
+
+    first_frames: list[str] = []
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass
 
     def get_embeddings(self, names: Any, frames: Any) -> list[np.ndarray]:
+        FrameCounter.first_frames.extend(sha256(f[0]) if len(f) else None for f in frames)
         return [np.array([len(f)], dtype=np.float32) for f in frames]
 
 
@@ -43,6 +53,10 @@ class EmbodiedRolloutActor:
         from siirl.params.model_args import ActorRolloutRefArguments
 
         embodied_rollout.VideoEmbeddingModel = FrameCounter
+        seed = os.environ.get("GYMWIRE_STANDIN_SEED")
+        standin = np.random.default_rng(int(seed)) if seed else None
+        sent: list[list] = []
+        self.sent = sent
 
         class ScriptedPolicyRollout(embodied_rollout.EmbodiedHFRollout):
             """siiRL's rollout with the VLA replaced (it needs CUDA); the rollout loop is siiRL's."""
@@ -58,6 +72,9 @@ class EmbodiedRolloutActor:
                 b = len(prompts["states"])
                 if action_dim == 1:
                     acts = np.array([[[cartpole_action(s, i)]] * chunk for i, s in enumerate(prompts["states"])], dtype=np.int64)
+                elif standin is not None:
+                    acts = standin.uniform(-1, 1, (b, chunk, action_dim)).astype(np.float32)
+                    sent.append(acts.tolist())
                 else:
                     acts = np.zeros((b, chunk, action_dim), dtype=np.float32)
                 zeros = torch.zeros((b, 1), dtype=torch.long)
@@ -99,6 +116,12 @@ class EmbodiedRolloutActor:
             "elapsed": adapter.sessions.elapsed.tolist(),
             "full_image": None if first["full_image"] is None else list(first["full_image"].shape),
             "state": list(first["state"].shape),
+            # What the policy was handed at each step, per env, and the actions the stand-in sent.
+            "input_sha256": [[None if x["full_image"] is None else sha256(x["full_image"]) for x in inputs] for inputs in self.rollout.seen_inputs],
+            "input_dtype": None if first["full_image"] is None else str(first["full_image"].dtype),
+            "input_states": [[np.asarray(x["state"]).tolist() for x in inputs] for inputs in self.rollout.seen_inputs],
+            "actions": self.sent,
+            "video_first_frames": FrameCounter.first_frames,
         }
 
     def close(self) -> None:
