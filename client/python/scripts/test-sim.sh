@@ -24,4 +24,4 @@ gymwire_venv .venv-sim "$(gymwire_stamp requirements-sim.txt pyproject.toml)" in
 
 export MUJOCO_GL="${MUJOCO_GL:-osmesa}" PYOPENGL_PLATFORM="${PYOPENGL_PLATFORM:-${MUJOCO_GL:-osmesa}}"
 export GYMWIRE_PYTHON="$PWD/.venv-sim/bin/python"
-gymwire_run_tests .venv-sim/bin/python -m pytest -q -p no:cacheprovider tests/test_sim.py "$@"
+gymwire_run_tests .venv-sim/bin/python -m pytest -q -p no:cacheprovider tests/test_sim.py tests/test_sim_compare.py "$@"
