@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 from typing import Any
 
@@ -99,6 +100,30 @@ class Float64ForFloat32(gym.Env[np.ndarray, np.int64]):
 
     def step(self, action: np.int64) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         return np.zeros(3, dtype=np.float64), 0.0, False, False, {}
+
+
+class ThreadBound(gym.Env[np.ndarray, np.int64]):
+    """Stands in for a renderer whose GL context is current on one thread (no GL here): it notes the
+    thread that made it, takes ``make_s`` seconds to make, and each step says whether it runs on that thread."""
+
+    metadata = {"render_modes": []}
+    gymwire_thread_bound = True
+
+    def __init__(self, make_s: float = 0.0) -> None:
+        time.sleep(make_s)
+        self.home = threading.get_ident()
+        self.observation_space = gs.Box(low=0, high=1, shape=(1,), dtype=np.float64)
+        self.action_space = gs.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        return self._obs(), {}
+
+    def step(self, action: np.int64) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        return self._obs(), 0.0, False, False, {}
+
+    def _obs(self) -> np.ndarray:
+        return np.array([float(threading.get_ident() == self.home)])
 
 
 def make_counter(**kwargs: Any) -> FaultyCounter:

@@ -129,3 +129,19 @@ def test_a_slow_call_keeps_its_sessions_order(worker: Worker) -> None:
     mine = [ids[0], ids[2], ids[3]]
     answers = worker.answers(mine)
     assert [answers[i]["ok"][0][0] for i in mine] == [2.0, 4.0, 5.0]
+
+
+def test_a_thread_bound_env_keeps_every_call_on_the_thread_that_made_it(worker: Worker) -> None:
+    """Renderers hold a GL context current on one thread: a slow make, then another session's slow
+    step, must not move the loop (and so that env's later calls) to another thread."""
+    bound = {"kind": "callable", "path": "hosted_envs:ThreadBound"}
+    _make(worker, 2)
+    ids = worker.send({"op": "make", "handle": 1, "target": bound, "kwargs": {"make_s": 0.3}})
+    assert "ok" in worker.answers(ids)[ids[0]]
+    arm = worker.send({"op": "reset", "handle": 2, "seed": 0, "options": {"fault": "slow"}})
+    worker.answers(arm)
+    ids = worker.send(
+        {"op": "step", "handle": 2, "action": 1}, {"op": "reset", "handle": 1, "seed": 0, "options": None}, {"op": "step", "handle": 1, "action": 0}
+    )
+    answers = worker.answers(ids)
+    assert answers[ids[1]]["ok"][0][0] == 1.0 and answers[ids[2]]["ok"][0][0] == 1.0, "the thread-bound env ran on another thread"

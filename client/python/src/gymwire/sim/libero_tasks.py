@@ -51,6 +51,8 @@ def load_libero() -> tuple[Any, Any, Any]:
 class LiberoTask(gym.Env[dict[str, Any], np.ndarray]):
     """One LIBERO task (suite and task index chosen at make) with LIBERO's cameras and actions."""
 
+    #: Its renderer's GL context is current on the thread that made it (gymwire.worker.host).
+    gymwire_thread_bound = True
     metadata = {"render_modes": ["rgb_array"], "render_fps": CONTROL_FREQ}
 
     def __init__(

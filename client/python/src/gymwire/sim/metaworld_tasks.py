@@ -37,6 +37,8 @@ BENCHMARK_SEED = 0
 class MetaWorldTask(gym.Env[Any, np.ndarray]):
     """One Meta-World task; the goal variation drawn per reset (module doc)."""
 
+    #: Its renderer's GL context is current on the thread that made it (gymwire.worker.host).
+    gymwire_thread_bound = True
     metadata = {"render_modes": ["rgb_array"], "render_fps": 80}
 
     def __init__(

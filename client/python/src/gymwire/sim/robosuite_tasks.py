@@ -295,6 +295,8 @@ def remake_render_context(sim_env: Any, effects: bool | None) -> bool:
 class RobosuiteTask(gym.Env[dict[str, Any], np.ndarray]):
     """A robosuite task on a Panda arm with LIBERO's action, cameras and proprioception (module doc)."""
 
+    #: Its renderer's GL context is current on the thread that made it (gymwire.worker.host).
+    gymwire_thread_bound = True
     metadata = {"render_modes": ["rgb_array"], "render_fps": CONTROL_FREQ}
 
     def __init__(

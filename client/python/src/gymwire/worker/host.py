@@ -84,11 +84,35 @@ class HostedEnv:
         return action
 
 
+#: An env class attribute: True says the env keeps state bound to the thread that made it (an
+#: OpenGL context for offscreen frames), so all its calls must run on that thread.
+THREAD_BOUND_ATTR = "gymwire_thread_bound"
+
+
+def binds_thread(env: gym.Env[Any, Any]) -> bool:
+    """Whether this env's calls must stay on the thread that made it: it renders (MuJoCo's and
+    robosuite's renderers hold a GL context current on one thread) or says so itself."""
+    return env.render_mode is not None or bool(getattr(env.unwrapped, THREAD_BOUND_ATTR, False))
+
+
+def make_binds_thread(call: dict[str, Any]) -> bool:
+    """Whether a ``make`` call is about to build a thread-bound env, known before it runs (a make
+    that takes long must not leave the env on a thread the loop has moved away from)."""
+    if (call.get("kwargs") or {}).get("render_mode") is not None:
+        return True
+    try:
+        return bool(getattr(targets.constructor(call["target"]), THREAD_BOUND_ATTR, False))
+    except Exception:  # noqa: BLE001 - a target that does not resolve fails in make itself, with its own error
+        return False
+
+
 class Host:
     """The handle table and the operations on it."""
 
     def __init__(self) -> None:
         self.envs: dict[int, HostedEnv] = {}
+        #: Handles of thread-bound envs: while any lives, the loop never moves to another thread (loop.py).
+        self.thread_bound: set[int] = set()
         self.ops: dict[str, Callable[[dict[str, Any]], Any]] = {
             "describe": lambda c: targets.describe(c["target"]),
             "make": self.make,
@@ -107,6 +131,10 @@ class Host:
             raise UnknownHandleError(f"this worker holds no env {call['handle']}")
         return hosted
 
+    def pins_thread(self, call: dict[str, Any]) -> bool:
+        """Whether this call must finish on the loop's thread: a thread-bound env lives here, or this call makes one."""
+        return bool(self.thread_bound) or (call.get("op") == "make" and make_binds_thread(call))
+
     def run(self, call: dict[str, Any]) -> dict[str, Any]:
         """One operation's answer: ``{"ok": value}`` or ``{"error": {...}}``."""
         try:
@@ -124,6 +152,8 @@ class Host:
         metadata = wire_metadata(dict(env.metadata))
         metadata["render_modes"] = [m for m in metadata.get("render_modes", []) if isinstance(m, str)]
         self.envs[call["handle"]] = hosted
+        if binds_thread(env):
+            self.thread_bound.add(call["handle"])
         return {
             "observation_space": space_to_wire(env.observation_space),
             "action_space": space_to_wire(env.action_space),
@@ -152,6 +182,7 @@ class Host:
 
     def close(self, call: dict[str, Any]) -> None:
         hosted = self.envs.pop(call["handle"], None)
+        self.thread_bound.discard(call["handle"])
         if hosted is not None:
             hosted.env.close()
 

@@ -13,6 +13,10 @@ order: a frame's calls are answered together when none stalled, else each part w
 The server gives up on a call at its own deadline; an answer that comes later is counted there
 and dropped.
 
+Envs bound to the thread that made them (rendering ones: a GL context is current on one thread;
+see ``host.binds_thread``) pin the loop: while one lives on this worker, the loop never moves, and
+a call that hangs there fails at the server's deadline like a hang in C code holding the GIL.
+
 Batched envs (batching.py) hold a frame's answers until their batcher runs, as before.
 """
 
@@ -68,8 +72,9 @@ class Loop:
         self.busy: dict[Any, deque[tuple[int, dict[str, Any]]]] = {}
         #: The thread that runs the loop now (its ident).
         self.owner: int | None = None
-        #: The call the loop's thread runs now: (its session's key, when it started), or None.
-        self.running: tuple[Any, float] | None = None
+        #: The call the loop's thread runs now: (its session's key, when it started, whether it
+        #: pins the loop to this thread), or None.
+        self.running: tuple[Any, float, bool] | None = None
         #: Frames waiting on a batch: (ids, answers with Deferreds among them, their sessions).
         self.held: list[tuple[list[int], list[Any], set[Any]]] = []
         self.frame: _Frame | None = None
@@ -92,7 +97,7 @@ class Loop:
         self.owner = thread.ident
 
     def _watch(self) -> None:
-        seen: tuple[Any, float] | None = None
+        seen: tuple[Any, float, bool] | None = None
         while not self.done.is_set():
             time.sleep(self.stall_s / 2)
             with self.lock:
@@ -100,7 +105,9 @@ class Loop:
                 if running is None or running is not seen:
                     seen = running
                     continue
-                if time.monotonic() - running[1] < self.stall_s:
+                if time.monotonic() - running[1] < self.stall_s or running[2]:
+                    # A thread-bound env (host.py) keeps every call on the thread that made it: the
+                    # loop does not move, and a call that hangs there fails at the server's deadline.
                     continue
                 # The same call since the last look, and too long: it keeps this thread; the loop moves on.
                 self.busy.setdefault(running[0], deque())
@@ -169,7 +176,7 @@ class Loop:
                         waiting.append((frame.ids[index], call))
                         frame.split = True
                         continue
-            self.running = (key, time.monotonic())
+            self.running = (key, time.monotonic(), self.host.pins_thread(call))
             result = self.host.run(call)
             with self.lock:
                 self.running = None

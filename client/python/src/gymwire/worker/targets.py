@@ -33,6 +33,14 @@ def _callable(path: str) -> Any:
     return obj
 
 
+def constructor(target: dict[str, Any]) -> Any:
+    """What builds the target: the callable, or the class a Gymnasium id's entry point names."""
+    if target["kind"] != "gym":
+        return _callable(target["path"])
+    entry = _gym_spec(target["id"]).entry_point
+    return _callable(entry) if isinstance(entry, str) else entry
+
+
 def describe(target: dict[str, Any]) -> dict[str, Any]:
     """Checks that a target exists (the id is registered, the callable imports) and what the server needs before any make."""
     if target["kind"] == "gym":
