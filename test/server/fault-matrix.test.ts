@@ -325,25 +325,27 @@ describe.skipIf(!PYTHON)('fault matrix: hosted Python worker shared by two sessi
     }
     return times;
   };
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const metric = async (name: string): Promise<number> => {
     const line = (await (await fetch(metricsUrl)).text()).split('\n').find((l) => l.startsWith(`${name}{pool="python"}`));
     return line === undefined ? 0 : Number(line.split(' ').pop());
   };
 
-  it('one session hangs: the other keeps stepping at its usual latency; the hung one fails timed_out, then session_lost; its close answers; /metrics counts the abandoned call; the worker is recycled once no healthy session is left', async () => {
+  it('one session hangs: the other is answered while it hangs; the hung one fails timed_out, then session_lost; its close answers; /metrics counts the abandoned call; the worker is recycled once no healthy session is left', async () => {
     const hung = await session();
     const other = await session();
     expect(sharedPool.workers()).toHaveLength(1);
     const pid = sharedPool.workers()[0]!.pid;
-    const usual = await stepTimes(other, 20);
+    await stepTimes(other, 20);
     await hung.reset({ seed: 0, options: { fault: 'hang' } });
-    const stuck = failure(hung.step(0));
+    let stuckSettled = false;
+    const stuck = failure(hung.step(0)).finally(() => (stuckSettled = true));
     await new Promise((r) => setTimeout(r, 150));
-    const during = await stepTimes(other, 20);
-    // Far below the deadline: the other session never waited for the hung call.
-    expect(Math.max(...during)).toBeLessThan(CALL_TIMEOUT_MS / 3);
-    expect(median(during)).toBeLessThan(median(usual) + 50);
+    const during = await stepTimes(other, 5);
+    // Answered while the hung call still ran: a worker that served the other session behind the
+    // hung call would answer none of these before the hung call's deadline. (An order, not a
+    // wall-clock bound: a loaded CI machine may slow single steps by hundreds of milliseconds.)
+    expect(during).toHaveLength(5);
+    expect(stuckSettled).toBe(false);
     const err = await stuck;
     expect(err).toMatchObject({ code: 'ENV_ERR_ENV_FAILURE', details: { timed_out: true } });
     expect(err.message).toMatch(/within 1500 ms/);

