@@ -13,6 +13,9 @@
   apart because it is another way to drive the sessions, steps the same number of gymwire sessions
   in lock step as one `gymwire.make_vec` (one `step_batch` frame per step of all of them).
 
+The gymwire server is test/bench/server-process.ts bundled and run on plain node, as a deployment
+runs the compiled server (bench_server.built_server_process); OpenEnv's runs under uvicorn.
+
 openenv-core and its dependencies never enter the project's environments: on first run this script
 creates a throwaway venv (default /tmp/gymwire-openenv-bench, `--venv` to choose) with
 `pip install openenv-core==0.3.0` plus what the gymwire SDK imports, and re-runs itself there.
@@ -157,9 +160,9 @@ def start_openenv(kind: str) -> tuple[subprocess.Popen[bytes], str]:
 
 
 def start_gymwire() -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        ["node", "--import", "tsx", str(REPO / "test" / "bench" / "server-process.ts"), "gymwire", "ws"], cwd=REPO, stdout=subprocess.PIPE, text=True
-    )
+    from bench_server import built_server_process
+
+    proc = subprocess.Popen(built_server_process("gymwire", "ws"), cwd=REPO, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     return proc, json.loads(proc.stdout.readline())["url"]
 

@@ -8,7 +8,8 @@
 - 512 CartPole sessions stepped concurrently from one process (one asyncio task per session on an
   AsyncClient): steps/s against the TypeScript client doing the same.
 
-Servers are `test/bench/server-process.ts` children (the gymwire server with the bench envs, and the
+Servers are `test/bench/server-process.ts` children, bundled and run on plain node as a deployment
+runs the server (bench_server.built_server_process; the gymwire server with the bench envs, and the
 bare ws echo), pinned to core 1; this process and the TypeScript peer run on core 0
 (test/bench/placement.ts; BENCH_NO_PIN=1 leaves placement to the scheduler). Rounds alternate
 between the sides so machine drift hits them alike.
@@ -40,6 +41,8 @@ sys.path.insert(0, str(REPO / "client" / "python" / "src"))
 import gymwire  # noqa: E402
 from gymwire.codec import pack  # noqa: E402
 
+from bench_server import built_server_process  # noqa: E402
+
 PINNED = not os.environ.get("BENCH_NO_PIN") and (os.cpu_count() or 1) >= 2 and shutil.which("taskset") is not None
 CLIENT_CORE, SERVER_CORE = 0, 1
 FRAME_BYTES = 224 * 224 * 3
@@ -58,10 +61,10 @@ def node_tsx(script: str, *args: str) -> list[str]:
 
 
 class Server:
-    """A server-process.ts child: 'gymwire' (bench envs) or 'echo' (answers with as many bytes as the first 4 bytes ask)."""
+    """A server-process.ts child, built as deployed: 'gymwire' (bench envs) or 'echo' (answers with as many bytes as the first 4 bytes ask)."""
 
     def __init__(self, kind: str) -> None:
-        self.proc = subprocess.Popen(on_core(SERVER_CORE, node_tsx("server-process.ts", kind, "ws")), cwd=REPO, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(on_core(SERVER_CORE, built_server_process(kind, "ws")), cwd=REPO, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         self.url: str = json.loads(self.proc.stdout.readline())["url"]
 

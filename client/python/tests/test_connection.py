@@ -69,6 +69,21 @@ def test_requests_are_numbered_acked_and_answered_by_id() -> None:
     assert unpack(frame3)["ack"] == rid2
 
 
+def test_expire_fails_what_is_past_its_deadline_and_names_the_next() -> None:
+    core = opened()
+    late, soon, never, answered = Answer(), Answer(), Answer(), Answer()
+    core.submit("list_envs", {}, late, deadline=30.0, timeout=30.0)
+    core.submit("ping", {}, soon, deadline=10.0, timeout=10.0)
+    core.submit("ping", {}, never)
+    rid, _ = core.submit("ping", {}, answered, deadline=5.0, timeout=5.0)
+    core.receive(pack({"id": rid, "type": "result", "result": {}}))
+    assert core.expire(9.0) == 10.0 and not soon.done()
+    assert core.expire(10.0) == 30.0
+    assert isinstance(soon.error, E.RequestTimeoutError) and "ping got no answer within 10.0 s" in str(soon.error)
+    assert answered.value == {} and not late.done() and not never.done()
+    assert core.expire(31.0) is None and isinstance(late.error, E.RequestTimeoutError) and not never.done()
+
+
 def test_a_frame_over_the_servers_limit_is_refused_before_it_goes_out() -> None:
     core = opened(limits={"max_frame_bytes": 64})
     with pytest.raises(E.FrameTooLargeLocalError):

@@ -90,6 +90,24 @@ def test_an_unanswered_request_times_out() -> None:
     asyncio.run(main())
 
 
+def test_a_short_timeout_fires_on_time_behind_a_long_one() -> None:
+    # The driver keeps one timer at the earliest deadline: a later request with a shorter timeout moves it.
+    async def main() -> None:
+        async with fake_server(welcome_then(_ignore)) as url:
+            client = await gymwire.AsyncClient.connect(url, request_timeout=60)
+            long = asyncio.ensure_future(client.request("ping", {}))
+            await asyncio.sleep(0.05)
+            start = time.monotonic()
+            with pytest.raises(E.RequestTimeoutError):
+                await client.request("ping", {}, timeout=0.2)
+            assert time.monotonic() - start < 5 and not long.done()
+            await client.close()
+            with pytest.raises(E.ClientClosedError):
+                await long
+
+    asyncio.run(main())
+
+
 def test_a_server_error_keeps_code_message_and_details() -> None:
     async def answer(ws: ServerConnection, msg: dict[str, Any]) -> None:
         await ws.send(pack({"id": msg["id"], "type": "error", "error": {"code": "ENV_ERR_ENV_FAILURE", "message": "boom inside", "details": {"x": 1}}}))

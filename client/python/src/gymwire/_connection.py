@@ -5,8 +5,8 @@ h11, wsproto and h2: it numbers requests and encodes them with their ack, keeps 
 waiting for its answer (with its frame, so a resume can send it again with the same id), matches
 answers to requests by the reply rules, tracks the sessions the client made (for their
 ``session_closed`` events), and holds the state a reconnect needs (the resume token, the server's
-shutdown). It never touches a socket, a loop or a clock; a driver does that and tells it what
-happened. Two drivers run it, each a :class:`DriverBase`: the asyncio driver
+shutdown), and each request's deadline. It never touches a socket, a loop or a clock; a driver
+does that and tells it what happened, and what time it is. Two drivers run it, each a :class:`DriverBase`: the asyncio driver
 (``gymwire._transport_asyncio.AsyncioDriver``, whose coroutines ``gymwire.AsyncClient`` offers) and
 the blocking socket driver (``gymwire._transport_sync.SocketClient``, the default of ``gymwire.Client``).
 
@@ -63,6 +63,10 @@ class PendingRequest:
     type: str
     frame: bytes
     answer: Answer
+    #: When the request fails with ``RequestTimeoutError`` (on the driver's clock); None: never.
+    deadline: float | None = None
+    #: The timeout the deadline came from, for the error's message.
+    timeout: float | None = None
 
 
 class ConnectionCore:
@@ -97,12 +101,15 @@ class ConnectionCore:
 
     # -- requests ---------------------------------------------------------------------------------
 
-    def submit(self, type: str, fields: dict[str, Any] | FilledRequest, answer: Answer) -> tuple[int, bytes]:
+    def submit(
+        self, type: str, fields: dict[str, Any] | FilledRequest, answer: Answer, *, deadline: float | None = None, timeout: float | None = None
+    ) -> tuple[int, bytes]:
         """Numbers and encodes a request and keeps it until its answer comes; ``(id, frame)`` to send.
 
         ``fields`` is a dict, or a :class:`~gymwire._request_template.FilledRequest` whose fixed
-        fields were encoded once (a vector env's ``step_batch``). Raises what the client was closed
-        with, the server's shutdown for a session request, or ``FrameTooLargeLocalError``.
+        fields were encoded once (a vector env's ``step_batch``). ``deadline`` (on the driver's
+        clock, ``timeout`` seconds from now) is when :meth:`expire` fails it. Raises what the client
+        was closed with, the server's shutdown for a session request, or ``FrameTooLargeLocalError``.
         """
         if self.state == "closed":
             raise self.closed_by or E.ClientClosedError("the client is closed")
@@ -121,8 +128,30 @@ class ConnectionCore:
                 {"size": len(frame), "max_frame_bytes": limit},
             )
         self._next_id = rid + 1
-        self.pending[rid] = PendingRequest(type, frame, answer)
+        self.pending[rid] = PendingRequest(type, frame, answer, deadline, timeout)
         return rid, frame
+
+    @staticmethod
+    def timeout_error(type: str, rid: int, timeout: float | None) -> E.RequestTimeoutError:
+        """The error of a request that got no answer within its timeout (both drivers raise this one)."""
+        return E.RequestTimeoutError(f"{type} got no answer within {timeout} s", {"id": rid, "type": type})
+
+    def expire(self, now: float) -> float | None:
+        """Fails every waiting request whose deadline has passed; returns the earliest deadline still ahead.
+
+        A driver that cannot block on each request (the asyncio one) keeps one timer at the earliest
+        deadline and calls this when it fires: one timer for the connection instead of one per request.
+        """
+        earliest: float | None = None
+        for rid, p in list(self.pending.items()):
+            deadline = p.deadline
+            if deadline is None or p.answer.done():
+                continue
+            if deadline <= now:
+                p.answer.set_exception(self.timeout_error(p.type, rid, p.timeout))
+            elif earliest is None or deadline < earliest:
+                earliest = deadline
+        return earliest
 
     def finish(self, rid: int) -> None:
         """Forgets a request whose caller has stopped waiting (answered, timed out or cancelled)."""

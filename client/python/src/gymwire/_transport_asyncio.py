@@ -21,39 +21,77 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import random
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import websockets
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
+from websockets.protocol import State
 
 from . import errors as E
 from ._connection import DriverBase, Keepalive, ReconnectSchedule
 from ._request_template import FilledRequest
+from ._ws_frames import OP_BINARY, FrameSplitter, apply_mask, frame_head
 
 T = TypeVar("T")
 D = TypeVar("D", bound="AsyncioDriver")
 
 
 class _HeardConnection(ClientConnection):
-    """websockets' client connection, noting when bytes last arrived (keepalive pings only a quiet link)."""
+    """websockets' client connection, noting when bytes last arrived (keepalive pings only a quiet
+    link), with whole binary messages taken off its path once :meth:`deliver_binary_to` is called.
+
+    websockets keeps the handshake, control frames, fragments and the closing handshake; a whole
+    binary message (every answer and event) goes from the bytes straight to the callback, without
+    websockets' frame parser, message queue and reader task in between (``gymwire._ws_frames``).
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         #: ``time.monotonic()`` when bytes last arrived from the server.
         self.last_received = time.monotonic()
+        self._on_binary: Callable[[bytes | bytearray | memoryview], None] | None = None
+        self._splitter = FrameSplitter()
+        self._rand = random.Random()
+
+    def deliver_binary_to(self, callback: Callable[[bytes | bytearray | memoryview], None]) -> None:
+        """Sends each whole binary message to ``callback`` from now on; call it once the connection is open.
+
+        Only at a frame boundary: websockets' parser must hold no partial frame, or the two would
+        read the stream from different places. A welcome cannot come before the hello that asks
+        for it, so after the handshake nothing is buffered; if something is, websockets keeps
+        everything for this connection.
+        """
+        if self.protocol.state is State.OPEN and not self.protocol.reader.buffer:
+            self._on_binary = callback
 
     def data_received(self, data: bytes) -> None:
         self.last_received = time.monotonic()
-        super().data_received(data)
+        on_binary = self._on_binary
+        if on_binary is None:
+            return super().data_received(data)
+        for whole_binary, chunk in self._splitter.feed(data):
+            if whole_binary:
+                on_binary(chunk)
+            else:
+                super().data_received(chunk)  # type: ignore[arg-type]
 
-
-def _time_out(future: asyncio.Future[Any], type: str, rid: int, timeout: float) -> None:
-    if not future.done():
-        future.set_exception(E.RequestTimeoutError(f"{type} got no answer within {timeout} s", {"id": rid, "type": type}))
+    def write_binary(self, messages: list[bytes]) -> bool:
+        """Writes whole binary messages as masked frames in one write; False when the connection is not open."""
+        if self.protocol.state is not State.OPEN:
+            return False
+        getrandbits = self._rand.getrandbits
+        parts: list[bytes] = []
+        for message in messages:
+            mask = getrandbits(32).to_bytes(4, "little")
+            parts.append(frame_head(OP_BINARY, len(message), mask))
+            parts.append(apply_mask(message, mask))
+        self.transport.write(b"".join(parts))
+        return True
 
 
 class AsyncioDriver(DriverBase):
@@ -65,10 +103,12 @@ class AsyncioDriver(DriverBase):
 
     def __init__(self, url: str, **opts: Any) -> None:
         super().__init__(url, **opts)
-        self._ws: ClientConnection | None = None
+        self._ws: _HeardConnection | None = None
         self._reconnecting: asyncio.Task[None] | None = None
         self._readers: set[asyncio.Task[None]] = set()
         self._outbox: list[bytes] = []
+        # One timer for every request's deadline, at the earliest of them (see _arm_deadline).
+        self._deadline_timer: asyncio.TimerHandle | None = None
 
     @classmethod
     async def connect(cls: type[D], url: str, **opts: Any) -> D:
@@ -82,18 +122,38 @@ class AsyncioDriver(DriverBase):
         timeout = self.request_timeout if timeout is ... else timeout
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        rid, frame = self.core.submit(type, fields, future)
-        # A timer on the future itself: asyncio.wait_for would add a task-side future and callbacks per request.
-        timer = None if timeout is None else loop.call_later(timeout, _time_out, future, type, rid, timeout)
+        deadline = None if timeout is None else loop.time() + timeout
+        rid, frame = self.core.submit(type, fields, future, deadline=deadline, timeout=timeout)
+        if deadline is not None:
+            self._arm_deadline(deadline, loop)
         try:
             # While reconnecting the request waits in the core; it goes out after the resume.
             if self.core.can_send and self._ws is not None:
                 self._send_soon(self._ws, frame, loop)
             return await future
         finally:
-            if timer is not None:
-                timer.cancel()
             self.core.finish(rid)
+
+    def _arm_deadline(self, deadline: float, loop: asyncio.AbstractEventLoop) -> None:
+        """Makes sure the deadline timer fires by ``deadline``.
+
+        A timer per request (``call_later`` and its ``cancel``) cost as much client time per step as
+        the rest of the request's bookkeeping. Requests mostly share one timeout, so a new deadline
+        is rarely earlier than the armed one: the timer stays, fires at the earliest deadline, and
+        :meth:`~gymwire._connection.ConnectionCore.expire` fails what is due and names the next.
+        """
+        timer = self._deadline_timer
+        if timer is not None:
+            if timer.when() <= deadline:
+                return
+            timer.cancel()
+        self._deadline_timer = loop.call_at(deadline, self._expire, loop)
+
+    def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._deadline_timer = None
+        earliest = self.core.expire(loop.time())
+        if earliest is not None:
+            self._arm_deadline(earliest, loop)
 
     async def request_many(self, type: str, many: list[dict[str, Any]], timeout: float | None = ...) -> list[dict[str, Any]]:  # type: ignore[assignment]
         """Sends one request per fields dict, pipelined, and waits for every result."""
@@ -102,6 +162,9 @@ class AsyncioDriver(DriverBase):
     async def close(self) -> None:
         """Closes the connection; the server reaps this client's sessions after its grace period."""
         self.core.close()
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = None
         if self._reconnecting is not None:
             self._reconnecting.cancel()
         ws, self._ws = self._ws, None
@@ -143,7 +206,7 @@ class AsyncioDriver(DriverBase):
             raise
         self.core.open(welcome)
 
-    async def _dial(self) -> ClientConnection:
+    async def _dial(self) -> _HeardConnection:
         try:
             ws = await asyncio.wait_for(
                 ws_connect(
@@ -161,8 +224,11 @@ class AsyncioDriver(DriverBase):
             )
         except (OSError, asyncio.TimeoutError, websockets.exceptions.WebSocketException) as err:
             raise E.ConnectFailedError(f"could not connect to {self.url}: {err}", {"url": self.url}) from err
+        assert isinstance(ws, _HeardConnection)  # create_connection above
         self._ws = ws
-        # The reader, and keepalive for this socket; both end with it, and close() cancels them.
+        ws.deliver_binary_to(self.core.receive)
+        # The reader (what websockets still delivers: the close, fragmented messages), and keepalive
+        # for this socket; both end with it, and close() cancels them.
         loop = asyncio.get_running_loop()
         for job in (self._read(ws), self._keepalive(ws)):
             task = loop.create_task(job)
@@ -170,10 +236,10 @@ class AsyncioDriver(DriverBase):
             task.add_done_callback(self._readers.discard)
         return ws
 
-    async def _keepalive(self, ws: ClientConnection) -> None:
+    async def _keepalive(self, ws: _HeardConnection) -> None:
         """Pings a quiet link and drops a silent one (:class:`~gymwire._connection.Keepalive` decides);
         the reader then reconnects and resumes."""
-        if self.keepalive_interval is None or not isinstance(ws, _HeardConnection):
+        if self.keepalive_interval is None:
             return
         keepalive = Keepalive(self.keepalive_interval, self.keepalive_timeout)
         tick = max(0.01, min(self.keepalive_interval, self.keepalive_timeout) / 4)
@@ -213,7 +279,7 @@ class AsyncioDriver(DriverBase):
         except websockets.exceptions.ConnectionClosed:
             pass  # the reader notices the drop; pending requests are re-sent after the resume
 
-    def _send_soon(self, ws: ClientConnection, frame: bytes, loop: asyncio.AbstractEventLoop) -> None:
+    def _send_soon(self, ws: _HeardConnection, frame: bytes, loop: asyncio.AbstractEventLoop) -> None:
         """Queues a request frame; every frame queued in one turn of the loop goes out in one write.
 
         With many sessions stepping at once (one task each), a write per frame was a system call per
@@ -224,14 +290,12 @@ class AsyncioDriver(DriverBase):
         if len(self._outbox) == 1:
             loop.call_soon(self._flush, ws)
 
-    def _flush(self, ws: ClientConnection) -> None:
+    def _flush(self, ws: _HeardConnection) -> None:
         frames, self._outbox = self._outbox, []
         if ws is not self._ws:
             return  # the connection dropped: these requests wait in the core and are re-sent after the resume
         try:
-            for frame in frames:
-                ws.protocol.send_binary(frame)
-            ws.transport.write(b"".join(d for d in ws.protocol.data_to_send() if d))
+            ws.write_binary(frames)
         except Exception:  # noqa: BLE001 - a closing connection: the reader notices and resumes
             pass
 

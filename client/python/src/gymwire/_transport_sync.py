@@ -218,10 +218,10 @@ class SocketClient(DriverBase):
             if self._reader.acquire(blocking=False):
                 try:
                     if sent_at is not None and not answer.done() and not self._read_first(deadline, sent_at):
-                        raise E.RequestTimeoutError(f"{type} got no answer within {timeout} s", {"id": rid, "type": type})
+                        raise self.core.timeout_error(type, rid, timeout)
                     while not answer.done():
                         if not self._read_one(deadline):
-                            raise E.RequestTimeoutError(f"{type} got no answer within {timeout} s", {"id": rid, "type": type})
+                            raise self.core.timeout_error(type, rid, timeout)
                 finally:
                     self._reader.release()
                     if self._waiters:
@@ -233,7 +233,7 @@ class SocketClient(DriverBase):
                     while not answer.done() and self._reader.locked():
                         remaining = None if deadline is None else deadline - time.monotonic()
                         if remaining is not None and remaining <= 0:
-                            raise E.RequestTimeoutError(f"{type} got no answer within {timeout} s", {"id": rid, "type": type})
+                            raise self.core.timeout_error(type, rid, timeout)
                         self._handoff.wait(remaining)
                 finally:
                     self._waiters -= 1
