@@ -31,6 +31,7 @@ LAYERS: list[set[str]] = [
         "gymwire.spaces",
         "gymwire._connection",
         "gymwire._spin",
+        "gymwire._ws_frames",
         "gymwire._transport_socket",
     },
     {"gymwire._transport_sync", "gymwire._transport_asyncio"},

@@ -44,7 +44,8 @@ def test_the_splitter_hands_over_whole_binary_messages_and_passes_every_other_fr
         got: list[tuple[bool, bytes]] = []
         for i in range(0, len(stream), cut):
             got.extend((whole, bytes(chunk)) for whole, chunk in splitter.feed(stream[i : i + cut]))
-        assert got == [(True, messages[0]), (True, messages[1]), (False, ping), (False, first_fragment), (False, last_fragment), (True, messages[2]), (True, messages[3])]
+        others = [(False, ping), (False, first_fragment), (False, last_fragment)]
+        assert got == [(True, messages[0]), (True, messages[1]), *others, (True, messages[2]), (True, messages[3])]
     assert OP_PING == Opcode.PING.value
 
 

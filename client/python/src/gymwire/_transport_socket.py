@@ -3,10 +3,11 @@
 websockets' sans-I/O :class:`~websockets.client.ClientProtocol` performs the opening handshake (the
 HTTP upgrade and its key check). After that, frames are framed here (RFC 6455 section 5.2: a 2 to
 14-byte header, a mask on what the client sends) because the protocol object's generator-based
-parser costs more per small frame than a CartPole step costs the server; masking uses websockets'
-C ``apply_mask``. Messages arrive whole: small ones from one ``recv_into`` into a read buffer kept
-for the connection's life (no buffer allocated per read; a message that lies whole in it is sliced out
-with one header check), large ones straight into a buffer of their exact size with ``recv_into``.
+parser costs more per small frame than a CartPole step costs the server; masking uses websockets' C
+``apply_mask``; the header is ``gymwire._ws_frames``'s, as the asyncio driver's. Messages arrive
+whole: small ones from one ``recv_into`` into a read buffer kept for the connection's life (no
+buffer allocated per read; a message that lies whole in it is sliced out with one header check),
+large ones straight into a buffer of their exact size with ``recv_into``.
 
 Example::
 
@@ -30,12 +31,8 @@ from websockets.exceptions import InvalidURI
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
-try:
-    from websockets.speedups import apply_mask
-except ImportError:  # pragma: no cover - websockets ships its C speedups in every wheel
-    from websockets.utils import apply_mask
+from ._ws_frames import OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, apply_mask, frame_head
 
-_OP_CONTINUATION, _OP_BINARY, _OP_CLOSE, _OP_PING, _OP_PONG = 0x0, 0x2, 0x8, 0x9, 0xA
 _LEN16 = struct.Struct("!H")
 _LEN64 = struct.Struct("!Q")
 # struct timeval (seconds, microseconds), as SO_RCVTIMEO takes it.
@@ -121,10 +118,10 @@ class SocketWebSocket:
 
     def send(self, data: bytes | bytearray | memoryview) -> None:
         """Sends one binary message."""
-        self._send_frame(_OP_BINARY, data)
+        self._send_frame(OP_BINARY, data)
 
     def ping(self, payload: bytes = b"") -> None:
-        self._send_frame(_OP_PING, payload)
+        self._send_frame(OP_PING, payload)
 
     def wait_readable(self, timeout: float | None) -> bool:
         """True when a frame (or part of one) can be read now, or arrives within ``timeout`` seconds.
@@ -170,7 +167,7 @@ class SocketWebSocket:
         # The common case: one whole unfragmented binary message (server frames are unmasked) in the buffer.
         buf, start = self._buf, self._start
         available = self._end - start
-        if available >= 2 and buf[start] == 0x80 | _OP_BINARY:
+        if available >= 2 and buf[start] == 0x80 | OP_BINARY:
             length = buf[start + 1]
             if length < 126:
                 body = start + 2
@@ -187,7 +184,7 @@ class SocketWebSocket:
     def _recv_frames(self, control_ends: bool) -> bytes | bytearray | None:
         """:meth:`recv` for what its fast path leaves: fragments, control frames, large or partial messages."""
         fragments: list[bytes | bytearray] = []
-        message_opcode = _OP_BINARY
+        message_opcode = OP_BINARY
         while True:
             head = self._read_exact(2)
             first, second = head[0], head[1]
@@ -201,16 +198,16 @@ class SocketWebSocket:
             payload = self._read_exact(length)
             if mask is not None:
                 payload = apply_mask(payload, mask)
-            if opcode >= _OP_CLOSE:
+            if opcode >= OP_CLOSE:
                 self._control(opcode, bytes(payload))
                 if control_ends and not fragments:
                     return None
                 continue
-            if opcode != _OP_CONTINUATION:
+            if opcode != OP_CONTINUATION:
                 message_opcode = opcode
             fragments.append(payload)
             if first & 0x80:  # FIN
-                if message_opcode != _OP_BINARY:
+                if message_opcode != OP_BINARY:
                     fragments = []
                     continue
                 return fragments[0] if len(fragments) == 1 else b"".join(fragments)
@@ -228,7 +225,7 @@ class SocketWebSocket:
         """Sends a close frame (best effort) and closes the socket without waiting for the answer."""
         if self.closed is None:
             try:
-                self._send_frame(_OP_CLOSE, _LEN16.pack(code))
+                self._send_frame(OP_CLOSE, _LEN16.pack(code))
             except OSError:
                 pass
             self.closed = SocketClosedError(code, "closed by the client")
@@ -239,22 +236,17 @@ class SocketWebSocket:
 
     def _send_frame(self, opcode: int, data: bytes | bytearray | memoryview) -> None:
         n = len(data)
-        if n < 126:
-            header = bytes((0x80 | opcode, 0x80 | n))
-        elif n < 65536:
-            header = bytes((0x80 | opcode, 0xFE)) + _LEN16.pack(n)
-        else:
-            header = bytes((0x80 | opcode, 0xFF)) + _LEN64.pack(n)
         with self._send_lock:
             if self.closed is not None:
                 raise self.closed
             mask = self._rand.getrandbits(32).to_bytes(4, "little")
+            head = frame_head(opcode, n, mask)
             masked = apply_mask(data, mask)
             try:
                 if n < 4096:
-                    self._sock.sendall(header + mask + masked)
+                    self._sock.sendall(head + masked)
                 else:
-                    self._sendmsg_all((header + mask, masked))
+                    self._sendmsg_all((head, masked))
             except OSError as err:
                 raise SocketClosedError(1006, str(err)) from err
 
@@ -269,16 +261,16 @@ class SocketWebSocket:
                 views[0] = views[0][sent:]
 
     def _control(self, opcode: int, payload: bytes) -> None:
-        if opcode == _OP_PING:
+        if opcode == OP_PING:
             try:
-                self._send_frame(_OP_PONG, payload)
+                self._send_frame(OP_PONG, payload)
             except OSError:
                 pass
-        elif opcode == _OP_CLOSE:
+        elif opcode == OP_CLOSE:
             code = _LEN16.unpack_from(payload)[0] if len(payload) >= 2 else 1005
             reason = payload[2:].decode("utf-8", "replace")
             try:
-                self._send_frame(_OP_CLOSE, payload[:2])
+                self._send_frame(OP_CLOSE, payload[:2])
             except OSError:
                 pass
             self.closed = SocketClosedError(code, reason)
