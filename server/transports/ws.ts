@@ -13,11 +13,9 @@ import type { WebSocket } from 'ws';
 import type { Connection, ServerCore } from '../core.ts';
 import { PRE_HELLO_MAX_FRAME_BYTES, upgradeRefusal } from '../admission.ts';
 import type { HttpRoutes } from '../http.ts';
+import { TICK_BATCH_MAX_MESSAGE_BYTES, TickBatch } from './tick-batch.ts';
 import { baseRoutes } from '../http.ts';
 import type { ListenOptions, ServerTransport } from '../transport.ts';
-
-/** Frames this large are not worth coalescing: the syscall is a small part of their cost. */
-const CORK_MAX_FRAME_BYTES = 16 * 1024;
 
 /**
  * Caps one socket's incoming message size. ws reads the cap per message header, before it buffers
@@ -87,13 +85,7 @@ export class WsTransport implements ServerTransport {
       let greeted = false;
       const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
       let closed = false;
-      let corked = false;
-      const socket = req.socket;
-      const uncork = () => {
-        if (!corked) return;
-        corked = false;
-        socket.uncork();
-      };
+      const batch = new TickBatch(req.socket, () => !closed && ws.readyState === ws.OPEN);
       const conn = core.accept({
         send: (frame, onDone) => {
           if (closed || ws.readyState !== ws.OPEN) {
@@ -103,26 +95,27 @@ export class WsTransport implements ServerTransport {
           // Small answers produced in the same tick (pipelined requests read in one chunk) leave in one
           // write. A large one leaves at once: holding it back would make the client wait for the whole
           // burst instead of decoding the first answer while the rest is still being written.
-          if (frame.byteLength >= CORK_MAX_FRAME_BYTES) {
-            if (corked) uncork();
-          } else if (!corked) {
-            corked = true;
-            socket.cork();
-            process.nextTick(uncork);
+          if (frame.byteLength < TICK_BATCH_MAX_MESSAGE_BYTES) {
+            batch.add(frame, onDone);
+            return true;
           }
+          batch.flush();
           // ws hands the frame to the socket without copying; its callback runs once the write is done (or failed).
           ws.send(frame, { binary: true }, onDone && (() => onDone()));
           return true;
         },
         sendParts: (parts) => {
           if (closed || ws.readyState !== ws.OPEN) return false;
-          if (corked) uncork();
+          batch.flush();
           // Fragments of one message, handed to the socket without a copy (ws writes server frames
           // unmasked): Node's stream holds them until the kernel takes them, so none blocks the loop.
           for (let i = 0; i < parts.length; i++) ws.send(parts[i]!, { binary: true, fin: i === parts.length - 1 });
           return true;
         },
-        close: (code, reason) => ws.close(code, reason),
+        close: (code, reason) => {
+          batch.flush();
+          ws.close(code, reason);
+        },
         terminate: () => ws.terminate(),
         // ws's own queue (while it frames a message) and the socket's unwritten bytes.
         bufferedBytes: () => ws.bufferedAmount,
@@ -144,7 +137,7 @@ export class WsTransport implements ServerTransport {
           capIncoming(ws, maxPayload);
         }
       });
-      socket.on('drain', () => conn.onDrain());
+      req.socket.on('drain', () => conn.onDrain());
       ws.on('close', () => {
         closed = true;
         this.tracked.delete(entry);

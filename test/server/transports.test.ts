@@ -49,6 +49,17 @@ describe.each(TRANSPORTS)('transport %s', (transport) => {
     expect(results.map((r) => r.obs)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
   });
 
+  it('keeps pipelined answers whole and in order across sizes that are batched and sizes that are not', async () => {
+    // Small answers of one tick leave framed together (server/transports/tick-batch.ts); large ones
+    // leave at once through the library: the order on the wire must still be the order sent.
+    const srv = await serve(transport);
+    const c = await client(srv);
+    const sizes = Array.from({ length: 120 }, (_, i) => [0, 10, 125, 126, 300, 65_535, 16_383, 16_384, 40_000][i % 9]!);
+    const payloads = sizes.map((n, i) => new Uint8Array(n).fill(i & 0xff));
+    const answers = await Promise.all(payloads.map((payload) => c.request('ping', { payload })));
+    answers.forEach((a, i) => expect(Buffer.from(a.payload as Uint8Array).equals(Buffer.from(payloads[i]!))).toBe(true));
+  });
+
   it('runs sessions independently: a slow session does not hold up another', async () => {
     const srv = await serve(transport);
     const c = await client(srv);
