@@ -47,6 +47,41 @@ const FUZZ_SEED = 7;
 /** A case still running after this long fails (a server that stops answering cannot hang the suite). */
 const CASE_DEADLINE_MS = 180_000;
 
+/** Row shapes of a batch of this space when it stacks: one shape, or a map of them for a Dict of stacking spaces. */
+type RowShapes = readonly number[] | { [key: string]: RowShapes };
+
+function stackedRowShapes(space: Space): RowShapes | undefined {
+  if (space.type === 'box') return space.shape;
+  if (space.type === 'discrete') return [];
+  if (space.type === 'multi_discrete') return space.nvec.shape;
+  if (space.type === 'multi_binary') return space.n;
+  if (space.type !== 'dict' || Object.keys(space.spaces).length === 0) return undefined;
+  const out: Record<string, RowShapes> = {};
+  for (const [key, sub] of Object.entries(space.spaces)) {
+    const shapes = stackedRowShapes(sub);
+    if (shapes === undefined) return undefined;
+    out[key] = shapes;
+  }
+  return out;
+}
+
+/** Why `obs` is not `n` rows stacked in the form `shapes` says (null when it is). */
+function stackedFormError(obs: unknown, shapes: RowShapes, n: number, path: string): string | null {
+  if (Array.isArray(shapes)) {
+    const want = [n, ...(shapes as readonly number[])];
+    if (!(obs instanceof Tensor)) return `${path} is ${Array.isArray(obs) ? 'an array' : typeof obs}, not a tensor of shape [${want.join(', ')}]`;
+    return obs.shape.length === want.length && want.every((d, i) => obs.shape[i] === d)
+      ? null
+      : `${path} has shape [${obs.shape.join(', ')}], not [${want.join(', ')}]`;
+  }
+  if (!isPlainObject(obs)) return `${path} is ${Array.isArray(obs) ? 'an array' : typeof obs}, not a map of per-key stacks`;
+  for (const [key, sub] of Object.entries(shapes as Record<string, RowShapes>)) {
+    const wrong = stackedFormError(obs[key], sub, n, `${path}.${key}`);
+    if (wrong) return wrong;
+  }
+  return null;
+}
+
 async function runEpisode(env: RemoteEnv, maxSteps: number, rng: Random): Promise<{ steps: number; terminated: boolean; truncated: boolean } | null> {
   for (let i = 1; i <= maxSteps; i++) {
     const r = await env.step(sample(env.actionSpace, rng));
@@ -397,14 +432,14 @@ export const CASES: ConformanceCase[] = [
       const single = await c.make(ctx.envId);
       const r = await vec.reset({ seed: 21 });
       const s = await single.reset({ seed: 21 });
-      const firstObs = Array.isArray(r.obs) ? r.obs[0] : r.obs instanceof Tensor ? batchRow(r.obs, 0) : undefined;
+      const firstObs = batchRow(r.obs, 0, vec.singleObservationSpace);
       check(valuesEqual(firstObs, s.obs), 'batched reset observation differs from a single reset with the same seed');
       const rng = new Random(21);
       const action = sample(single.actionSpace, rng);
       const out = await vec.step([action, action]);
       const one = await single.step(action);
       check(out.rewards[0] === one.reward, `batched reward ${out.rewards[0]} != single ${one.reward}`);
-      const stepped = Array.isArray(out.obs) ? out.obs[0] : out.obs instanceof Tensor ? batchRow(out.obs, 0) : undefined;
+      const stepped = batchRow(out.obs, 0, vec.singleObservationSpace);
       check(valuesEqual(stepped, one.obs), 'the batched step observation differs from a single step with the same seed and action');
     },
   },
@@ -791,25 +826,20 @@ export const CASES: ConformanceCase[] = [
     },
   },
   {
-    name: 'batches stack tensor observations into one tensor over sessions',
+    name: 'batches stack tensor observations into one tensor over sessions, and a Dict of them key by key',
     covers: ['P-BATCH-3'],
     async run(ctx) {
       const c = await ctx.client();
       const vec = await c.makeVec(ctx.envId, 2, { autoresetMode: 'next_step' });
       const space = vec.singleObservationSpace;
-      if (space.type !== 'box' && space.type !== 'discrete') return { status: 'skip', reason: `observations are a ${space.type} space, which is not stacked` };
+      const rowShapes = stackedRowShapes(space);
+      if (rowShapes === undefined) return { status: 'skip', reason: `observations are a ${space.type} space, which is not stacked` };
       const r = await vec.reset({ seed: 81 });
-      check(
-        r.obs instanceof Tensor && r.obs.shape[0] === 2,
-        `reset_batch observations are not one tensor stacked over 2 sessions: ${Array.isArray(r.obs) ? 'an array' : typeof r.obs}`,
-      );
+      const resetWrong = stackedFormError(r.obs, rowShapes, 2, 'obs');
+      check(resetWrong === null, `reset_batch observations are not stacked over 2 sessions: ${resetWrong}`);
       const s = await vec.step(vec.envs.map((e) => sample(e.actionSpace, new Random(81))));
-      check(s.obs instanceof Tensor && s.obs.shape[0] === 2, 'step_batch observations are not one tensor stacked over 2 sessions');
-      const inner = space.type === 'box' ? space.shape : [];
-      check(
-        s.obs.shape.length === inner.length + 1 && inner.every((d, i) => s.obs instanceof Tensor && s.obs.shape[i + 1] === d),
-        `stacked shape [${s.obs.shape.join(', ')}] is not [2, ${inner.join(', ')}]`,
-      );
+      const stepWrong = stackedFormError(s.obs, rowShapes, 2, 'obs');
+      check(stepWrong === null, `step_batch observations are not stacked over 2 sessions: ${stepWrong}`);
       return { status: 'pass' };
     },
   },

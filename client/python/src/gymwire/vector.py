@@ -120,6 +120,59 @@ def batch_infos(infos: list[dict[str, Any] | None], num_envs: int, indices: list
     return out
 
 
+def batch_row(wire_obs: Any, index: int) -> Any:
+    """Session ``index``'s observation from a decoded batched one, in any of the wire's forms (a
+    tensor stacked over sessions, a map of per-key stacks, an array of per-session values); still in
+    wire form (for :func:`~gymwire.spaces.value_from_wire`), rows of stacks are views.
+
+    Example::
+
+        batch_row({"image": frames, "state": states}, 2)  # {"image": frames[2], "state": states[2]}
+    """
+    if isinstance(wire_obs, dict):
+        return {key: batch_row(column, index) for key, column in wire_obs.items()}
+    return wire_obs[index]
+
+
+def _stacked_batch(space: gs.Space[Any], wire_obs: Any) -> Any:
+    """A stacked wire batch (a tensor, or a map of per-key stacks) as Gymnasium's batch of ``space``:
+    each array is the decoded tensor itself, no copy (Discrete and MultiBinary get the dtype
+    Gymnasium's batch has). None when the batch is not stacked that way for this space."""
+    if isinstance(wire_obs, np.ndarray):
+        if isinstance(space, gs.Discrete):
+            return wire_obs.astype(space.dtype, copy=False)
+        if isinstance(space, gs.MultiBinary):
+            return wire_obs.astype(np.int8, copy=False)
+        return wire_obs if isinstance(space, (gs.Box, gs.MultiDiscrete)) else None
+    if isinstance(wire_obs, dict) and isinstance(space, gs.Dict) and wire_obs.keys() == space.spaces.keys():
+        batch = {}
+        for key, subspace in space.spaces.items():
+            column = _stacked_batch(subspace, wire_obs[key])
+            if column is None:
+                return None
+            batch[key] = column
+        return batch
+    return None
+
+
+def _with_rows(batch: Any, rows: Any, indices: list[int]) -> Any:
+    """A copy of a stacked batch (an array, or a dict of them) whose ``indices`` rows are ``rows``;
+    None when either is not stacked that way."""
+    if isinstance(batch, np.ndarray) and isinstance(rows, np.ndarray):
+        merged = np.array(batch)
+        merged[indices] = rows
+        return merged
+    if isinstance(batch, dict) and isinstance(rows, dict) and batch.keys() == rows.keys():
+        out = {}
+        for key in batch:
+            column = _with_rows(batch[key], rows[key], indices)
+            if column is None:
+                return None
+            out[key] = column
+        return out
+    return None
+
+
 class RemoteVector:
     """``num_envs`` remote sessions of one env id, stepped in one ``step_batch`` frame, without I/O.
 
@@ -178,10 +231,12 @@ class RemoteVector:
         if indices is None or self._last_obs is None:
             obs = part
         else:
-            items = list(iterate(self.observation_space, self._last_obs))
-            for i, item in zip(indices, iterate(batch_space(self.single_observation_space, len(indices)), part), strict=True):
-                items[i] = item
-            obs = concatenate(self.single_observation_space, items, create_empty_array(self.single_observation_space, self.num_envs))
+            obs = _with_rows(self._last_obs, part, indices)
+            if obs is None:
+                items = list(iterate(self.observation_space, self._last_obs))
+                for i, item in zip(indices, iterate(batch_space(self.single_observation_space, len(indices)), part), strict=True):
+                    items[i] = item
+                obs = concatenate(self.single_observation_space, items, create_empty_array(self.single_observation_space, self.num_envs))
         self._last_obs = obs
         infos = batch_infos([self._info_from_wire(info) for info in r["infos"]], self.num_envs, indices)
         return obs, infos
@@ -232,14 +287,15 @@ class RemoteVector:
         return [value_to_wire(space, a) for a in iterate(self.action_space, actions)]
 
     def batch_obs(self, wire_obs: Any, n: int) -> Any:
-        """``n`` decoded wire observations (a batch tensor, or a list) as one batch of ``single_observation_space``."""
+        """``n`` decoded wire observations as one batch of ``single_observation_space``. A stacked
+        batch (a tensor, or a Dict's map of per-key stacks) is used as decoded, without copying
+        frames; an array of per-session values is concatenated as Gymnasium does."""
         space = self.single_observation_space
-        if isinstance(wire_obs, np.ndarray) and isinstance(space, (gs.Box, gs.Discrete, gs.MultiDiscrete)):
-            return wire_obs.astype(space.dtype, copy=False) if isinstance(space, gs.Discrete) else wire_obs
-        if isinstance(wire_obs, np.ndarray) and isinstance(space, gs.MultiBinary):
-            return wire_obs.astype(np.int8, copy=False)
-        values = [value_from_wire(space, v) for v in wire_obs]
-        return concatenate(space, values, create_empty_array(space, n))
+        batch = _stacked_batch(space, wire_obs)
+        if batch is not None:
+            return batch
+        rows = [batch_row(wire_obs, j) for j in range(n)] if isinstance(wire_obs, (dict, np.ndarray)) else wire_obs
+        return concatenate(space, [value_from_wire(space, v) for v in rows], create_empty_array(space, n))
 
     def _info_from_wire(self, info: dict[str, Any]) -> dict[str, Any]:
         if info and "final_obs" in info:
