@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -30,6 +31,7 @@ from gymwire.errors import ServerError
 TESTS = Path(__file__).resolve().parent
 COUNTER = "hosted_envs:make_counter"
 COUNTER_ID = "tests/Counter-v0"
+DICT_IMAGE_ID = "tests/DictImage-v0"
 
 
 def start_server(*args: str) -> ServerProcess:
@@ -53,9 +55,12 @@ def hosted() -> Iterator[ServerProcess]:
         COUNTER,
         "--python",
         "hosted_envs:EverySpace",
+        "--python",
+        "hosted_envs:DictImage",
         "--id",
         COUNTER_ID,
         "tests/EverySpace-v0",
+        DICT_IMAGE_ID,
         "--workers",
         "2",
     )
@@ -214,6 +219,24 @@ def test_vector_env_matches_gymnasiums_sync_vector_env(hosted: ServerProcess, mo
     ours = gymwire.make_vec(hosted.url, "gym/CartPole-v1", 4, autoreset_mode=mode)
     ref = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)], autoreset_mode=MODE_ENUM[mode])
     assert_matches_sync_vector_env(ours, ref, mode)
+
+
+def _frames_not_copied(obs: dict[str, Any]) -> None:
+    """Each image of a Dict batch is the tensor as decoded from the frame (a read-only view), not an array concatenate filled."""
+    for image in (obs["agentview_image"], obs["cameras"]["wrist_image"]):
+        assert not image.flags.owndata and not image.flags.writeable, image.flags
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_dict_image_vector_env_matches_sync_vector_env_without_copying_frames(hosted: ServerProcess, mode: str) -> None:
+    """A Dict observation with images through make_vec: every key equal (values, dtype, shape) to
+    Gymnasium's SyncVectorEnv of the same env in-process, autoresets included, and each image key's
+    batch the decoded per-key stack itself."""
+    from hosted_envs import DictImage
+
+    ours = gymwire.make_vec(hosted.url, DICT_IMAGE_ID, 4, autoreset_mode=mode)
+    ref = gym.vector.SyncVectorEnv([DictImage for _ in range(4)], autoreset_mode=MODE_ENUM[mode])
+    assert_matches_sync_vector_env(ours, ref, mode, check_obs=_frames_not_copied)
 
 
 def test_tools_state_and_render(hosted: ServerProcess) -> None:
