@@ -10,6 +10,7 @@ import { decode } from '../protocol/codec.ts';
 import { isErrorCode, previewValue, ProtocolError } from '../protocol/errors.ts';
 import { CONFORMANCE_CLIENT_NAME, PROTOCOL_VERSION, WelcomeResultSchema } from '../protocol/messages.ts';
 import { Random } from '../runtime/random.ts';
+import { batchLength } from '../protocol/batch.ts';
 import { contains, isPlainObject } from '../protocol/spaces.ts';
 import { sample } from '../runtime/space-sample.ts';
 import type { Space } from '../protocol/spaces.ts';
@@ -47,36 +48,33 @@ const FUZZ_SEED = 7;
 /** A case still running after this long fails (a server that stops answering cannot hang the suite). */
 const CASE_DEADLINE_MS = 180_000;
 
-/** Row shapes of a batch of this space when it stacks: one shape, or a map of them for a Dict of stacking spaces. */
-type RowShapes = readonly number[] | { [key: string]: RowShapes };
+/**
+ * What a batch of this space must look like: the row shape of a space whose values stack, a map of
+ * per-key forms for a Dict, or 'any' (an array, or stacked when the values happen to agree).
+ */
+type BatchForm = readonly number[] | 'any' | { [key: string]: BatchForm };
 
-function stackedRowShapes(space: Space): RowShapes | undefined {
+function batchForm(space: Space): BatchForm {
   if (space.type === 'box') return space.shape;
   if (space.type === 'discrete') return [];
   if (space.type === 'multi_discrete') return space.nvec.shape;
   if (space.type === 'multi_binary') return space.n;
-  if (space.type !== 'dict' || Object.keys(space.spaces).length === 0) return undefined;
-  const out: Record<string, RowShapes> = {};
-  for (const [key, sub] of Object.entries(space.spaces)) {
-    const shapes = stackedRowShapes(sub);
-    if (shapes === undefined) return undefined;
-    out[key] = shapes;
-  }
-  return out;
+  if (space.type !== 'dict' || Object.keys(space.spaces).length === 0) return 'any';
+  return Object.fromEntries(Object.entries(space.spaces).map(([key, sub]) => [key, batchForm(sub)]));
 }
 
-/** Why `obs` is not `n` rows stacked in the form `shapes` says (null when it is). */
-function stackedFormError(obs: unknown, shapes: RowShapes, n: number, path: string): string | null {
-  if (Array.isArray(shapes)) {
-    const want = [n, ...(shapes as readonly number[])];
-    if (!(obs instanceof Tensor)) return `${path} is ${Array.isArray(obs) ? 'an array' : typeof obs}, not a tensor of shape [${want.join(', ')}]`;
-    return obs.shape.length === want.length && want.every((d, i) => obs.shape[i] === d)
-      ? null
-      : `${path} has shape [${obs.shape.join(', ')}], not [${want.join(', ')}]`;
+/** Why `obs` is not `n` sessions' observations in the batched form `form` (null when it is). */
+function batchFormError(obs: unknown, form: BatchForm, n: number, path: string): string | null {
+  const what = Array.isArray(obs) ? 'an array' : obs instanceof Tensor ? `a tensor of shape [${obs.shape.join(', ')}]` : typeof obs;
+  if (form === 'any') return batchLength(obs) === n ? null : `${path} is ${what}, not a batch of ${n}`;
+  if (Array.isArray(form)) {
+    const want = [n, ...(form as readonly number[])];
+    const ok = obs instanceof Tensor && obs.shape.length === want.length && want.every((d, i) => obs.shape[i] === d);
+    return ok ? null : `${path} is ${what}, not a tensor of shape [${want.join(', ')}]`;
   }
-  if (!isPlainObject(obs)) return `${path} is ${Array.isArray(obs) ? 'an array' : typeof obs}, not a map of per-key stacks`;
-  for (const [key, sub] of Object.entries(shapes as Record<string, RowShapes>)) {
-    const wrong = stackedFormError(obs[key], sub, n, `${path}.${key}`);
+  if (!isPlainObject(obs)) return `${path} is ${what}, not a map of per-key batches`;
+  for (const [key, sub] of Object.entries(form as Record<string, BatchForm>)) {
+    const wrong = batchFormError(obs[key], sub, n, `${path}.${key}`);
     if (wrong) return wrong;
   }
   return null;
@@ -826,19 +824,19 @@ export const CASES: ConformanceCase[] = [
     },
   },
   {
-    name: 'batches stack tensor observations into one tensor over sessions, and a Dict of them key by key',
+    name: 'batches stack tensor observations into one tensor over sessions, and a Dict key by key',
     covers: ['P-BATCH-3'],
     async run(ctx) {
       const c = await ctx.client();
       const vec = await c.makeVec(ctx.envId, 2, { autoresetMode: 'next_step' });
       const space = vec.singleObservationSpace;
-      const rowShapes = stackedRowShapes(space);
-      if (rowShapes === undefined) return { status: 'skip', reason: `observations are a ${space.type} space, which is not stacked` };
+      const form = batchForm(space);
+      if (form === 'any') return { status: 'skip', reason: `observations are a ${space.type} space, which is not stacked` };
       const r = await vec.reset({ seed: 81 });
-      const resetWrong = stackedFormError(r.obs, rowShapes, 2, 'obs');
+      const resetWrong = batchFormError(r.obs, form, 2, 'obs');
       check(resetWrong === null, `reset_batch observations are not stacked over 2 sessions: ${resetWrong}`);
       const s = await vec.step(vec.envs.map((e) => sample(e.actionSpace, new Random(81))));
-      const stepWrong = stackedFormError(s.obs, rowShapes, 2, 'obs');
+      const stepWrong = batchFormError(s.obs, form, 2, 'obs');
       check(stepWrong === null, `step_batch observations are not stacked over 2 sessions: ${stepWrong}`);
       return { status: 'pass' };
     },

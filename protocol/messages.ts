@@ -233,7 +233,7 @@ export const StepResultSchema = z.object({
 export const BatchErrorSchema = z.object({ code: z.string(), message: z.string() }).nullable();
 export const ResetBatchResultSchema = z.object({
   obs: ValueSchema.describe(
-    'a tensor stacked over sessions when every observation is a tensor of one dtype and shape (integers: an int64 vector); a map of such stacks, key by key, when every observation is a map with the same keys whose values stack (recursively: a Dict space’s batch); else an array',
+    'a tensor stacked over sessions when every observation is a tensor of one dtype and shape (integers: an int64 vector); for a Dict space whose observations share their keys, a map holding each key’s values in this same form (stacked, a nested map, or an array): a Dict space’s batch; else an array',
   ),
   infos: z.array(z.record(z.string(), z.unknown())),
 });

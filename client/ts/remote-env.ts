@@ -110,7 +110,7 @@ export class RemoteEnv<Obs = unknown, Act = unknown> {
 }
 
 export interface VectorStepOutput {
-  /** Stacked over sessions: one Tensor, a Dict observation's map of per-key Tensors, or else an array (see {@link RemoteVectorEnv.row}). */
+  /** Stacked over sessions: one Tensor, a Dict observation's map of per-key batches, or else an array (see {@link RemoteVectorEnv.row}). */
   obs: unknown;
   rewards: Float64Array;
   terminations: boolean[];

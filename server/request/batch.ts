@@ -32,7 +32,13 @@ export function resetBatch(core: ServerCore, client: ClientState, req: RequestOf
         return r;
       }),
     );
-    return { obs: stackBatch(results.map((r) => r.obs)), infos: results.map((r) => r.info) };
+    return {
+      obs: stackBatch(
+        results.map((r) => r.obs),
+        sessions[0]!.env.observationSpace,
+      ),
+      infos: results.map((r) => r.info),
+    };
   });
 }
 
@@ -168,7 +174,7 @@ class BatchStep {
     if (this.failed) fillFailedSlots(this.obs, this.errors);
     const n = this.n;
     return {
-      obs: stackBatch(this.obs),
+      obs: stackBatch(this.obs, first.env.observationSpace),
       rewards: new Tensor('float64', [n], this.rewards),
       terminated: new Tensor('bool', [n], this.terminated),
       truncated: new Tensor('bool', [n], this.truncated),

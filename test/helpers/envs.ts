@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { registerClassic } from '../../envs/classic/index.ts';
 import type { Env, StepResult } from '../../envs/core/env.ts';
 import { Registry } from '../../envs/core/registry.ts';
-import { box, dict, discrete } from '../../protocol/spaces.ts';
+import { box, dict, discrete, text } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 
 /**
@@ -80,7 +80,7 @@ export class FramesEnv implements Env<Tensor, number> {
 
 /**
  * A Dict observation as robot-learning envs have them: a camera image, a nested wrist camera, a
- * float state and a Discrete phase, all a function of the seed and the step count. `side` sets the
+ * float state, a Discrete phase and the task's text, all a function of the seed and the step count. `side` sets the
  * images' size (sessions of different sides do not stack); action 1 throws, as TestEnv's does.
  */
 export class DictFramesEnv implements Env<Record<string, unknown>, number> {
@@ -97,6 +97,7 @@ export class DictFramesEnv implements Env<Record<string, unknown>, number> {
       cameras: dict({ wrist: image }),
       state: box({ low: -Infinity, high: Infinity, shape: [3], dtype: 'float32' }),
       phase: discrete(4),
+      task: text(32, { minLength: 1 }),
     });
   }
 
@@ -120,6 +121,7 @@ export class DictFramesEnv implements Env<Record<string, unknown>, number> {
       cameras: { wrist: new Tensor('uint8', [this.side, this.side, 3], new Uint8Array(n).fill(255 - shade)) },
       state: Tensor.from('float32', [3], [this.seed, this.count, 0.5]),
       phase: this.count % 4,
+      task: `task${this.seed}`,
     };
   }
 }

@@ -1,14 +1,17 @@
 /**
  * The batched observation forms of reset_batch and step_batch, served over a real socket and read
- * by the TypeScript client: a Dict observation whose values stack arrives as a map of per-key
- * stacks (nested maps too, Discrete keys as int64), a failed session's slot holds zeros key by key,
- * and sessions whose images differ in shape fall back to the array of per-session maps.
+ * by the TypeScript client: a Dict observation arrives as a map of per-key batches (images stacked,
+ * nested maps too, Discrete keys as int64, the text key an array of strings), a failed session's
+ * slot holds zeros key by key, and a key whose images differ in shape falls back to the array of
+ * that key's values; observations that are not a Dict's keep the array form.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { connect } from '../../client/ts/client.ts';
 import type { GymwireClient } from '../../client/ts/client.ts';
 import { unstack } from '../../client/ts/rollout/batch.ts';
+import { batchRow, stackBatch } from '../../protocol/batch.ts';
+import * as spaces from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { testRegistry } from '../helpers/envs.ts';
 import { startTestServer } from '../helpers/servers.ts';
@@ -38,7 +41,8 @@ describe('batched Dict observations', () => {
     const single = await c.make(ENV);
     const { obs } = await vec.reset({ seed: 5 });
     const batch = obs as Record<string, unknown>;
-    expect(Object.keys(batch).sort()).toEqual(['cameras', 'image', 'phase', 'state']);
+    expect(Object.keys(batch).sort()).toEqual(['cameras', 'image', 'phase', 'state', 'task']);
+    expect(batch.task).toEqual(['task5', 'task6', 'task7']);
     expect(tensor(batch.image).dtype).toBe('uint8');
     expect(tensor(batch.image).shape).toEqual([3, 8, 8, 3]);
     expect(tensor((batch.cameras as Record<string, unknown>).wrist).shape).toEqual([3, 8, 8, 3]);
@@ -85,20 +89,34 @@ describe('batched Dict observations', () => {
     await vec.close();
   });
 
-  it('fall back to an array of per-session maps when the images differ in shape', async () => {
+  it('fall back to an array for a key whose images differ in shape, the other keys still stacked', async () => {
     const a = await c.make(ENV, { side: 8 });
     const b = await c.make(ENV, { side: 4 });
     const ids = [a.sessionId, b.sessionId];
     const reset = await c.request('reset_batch', { session_ids: ids, seeds: [3, 4], options: null });
-    expect(Array.isArray(reset.obs)).toBe(true);
-    const rows = reset.obs as Record<string, unknown>[];
-    expect(tensor(rows[0]!.image).shape).toEqual([8, 8, 3]);
-    expect(tensor(rows[1]!.image).shape).toEqual([4, 4, 3]);
-    expect(rows[1]!.phase).toBe(0);
+    const obs = reset.obs as Record<string, unknown>;
+    expect(Array.isArray(obs.image)).toBe(true);
+    const images = obs.image as unknown[];
+    expect(tensor(images[0]).shape).toEqual([8, 8, 3]);
+    expect(tensor(images[1]).shape).toEqual([4, 4, 3]);
+    expect(Array.isArray((obs.cameras as Record<string, unknown>).wrist)).toBe(true);
+    expect(tensor(obs.state).shape).toEqual([2, 3]);
+    expect(tensor(obs.phase).toNumbers()).toEqual([0, 0]);
     const r = await c.request('step_batch', { session_ids: ids, actions: [0, 0], autoreset_mode: 'next_step' });
-    expect(Array.isArray(r.obs)).toBe(true);
-    expect(tensor((r.obs as Record<string, unknown>[])[1]!.image).shape).toEqual([4, 4, 3]);
+    const second = await c.make(ENV, { side: 4 });
+    await second.reset({ seed: 4 });
+    expect(b.observationSpace).toEqual(second.observationSpace);
+    expect(batchRow(r.obs, 1, b.observationSpace)).toEqual((await second.step(0)).obs);
     await a.close();
     await b.close();
+    await second.close();
+  });
+
+  it('keep the array form for observations that are maps but not of a Dict space (a Graph)', () => {
+    const nodes = (k: number) => Tensor.from('float32', [2, 1], [k, k]);
+    const graphs = [0, 1].map((k) => ({ nodes: nodes(k), edges: null, edge_links: null }));
+    const graphSpace = spaces.graph(spaces.box({ low: 0, high: 1, shape: [1], dtype: 'float32' }), null);
+    expect(stackBatch(graphs, graphSpace)).toBe(graphs);
+    expect(stackBatch(graphs)).toBe(graphs);
   });
 });

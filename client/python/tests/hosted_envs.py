@@ -131,10 +131,14 @@ def make_counter(**kwargs: Any) -> FaultyCounter:
     return FaultyCounter(**kwargs)
 
 
+TASKS = ("open the drawer", "lift the cube", "stack the red cube on the green one")
+TASK_CHARSET = "abcdefghijklmnopqrstuvwxyz "
+
+
 class DictImage(gym.Env[dict[str, Any], np.int64]):
     """A camera env in miniature, observed as robosuite's and LIBERO's are: an agent-view image, a
-    wrist image (nested, as a camera map), proprioception and a Discrete phase, all drawn from the
-    seeded generator; episodes end at random so vector envs autoreset."""
+    wrist image (nested, as a camera map), proprioception, a Discrete phase and the task's text, all
+    drawn from the seeded generator; episodes end at random so vector envs autoreset."""
 
     metadata = {"render_modes": []}
 
@@ -148,6 +152,7 @@ class DictImage(gym.Env[dict[str, Any], np.int64]):
                 "cameras": gs.Dict({"wrist_image": image}),
                 "state": gs.Box(-np.inf, np.inf, shape=(8,), dtype=np.float32),
                 "phase": gs.Discrete(3),
+                "task_description": gs.Text(32, charset=TASK_CHARSET),
             }
         )
         self.action_space = gs.Discrete(2)
@@ -170,6 +175,7 @@ class DictImage(gym.Env[dict[str, Any], np.int64]):
             "cameras": {"wrist_image": rng.integers(0, 256, size=shape, dtype=np.uint8)},
             "state": rng.standard_normal(8).astype(np.float32),
             "phase": int(self.t % 3),
+            "task_description": TASKS[int(rng.integers(len(TASKS)))],
         }
 
 

@@ -35,9 +35,12 @@ def test_matches_gymnasium_sync_vector_env(url: str, mode: str) -> None:
 
 
 def _same_batch(a: Any, b: Any) -> bool:
-    """Equal batches of observations: the same keys (a Dict's batch), and per array the same dtype, shape and values."""
+    """Equal batches of observations: the same keys (a Dict's batch), per array the same dtype, shape
+    and values, and equal tuples (a Text key's batch)."""
     if isinstance(a, dict):
         return isinstance(b, dict) and a.keys() == b.keys() and all(_same_batch(a[k], b[k]) for k in a)
+    if isinstance(a, tuple):  # the batch of a Text (or another unstacked) space
+        return isinstance(b, tuple) and a == b
     return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
 
 
