@@ -8,6 +8,7 @@ import { ProtocolError } from '../protocol/errors.ts';
 import type { ErrorCode } from '../protocol/errors.ts';
 import { CONFORMANCE_CLIENT_NAME, PROTOCOL_VERSION } from '../protocol/messages.ts';
 import { isPlainObject } from '../protocol/spaces.ts';
+export { batchRow } from '../protocol/batch.ts';
 import type { Space } from '../protocol/spaces.ts';
 import { Tensor } from '../protocol/tensor.ts';
 import type { ClientOptions, GymwireClient } from '../client/ts/client.ts';
@@ -271,14 +272,6 @@ export class RawSession {
     await this.result('reset', { session_id, seed });
     return session_id;
   }
-}
-
-/** Row `k` of a batched answer's observations: one slice of a stacked tensor, or one entry of an array. */
-export function batchRow(obs: unknown, k: number): unknown {
-  if (Array.isArray(obs)) return obs[k];
-  if (!(obs instanceof Tensor)) return undefined;
-  const per = obs.size / (obs.shape[0] ?? 1);
-  return new Tensor(obs.dtype, obs.shape.slice(1), obs.data.subarray(k * per, (k + 1) * per) as never);
 }
 
 /** The session's state, or null when its env answers ENV_ERR_UNSUPPORTED (it keeps no state). */

@@ -10,6 +10,7 @@ import { decode } from '../protocol/codec.ts';
 import { isErrorCode, previewValue, ProtocolError } from '../protocol/errors.ts';
 import { CONFORMANCE_CLIENT_NAME, PROTOCOL_VERSION, WelcomeResultSchema } from '../protocol/messages.ts';
 import { Random } from '../runtime/random.ts';
+import { batchLength } from '../protocol/batch.ts';
 import { contains, isPlainObject } from '../protocol/spaces.ts';
 import { sample } from '../runtime/space-sample.ts';
 import type { Space } from '../protocol/spaces.ts';
@@ -46,6 +47,38 @@ const FUZZ_FRAMES = 300;
 const FUZZ_SEED = 7;
 /** A case still running after this long fails (a server that stops answering cannot hang the suite). */
 const CASE_DEADLINE_MS = 180_000;
+
+/**
+ * What a batch of this space must look like: the row shape of a space whose values stack, a map of
+ * per-key forms for a Dict, or 'any' (an array, or stacked when the values happen to agree).
+ */
+type BatchForm = readonly number[] | 'any' | { [key: string]: BatchForm };
+
+function batchForm(space: Space): BatchForm {
+  if (space.type === 'box') return space.shape;
+  if (space.type === 'discrete') return [];
+  if (space.type === 'multi_discrete') return space.nvec.shape;
+  if (space.type === 'multi_binary') return space.n;
+  if (space.type !== 'dict' || Object.keys(space.spaces).length === 0) return 'any';
+  return Object.fromEntries(Object.entries(space.spaces).map(([key, sub]) => [key, batchForm(sub)]));
+}
+
+/** Why `obs` is not `n` sessions' observations in the batched form `form` (null when it is). */
+function batchFormError(obs: unknown, form: BatchForm, n: number, path: string): string | null {
+  const what = Array.isArray(obs) ? 'an array' : obs instanceof Tensor ? `a tensor of shape [${obs.shape.join(', ')}]` : typeof obs;
+  if (form === 'any') return batchLength(obs) === n ? null : `${path} is ${what}, not a batch of ${n}`;
+  if (Array.isArray(form)) {
+    const want = [n, ...(form as readonly number[])];
+    const ok = obs instanceof Tensor && obs.shape.length === want.length && want.every((d, i) => obs.shape[i] === d);
+    return ok ? null : `${path} is ${what}, not a tensor of shape [${want.join(', ')}]`;
+  }
+  if (!isPlainObject(obs)) return `${path} is ${what}, not a map of per-key batches`;
+  for (const [key, sub] of Object.entries(form as Record<string, BatchForm>)) {
+    const wrong = batchFormError(obs[key], sub, n, `${path}.${key}`);
+    if (wrong) return wrong;
+  }
+  return null;
+}
 
 async function runEpisode(env: RemoteEnv, maxSteps: number, rng: Random): Promise<{ steps: number; terminated: boolean; truncated: boolean } | null> {
   for (let i = 1; i <= maxSteps; i++) {
@@ -397,14 +430,14 @@ export const CASES: ConformanceCase[] = [
       const single = await c.make(ctx.envId);
       const r = await vec.reset({ seed: 21 });
       const s = await single.reset({ seed: 21 });
-      const firstObs = Array.isArray(r.obs) ? r.obs[0] : r.obs instanceof Tensor ? batchRow(r.obs, 0) : undefined;
+      const firstObs = batchRow(r.obs, 0, vec.singleObservationSpace);
       check(valuesEqual(firstObs, s.obs), 'batched reset observation differs from a single reset with the same seed');
       const rng = new Random(21);
       const action = sample(single.actionSpace, rng);
       const out = await vec.step([action, action]);
       const one = await single.step(action);
       check(out.rewards[0] === one.reward, `batched reward ${out.rewards[0]} != single ${one.reward}`);
-      const stepped = Array.isArray(out.obs) ? out.obs[0] : out.obs instanceof Tensor ? batchRow(out.obs, 0) : undefined;
+      const stepped = batchRow(out.obs, 0, vec.singleObservationSpace);
       check(valuesEqual(stepped, one.obs), 'the batched step observation differs from a single step with the same seed and action');
     },
   },
@@ -791,25 +824,20 @@ export const CASES: ConformanceCase[] = [
     },
   },
   {
-    name: 'batches stack tensor observations into one tensor over sessions',
+    name: 'batches stack tensor observations into one tensor over sessions, and a Dict key by key',
     covers: ['P-BATCH-3'],
     async run(ctx) {
       const c = await ctx.client();
       const vec = await c.makeVec(ctx.envId, 2, { autoresetMode: 'next_step' });
       const space = vec.singleObservationSpace;
-      if (space.type !== 'box' && space.type !== 'discrete') return { status: 'skip', reason: `observations are a ${space.type} space, which is not stacked` };
+      const form = batchForm(space);
+      if (form === 'any') return { status: 'skip', reason: `observations are a ${space.type} space, which is not stacked` };
       const r = await vec.reset({ seed: 81 });
-      check(
-        r.obs instanceof Tensor && r.obs.shape[0] === 2,
-        `reset_batch observations are not one tensor stacked over 2 sessions: ${Array.isArray(r.obs) ? 'an array' : typeof r.obs}`,
-      );
+      const resetWrong = batchFormError(r.obs, form, 2, 'obs');
+      check(resetWrong === null, `reset_batch observations are not stacked over 2 sessions: ${resetWrong}`);
       const s = await vec.step(vec.envs.map((e) => sample(e.actionSpace, new Random(81))));
-      check(s.obs instanceof Tensor && s.obs.shape[0] === 2, 'step_batch observations are not one tensor stacked over 2 sessions');
-      const inner = space.type === 'box' ? space.shape : [];
-      check(
-        s.obs.shape.length === inner.length + 1 && inner.every((d, i) => s.obs instanceof Tensor && s.obs.shape[i + 1] === d),
-        `stacked shape [${s.obs.shape.join(', ')}] is not [2, ${inner.join(', ')}]`,
-      );
+      const stepWrong = batchFormError(s.obs, form, 2, 'obs');
+      check(stepWrong === null, `step_batch observations are not stacked over 2 sessions: ${stepWrong}`);
       return { status: 'pass' };
     },
   },

@@ -232,11 +232,13 @@ export const StepResultSchema = z.object({
 });
 export const BatchErrorSchema = z.object({ code: z.string(), message: z.string() }).nullable();
 export const ResetBatchResultSchema = z.object({
-  obs: ValueSchema.describe('a tensor stacked over sessions when every observation is a tensor of one dtype and shape (or an integer); else an array'),
+  obs: ValueSchema.describe(
+    'a tensor stacked over sessions when every observation is a tensor of one dtype and shape (integers: an int64 vector); for a Dict space whose observations share their keys, a map holding each key’s values in this same form (stacked, a nested map, or an array): a Dict space’s batch; else an array',
+  ),
   infos: z.array(z.record(z.string(), z.unknown())),
 });
 export const StepBatchResultSchema = z.object({
-  obs: ValueSchema.describe('stacked like reset_batch; a failed slot holds zeros (see errors)'),
+  obs: ValueSchema.describe('stacked like reset_batch; a failed slot holds zeros (for each key of a map; see errors)'),
   rewards: TensorSchema.describe('float64 [N]'),
   terminated: TensorSchema.describe('bool [N]'),
   truncated: TensorSchema.describe('bool [N]'),

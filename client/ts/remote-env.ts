@@ -8,6 +8,7 @@
  * const { obs } = await vec.reset({ seed: 0 });
  * const { rewards, terminations } = await vec.step(Tensor.from('int64', [8], [0, 1, 0, 1, 0, 1, 0, 1]));
  */
+import { batchRow } from '../../protocol/batch.ts';
 import type { AutoresetMode, MakeResult, ResultOf, ToolDescription } from '../../protocol/messages.ts';
 import { Random } from '../../runtime/random.ts';
 import { sample } from '../../runtime/space-sample.ts';
@@ -109,6 +110,7 @@ export class RemoteEnv<Obs = unknown, Act = unknown> {
 }
 
 export interface VectorStepOutput {
+  /** Stacked over sessions: one Tensor, a Dict observation's map of per-key batches, or else an array (see {@link RemoteVectorEnv.row}). */
   obs: unknown;
   rewards: Float64Array;
   terminations: boolean[];
@@ -156,6 +158,18 @@ export class RemoteVectorEnv {
     if (indices.length === 0) return { obs: [], infos: {} };
     const r = await this.client.request('reset_batch', { session_ids: indices.map((i) => this.sessionIds[i]!), seeds, options: opts.options ?? null });
     return { obs: r.obs, infos: mergeInfos(r.infos) };
+  }
+
+  /**
+   * Session `i`'s observation from a batched one (any of the forms `reset` and `step` return):
+   * tensor rows are views, a Discrete row is the integer.
+   *
+   * @example
+   * const { obs } = await vec.reset({ seed: 0 });
+   * const first = vec.row(obs, 0); // {image: Tensor uint8 [H, W, 3], state: Tensor float32 [9]} for a Dict env
+   */
+  row(obs: unknown, i: number): unknown {
+    return batchRow(obs, i, this.singleObservationSpace);
   }
 
   /** Steps every session with its action: a tensor stacked over sessions, or an array of actions. */

@@ -141,11 +141,11 @@ export const REFERENCE_CASES: ConformanceCase[] = [
       // Batched steps too: each row follows from the same row before it.
       const vec = await c.makeVec(ctx.envId, 2, { autoresetMode: 'disabled' });
       const start = await vec.reset({ seed: 9 });
-      let rows = [0, 1].map((k) => batchRow(start.obs, k));
+      let rows = [0, 1].map((k) => batchRow(start.obs, k, vec.singleObservationSpace));
       for (let i = 1; i <= 10; i++) {
         const actions = vec.envs.map((e) => sample(e.actionSpace, rng));
         const out = await vec.step(actions);
-        const next = [0, 1].map((k) => batchRow(out.obs, k));
+        const next = [0, 1].map((k) => batchRow(out.obs, k, vec.singleObservationSpace));
         [0, 1].forEach((k) => {
           const wrong = ref.transition(rows[k], actions[k], next[k]);
           check(wrong === null, `batched step ${i}, session ${k}: the observation does not follow from the previous one: ${wrong}`);

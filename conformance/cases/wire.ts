@@ -27,12 +27,6 @@ function nested(depth: number): unknown {
   return v;
 }
 
-/** Row `k` of a batched answer; a stacked Discrete observation's row is the integer a single answer carries. */
-function row(obs: unknown, k: number): unknown {
-  const r = batchRow(obs, k);
-  return r instanceof Tensor && r.shape.length === 0 ? r.at(0) : r;
-}
-
 function sameObservation(a: unknown, b: unknown): boolean {
   if (typeof a === 'number' && b instanceof Tensor && b.shape.length === 0) return a === b.at(0);
   if (typeof b === 'number' && a instanceof Tensor && a.shape.length === 0) return b === a.at(0);
@@ -193,7 +187,10 @@ export const WIRE_CASES: ConformanceCase[] = [
             );
             check(contains(made[k]!.observation_space, info.final_obs) === null, `session ${k}: final_obs lies outside the observation space`);
             check(info.final_info !== null && typeof info.final_info === 'object', `session ${k}: final_info must be a map`);
-            check(contains(made[k]!.observation_space, row(out.obs, k)) === null, `session ${k}: the reset observation lies outside the observation space`);
+            check(
+              contains(made[k]!.observation_space, batchRow(out.obs, k, made[k]!.observation_space)) === null,
+              `session ${k}: the reset observation lies outside the observation space`,
+            );
           } else check(!('final_obs' in info), `session ${k} did not end, yet its info holds final_obs`);
         });
         return { status: 'pass' };
@@ -233,7 +230,10 @@ export const WIRE_CASES: ConformanceCase[] = [
       if (valuesEqual(singles[0], singles[1])) return { status: 'skip', reason: 'the env resets to the same observation for seeds 91 and 92' };
       const batch = await s.result<{ obs: unknown }>('reset_batch', { session_ids: [made[0]!.session_id, made[1]!.session_id], seeds: [91, 92] });
       [0, 1].forEach((k) =>
-        check(sameObservation(row(batch.obs, k), singles[k]), `reset_batch session ${k} (seed ${91 + k}) differs from a single reset with seed ${91 + k}`),
+        check(
+          sameObservation(batchRow(batch.obs, k, made[k]!.observation_space), singles[k]),
+          `reset_batch session ${k} (seed ${91 + k}) differs from a single reset with seed ${91 + k}`,
+        ),
       );
       return { status: 'pass' };
     },

@@ -1,13 +1,14 @@
 /**
  * reset_batch and step_batch: many sessions of one client in one request, their observations
- * stacked into one tensor when they share dtype and shape, and actions stacked over sessions split
- * into zero-copy views. One session's failure fills its slot with an error, not the whole batch.
+ * stacked over sessions (one tensor, or one per key of a Dict observation; see protocol/batch.ts),
+ * and actions stacked over sessions split into zero-copy views. One session's failure fills its slot with an error, not the whole batch.
  */
 import type { ResetResult as ResetOutcome, StepResult as StepOutcome } from '../../envs/core/env.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
 import type { ErrorCode } from '../../protocol/errors.ts';
 import type { RequestOf, ResultOf } from '../../protocol/messages.ts';
-import { contains, stackTensors } from '../../protocol/spaces.ts';
+import { stackBatch, zerosLike } from '../../protocol/batch.ts';
+import { contains } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import type { ClientState } from '../client-state.ts';
 import type { ServerCore } from '../core.ts';
@@ -31,7 +32,13 @@ export function resetBatch(core: ServerCore, client: ClientState, req: RequestOf
         return r;
       }),
     );
-    return { obs: stackValues(results.map((r) => r.obs)), infos: results.map((r) => r.info) };
+    return {
+      obs: stackBatch(
+        results.map((r) => r.obs),
+        sessions[0]!.env.observationSpace,
+      ),
+      infos: results.map((r) => r.info),
+    };
   });
 }
 
@@ -167,7 +174,7 @@ class BatchStep {
     if (this.failed) fillFailedSlots(this.obs, this.errors);
     const n = this.n;
     return {
-      obs: stackValues(this.obs),
+      obs: stackBatch(this.obs, first.env.observationSpace),
       rewards: new Tensor('float64', [n], this.rewards),
       terminated: new Tensor('bool', [n], this.terminated),
       truncated: new Tensor('bool', [n], this.truncated),
@@ -201,27 +208,7 @@ function splitActions(actions: unknown, n: number): unknown[] {
   throw new ProtocolError('ENV_ERR_INVALID_MESSAGE', 'actions must be an array of per-session actions or a tensor stacked over sessions');
 }
 
-/** Stacks per-session observations into one tensor when they share dtype and shape; else returns the array. */
-export function stackValues(values: unknown[]): unknown {
-  const first = values[0];
-  if (first instanceof Tensor) {
-    const shape = first.shape;
-    for (const v of values) {
-      if (!(v instanceof Tensor) || v.dtype !== first.dtype || v.shape.length !== shape.length) return values;
-      for (let k = 0; k < shape.length; k++) if (v.shape[k] !== shape[k]) return values;
-    }
-    return stackTensors(values as Tensor[], first.dtype, first.shape);
-  }
-  if (typeof first === 'number' && values.every((v) => typeof v === 'number' && Number.isInteger(v))) {
-    return Tensor.from('int64', [values.length], values as number[]);
-  }
-  return values;
-}
-
 function fillFailedSlots(obs: unknown[], errors: readonly unknown[]): void {
   const template = obs.find((_, i) => !errors[i]);
-  for (let i = 0; i < obs.length; i++) {
-    if (!errors[i]) continue;
-    obs[i] = template instanceof Tensor ? Tensor.zeros(template.dtype, template.shape) : typeof template === 'number' ? 0 : null;
-  }
+  for (let i = 0; i < obs.length; i++) if (errors[i]) obs[i] = zerosLike(template);
 }

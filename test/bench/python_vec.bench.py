@@ -4,7 +4,9 @@ own AsyncVectorEnv of CartPole-v1 with 16 envs, on the same machine, in the same
 Run: client/python/.venv/bin/python test/bench/python_vec.bench.py [--seconds 5] [--rounds 5] [--num-envs 16] [--hosted]
 (client/python/scripts/test.sh creates that venv). With --hosted the sessions are Gymnasium's own
 Python CartPole-v1 hosted by the server's worker pool (`gymwire serve --gym CartPole-v1`, id
-gym/CartPole-v1, workers running this python) instead of the built-in TypeScript CartPole. Prints JSON lines
+gym/CartPole-v1, workers running this python) instead of the built-in TypeScript CartPole. With
+--dict-image they are a hosted Dict observation env with two 128x128 RGB cameras, a state and a
+text key (test/bench/dict_image_env.py), against AsyncVectorEnv of the same env. Prints JSON lines
 {"bench", "metric", "value", "unit"}; gymwire is measured on both transports of the sync Client
 (the socket fast path, then the asyncio fallback), each with its ratio gymwire / AsyncVectorEnv.
 The three vector envs stay open and are measured in turns, round after round (each round
@@ -88,17 +90,33 @@ def main() -> None:
         action="store_true",
         help="Gymnasium's CartPole-v1 run by the server's Python workers",
     )
+    parser.add_argument(
+        "--dict-image",
+        action="store_true",
+        help="a hosted Dict env with two 128x128 images, a state and a text key",
+    )
     args = parser.parse_args()
     n = args.num_envs
-    env_id = "gym/CartPole-v1" if args.hosted else "gymwire/CartPole-v1"
     actions = np.random.default_rng(0).integers(0, 2, size=(4096, n))
     per_round = args.seconds / args.rounds
 
-    proc, url = start_server(*(["--gym", "CartPole-v1"] if args.hosted else []))
+    if args.dict_image:
+        from dict_image_env import DictImageEnv
+
+        # The server's workers import the env from this folder.
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent), os.environ.get("PYTHONPATH")]))
+        env_id = "bench/DictImage-v0"
+        server_args = ["--python", "dict_image_env:DictImageEnv", "--id", env_id]
+    else:
+        env_id = "gym/CartPole-v1" if args.hosted else "gymwire/CartPole-v1"
+        server_args = ["--gym", "CartPole-v1"] if args.hosted else []
+    proc, url = start_server(*server_args)
     envs: dict[str, gym.vector.VectorEnv] = {}
     try:
-        envs["floor"] = gym.make_vec(
-            "CartPole-v1", num_envs=n, vectorization_mode="async"
+        envs["floor"] = (
+            gym.vector.AsyncVectorEnv([DictImageEnv] * n)
+            if args.dict_image
+            else gym.make_vec("CartPole-v1", num_envs=n, vectorization_mode="async")
         )
         for transport in ("socket", "asyncio"):
             envs[transport] = gymwire.make_vec(

@@ -9,11 +9,12 @@
  * acks) see the same order the client used. A logical client is followed across resumes by its
  * resume token.
  */
+import { batchLength, batchRow } from '../../protocol/batch.ts';
 import { decode, encode } from '../../protocol/codec.ts';
 import { REQUEST_SCHEMAS } from '../../protocol/messages.ts';
 import type { RequestType } from '../../protocol/messages.ts';
 import { Random } from '../../runtime/random.ts';
-import { contains, SpaceSchema } from '../../protocol/spaces.ts';
+import { contains, isPlainObject, SpaceSchema } from '../../protocol/spaces.ts';
 import { sample } from '../../runtime/space-sample.ts';
 import type { Space } from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
@@ -27,6 +28,7 @@ export const MUTANTS = {
   'null-seed-reseeds': 'reset with a null seed reseeds with 0',
   'batch-partially-applied': 'a batch refused for one invalid action still steps its valid sessions',
   'batch-obs-as-list': 'batched observations come as a list of tensors, not one stacked tensor',
+  'dict-batch-as-list': "a Dict's batched observations come as a list of per-session maps, not one map of per-key batches",
   'wrong-time-limit': 'make reports a time limit 5 steps longer than the one applied',
   'rewards-zero': 'every reward is 0',
   'stale-observations': 'step answers carry the previous observation',
@@ -225,6 +227,10 @@ export function mutantConnector(inner: Connector, mutant: MutantName): Connector
       }
       if (mutant === 'batch-obs-as-list' && result && (req.type === 'step_batch' || req.type === 'reset_batch') && result.obs instanceof Tensor)
         result.obs = rows(result.obs);
+      if (mutant === 'dict-batch-as-list' && result && (req.type === 'step_batch' || req.type === 'reset_batch') && isPlainObject(result.obs)) {
+        const obs = result.obs;
+        result.obs = Array.from({ length: batchLength(obs) ?? 0 }, (_, i) => batchRow(obs, i));
+      }
       if (mutant === 'ping-payload-dropped' && req.type === 'ping' && result) delete result.payload;
       if (mutant === 'tool-args-unchecked' && errorCode === 'ENV_ERR_INVALID_TOOL_ARGS')
         return wrapped.onmessage?.(encode({ id: entry.clientId, type: 'result', result: { result: null } }));

@@ -131,6 +131,54 @@ def make_counter(**kwargs: Any) -> FaultyCounter:
     return FaultyCounter(**kwargs)
 
 
+TASKS = ("open the drawer", "lift the cube", "stack the red cube on the green one")
+TASK_CHARSET = "abcdefghijklmnopqrstuvwxyz "
+
+
+class DictImage(gym.Env[dict[str, Any], np.int64]):
+    """A camera env in miniature, observed as robosuite's and LIBERO's are: an agent-view image, a
+    wrist image (nested, as a camera map), proprioception, a Discrete phase and the task's text, all
+    drawn from the seeded generator; episodes end at random so vector envs autoreset."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, side: int = 16, end_chance: float = 0.15) -> None:
+        self.side = side
+        self.end_chance = end_chance
+        image = gs.Box(0, 255, shape=(side, side, 3), dtype=np.uint8)
+        self.observation_space = gs.Dict(
+            {
+                "agentview_image": image,
+                "cameras": gs.Dict({"wrist_image": image}),
+                "state": gs.Box(-np.inf, np.inf, shape=(8,), dtype=np.float32),
+                "phase": gs.Discrete(3),
+                "task_description": gs.Text(32, charset=TASK_CHARSET),
+            }
+        )
+        self.action_space = gs.Discrete(2)
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action: np.int64) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        self.t += 1
+        return self._obs(), float(action), bool(self.np_random.random() < self.end_chance), False, {}
+
+    def _obs(self) -> dict[str, Any]:
+        rng = self.np_random
+        shape = (self.side, self.side, 3)
+        return {
+            "agentview_image": rng.integers(0, 256, size=shape, dtype=np.uint8),
+            "cameras": {"wrist_image": rng.integers(0, 256, size=shape, dtype=np.uint8)},
+            "state": rng.standard_normal(8).astype(np.float32),
+            "phase": int(self.t % 3),
+            "task_description": TASKS[int(rng.integers(len(TASKS)))],
+        }
+
+
 class EverySpace(gym.Env[Any, Any]):
     """Observations and actions in every Gymnasium space, to check they convert exactly both ways."""
 

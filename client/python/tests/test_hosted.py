@@ -16,11 +16,13 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pytest
 from conftest import REPO, ServerProcess
+from gymnasium import spaces as gs
 from gymnasium.utils.env_checker import check_env
 from test_vector import MODE_ENUM, MODES, assert_matches_sync_vector_env
 
@@ -30,6 +32,7 @@ from gymwire.errors import ServerError
 TESTS = Path(__file__).resolve().parent
 COUNTER = "hosted_envs:make_counter"
 COUNTER_ID = "tests/Counter-v0"
+DICT_IMAGE_ID = "tests/DictImage-v0"
 
 
 def start_server(*args: str) -> ServerProcess:
@@ -53,9 +56,12 @@ def hosted() -> Iterator[ServerProcess]:
         COUNTER,
         "--python",
         "hosted_envs:EverySpace",
+        "--python",
+        "hosted_envs:DictImage",
         "--id",
         COUNTER_ID,
         "tests/EverySpace-v0",
+        DICT_IMAGE_ID,
         "--workers",
         "2",
     )
@@ -177,6 +183,45 @@ def test_every_space_converts_both_ways(hosted: ServerProcess) -> None:
         env.close()
 
 
+def _same_value(a: Any, b: Any) -> bool:
+    """Equal batches of any space: dicts key by key, tuples item by item, graphs by their arrays' values, arrays by dtype, shape and values."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same_value(a[k], b[k]) for k in a)
+    if isinstance(a, gs.GraphInstance):  # a NamedTuple: before tuples
+        # By value: edge_links arrive as int64 where Gymnasium's Graph samples int32 (the same for a single env).
+        return isinstance(b, gs.GraphInstance) and all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("nodes", "edges", "edge_links"))
+    if isinstance(a, tuple):
+        return isinstance(b, tuple) and len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b, strict=True))
+    if a is None or b is None:
+        return a is b
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+
+
+def test_every_space_batches_as_gymnasiums_sync_vector_env(hosted: ServerProcess) -> None:
+    """make_vec of a Dict holding every space: the keys that stack arrive as arrays, the others
+    (Tuple, Sequence, Graph, OneOf, Text) as Gymnasium batches them, equal to SyncVectorEnv's of the
+    same env in-process (Text only in count and type: its samples follow string hashing, which
+    differs between processes)."""
+    from hosted_envs import EverySpace
+
+    ours = gymwire.make_vec(hosted.url, "tests/EverySpace-v0", 3)
+    ref = gym.vector.SyncVectorEnv([EverySpace for _ in range(3)])
+    try:
+        got, _ = ours.reset(seed=5)
+        want, _ = ref.reset(seed=5)
+        actions = {"move": np.zeros((3, 2), dtype=np.float32), "pick": np.array([0, 1, 2])}
+        batches = [(got, want), (ours.step(actions)[0], ref.step(actions)[0])]
+        for got, want in batches:
+            assert ours.observation_space.contains(got)
+            assert isinstance(got["text"], tuple) and len(got["text"]) == 3 and all(isinstance(t, str) for t in got["text"])
+            others = [k for k in want if k != "text"]
+            assert _same_value({k: got[k] for k in others}, {k: want[k] for k in others}), (got, want)
+    finally:
+        ours.close()
+        ref.close()
+
+
 def test_halfcheetah_steps_over_the_wire(hosted: ServerProcess) -> None:
     env = gymwire.make(hosted.url, "gym/HalfCheetah-v5")
     try:
@@ -214,6 +259,24 @@ def test_vector_env_matches_gymnasiums_sync_vector_env(hosted: ServerProcess, mo
     ours = gymwire.make_vec(hosted.url, "gym/CartPole-v1", 4, autoreset_mode=mode)
     ref = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)], autoreset_mode=MODE_ENUM[mode])
     assert_matches_sync_vector_env(ours, ref, mode)
+
+
+def _frames_not_copied(obs: dict[str, Any]) -> None:
+    """Each image of a Dict batch is the tensor as decoded from the frame (a read-only view), not an array concatenate filled."""
+    for image in (obs["agentview_image"], obs["cameras"]["wrist_image"]):
+        assert not image.flags.owndata and not image.flags.writeable, image.flags
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_dict_image_vector_env_matches_sync_vector_env_without_copying_frames(hosted: ServerProcess, mode: str) -> None:
+    """A Dict observation with images through make_vec: every key equal (values, dtype, shape) to
+    Gymnasium's SyncVectorEnv of the same env in-process, autoresets included, and each image key's
+    batch the decoded per-key stack itself."""
+    from hosted_envs import DictImage
+
+    ours = gymwire.make_vec(hosted.url, DICT_IMAGE_ID, 4, autoreset_mode=mode)
+    ref = gym.vector.SyncVectorEnv([DictImage for _ in range(4)], autoreset_mode=MODE_ENUM[mode])
+    assert_matches_sync_vector_env(ours, ref, mode, check_obs=_frames_not_copied)
 
 
 def test_tools_state_and_render(hosted: ServerProcess) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
@@ -31,8 +34,19 @@ def test_matches_gymnasium_sync_vector_env(url: str, mode: str) -> None:
     assert_matches_sync_vector_env(ours, ref, mode)
 
 
-def assert_matches_sync_vector_env(ours: gymwire.GymwireVectorEnv, ref: SyncVectorEnv, mode: str) -> None:
-    """Steps both with the same seeded random actions and checks every output; closes both."""
+def _same_batch(a: Any, b: Any) -> bool:
+    """Equal batches of observations: the same keys (a Dict's batch), per array the same dtype, shape
+    and values, and equal tuples (a Text key's batch)."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same_batch(a[k], b[k]) for k in a)
+    if isinstance(a, tuple):  # the batch of a Text (or another unstacked) space
+        return isinstance(b, tuple) and a == b
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+
+
+def assert_matches_sync_vector_env(ours: gymwire.GymwireVectorEnv, ref: SyncVectorEnv, mode: str, check_obs: Callable[[Any], None] | None = None) -> None:
+    """Steps both with the same seeded random actions and checks every output; closes both.
+    ``check_obs`` also runs on our observations after the full reset and after every step."""
     n = ours.num_envs
     try:
         assert ours.metadata["autoreset_mode"] == MODE_ENUM[mode]
@@ -40,22 +54,27 @@ def assert_matches_sync_vector_env(ours: gymwire.GymwireVectorEnv, ref: SyncVect
         assert ours.action_space == ref.action_space
         a, ai = ours.reset(seed=11)
         b, bi = ref.reset(seed=11)
-        assert np.array_equal(a, b) and a.dtype == b.dtype and _equal(ai, bi)
+        assert _same_batch(a, b) and _equal(ai, bi)
+        if check_obs:
+            check_obs(a)
         rng = np.random.default_rng(0)
         ends = 0
         for _ in range(120):
             action = rng.integers(0, 2, size=n)
             out_a = ours.step(action)
             out_b = ref.step(action)
-            for x, y in zip(out_a[:4], out_b[:4], strict=True):
+            assert _same_batch(out_a[0], out_b[0]), (mode, out_a[0], out_b[0])
+            for x, y in zip(out_a[1:4], out_b[1:4], strict=True):
                 assert np.array_equal(x, y), (mode, x, y)
             assert _equal(out_a[4], out_b[4]), (out_a[4], out_b[4])
+            if check_obs:
+                check_obs(out_a[0])
             done = out_a[2] | out_a[3]
             ends += int(done.sum())
             if mode == "disabled" and done.any():
                 a, ai = ours.reset(options={"reset_mask": done})
                 b, bi = ref.reset(options={"reset_mask": done})
-                assert np.array_equal(a, b) and _equal(ai, bi)
+                assert _same_batch(a, b) and _equal(ai, bi)
         assert ends > 0, "no episode ended, so autoreset was not exercised"
     finally:
         ours.close()

@@ -120,6 +120,54 @@ def batch_infos(infos: list[dict[str, Any] | None], num_envs: int, indices: list
     return out
 
 
+def batch_row(wire_obs: Any, index: int) -> Any:
+    """Session ``index``'s observation from a decoded batched one, in any of the wire's forms (a
+    tensor stacked over sessions, a Dict's map of per-key batches, an array of per-session values);
+    still in wire form (for :func:`~gymwire.spaces.value_from_wire`), rows of stacks are views.
+
+    Example::
+
+        batch_row({"image": frames, "task": ["open", "lift"]}, 1)  # {"image": frames[1], "task": "lift"}
+    """
+    if isinstance(wire_obs, dict):
+        return {key: batch_row(column, index) for key, column in wire_obs.items()}
+    return wire_obs[index]
+
+
+def _batch_from_wire(space: gs.Space[Any], wire_obs: Any, n: int) -> Any:
+    """``n`` sessions' decoded wire observations as Gymnasium's batch of ``space``. A stacked tensor
+    is the batch itself, no copy (Discrete and MultiBinary get the dtype Gymnasium's batch has); a
+    Dict's map of per-key batches is converted key by key; anything else (an array of values) is
+    concatenated as Gymnasium does."""
+    if isinstance(wire_obs, np.ndarray):
+        if isinstance(space, (gs.Box, gs.MultiDiscrete)):
+            return wire_obs
+        if isinstance(space, gs.Discrete):
+            return wire_obs.astype(space.dtype, copy=False)
+        if isinstance(space, gs.MultiBinary):
+            return wire_obs.astype(np.int8, copy=False)
+    if isinstance(wire_obs, dict) and isinstance(space, gs.Dict) and wire_obs.keys() == space.spaces.keys():
+        return {key: _batch_from_wire(subspace, wire_obs[key], n) for key, subspace in space.spaces.items()}
+    rows = [batch_row(wire_obs, j) for j in range(n)] if isinstance(wire_obs, (dict, np.ndarray)) else wire_obs
+    return concatenate(space, [value_from_wire(space, v) for v in rows], create_empty_array(space, n))
+
+
+def _with_rows(space: gs.Space[Any], batch: Any, rows: Any, indices: list[int], n: int) -> Any:
+    """A copy of a batch of ``n`` (of ``space``) whose ``indices`` rows are those of ``rows``, a batch of
+    ``len(indices)``: arrays row-assigned, a Dict key by key, anything else through Gymnasium's iterate
+    and concatenate."""
+    if isinstance(space, gs.Dict) and isinstance(batch, dict) and isinstance(rows, dict):
+        return {key: _with_rows(subspace, batch[key], rows[key], indices, n) for key, subspace in space.spaces.items()}
+    if isinstance(batch, np.ndarray) and isinstance(rows, np.ndarray):
+        merged = np.array(batch)
+        merged[indices] = rows
+        return merged
+    items = list(iterate(batch_space(space, n), batch))
+    for i, item in zip(indices, iterate(batch_space(space, len(indices)), rows), strict=True):
+        items[i] = item
+    return concatenate(space, items, create_empty_array(space, n))
+
+
 class RemoteVector:
     """``num_envs`` remote sessions of one env id, stepped in one ``step_batch`` frame, without I/O.
 
@@ -178,10 +226,7 @@ class RemoteVector:
         if indices is None or self._last_obs is None:
             obs = part
         else:
-            items = list(iterate(self.observation_space, self._last_obs))
-            for i, item in zip(indices, iterate(batch_space(self.single_observation_space, len(indices)), part), strict=True):
-                items[i] = item
-            obs = concatenate(self.single_observation_space, items, create_empty_array(self.single_observation_space, self.num_envs))
+            obs = _with_rows(self.single_observation_space, self._last_obs, part, indices, self.num_envs)
         self._last_obs = obs
         infos = batch_infos([self._info_from_wire(info) for info in r["infos"]], self.num_envs, indices)
         return obs, infos
@@ -232,14 +277,10 @@ class RemoteVector:
         return [value_to_wire(space, a) for a in iterate(self.action_space, actions)]
 
     def batch_obs(self, wire_obs: Any, n: int) -> Any:
-        """``n`` decoded wire observations (a batch tensor, or a list) as one batch of ``single_observation_space``."""
-        space = self.single_observation_space
-        if isinstance(wire_obs, np.ndarray) and isinstance(space, (gs.Box, gs.Discrete, gs.MultiDiscrete)):
-            return wire_obs.astype(space.dtype, copy=False) if isinstance(space, gs.Discrete) else wire_obs
-        if isinstance(wire_obs, np.ndarray) and isinstance(space, gs.MultiBinary):
-            return wire_obs.astype(np.int8, copy=False)
-        values = [value_from_wire(space, v) for v in wire_obs]
-        return concatenate(space, values, create_empty_array(space, n))
+        """``n`` decoded wire observations as one batch of ``single_observation_space``. Stacked
+        tensors (the whole batch, or a Dict's keys) are the batch's arrays as decoded, without copying
+        frames; an array of per-session values is concatenated as Gymnasium does."""
+        return _batch_from_wire(self.single_observation_space, wire_obs, n)
 
     def _info_from_wire(self, info: dict[str, Any]) -> dict[str, Any]:
         if info and "final_obs" in info:

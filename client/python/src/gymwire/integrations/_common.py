@@ -13,6 +13,7 @@ from gymnasium import spaces as gs
 
 from ..client import Client
 from ..spaces import value_from_wire, value_to_wire
+from ..vector import batch_row
 from ._lifecycle import VectorSessions
 
 
@@ -170,7 +171,7 @@ class ChunkedSessions:
         r = self._request("reset_batch", {"session_ids": [self.remote.session_ids[i] for i in idx], "seeds": seeds, "options": options})
         obs = r["obs"]
         for j, i in enumerate(idx):
-            self.last_obs[i] = value_from_wire(self.observation_space, obs[j])
+            self.last_obs[i] = value_from_wire(self.observation_space, batch_row(obs, j))
             self.done[i] = False
             self.elapsed[i] = 0
             self.returns[i] = 0.0
@@ -208,7 +209,7 @@ class ChunkedSessions:
                     terms[i, k] = r["terminated"][j]
                     truncs[i, k] = r["truncated"][j]
                     infos[i] = r["infos"][j]
-                    self.last_obs[i] = value_from_wire(self.observation_space, r["obs"][j])
+                    self.last_obs[i] = value_from_wire(self.observation_space, batch_row(r["obs"], j))
                     self.done[i] = terms[i, k] or truncs[i, k]
                     self.elapsed[i] += 1
                     self.returns[i] += rewards[i, k]
@@ -231,7 +232,7 @@ class ChunkedSessions:
                 terms[i, : len(t)] = t[:c]
                 truncs[i, : len(u)] = u[:c]
                 infos[i] = info
-                self.last_obs[i] = value_from_wire(self.observation_space, r["obs"][j])
+                self.last_obs[i] = value_from_wire(self.observation_space, batch_row(r["obs"], j))
                 self.done[i] = bool(r["terminated"][j] or r["truncated"][j])
                 self.elapsed[i] += c
                 self.returns[i] += float(rewards[i].sum())
