@@ -16,12 +16,16 @@ import { isPlainObject, stackTensors } from './spaces.ts';
 import type { Space } from './spaces.ts';
 import { Tensor } from './tensor.ts';
 
+/** The first protocol version whose batches hold a Dict observation key by key; older ones get one map per session. */
+export const PER_KEY_BATCH_VERSION = 2;
+
 /**
  * Per-session observations in their batched wire form: stacked, a map of per-key batches (only
- * where `space`, the sessions' observation space, is a Dict), or the array itself.
+ * where `space`, the sessions' observation space, is a Dict, and the client speaks
+ * PER_KEY_BATCH_VERSION or later), or the array itself.
  */
-export function stackBatch(values: readonly unknown[], space?: Space): unknown {
-  return stacked(values, space) ?? values;
+export function stackBatch(values: readonly unknown[], space?: Space, protocolVersion: number = PER_KEY_BATCH_VERSION): unknown {
+  return stacked(values, protocolVersion >= PER_KEY_BATCH_VERSION ? space : undefined) ?? values;
 }
 
 /** The values stacked (a tensor, or a map of per-key batches), or undefined when they stay an array. */

@@ -13,9 +13,14 @@ import { z } from 'zod';
 
 import { SpaceSchema, TensorSchema } from './spaces.ts';
 
-/** Protocol versions this build speaks; the newest first. */
-export const PROTOCOL_VERSION = 1;
-export const SUPPORTED_PROTOCOL_VERSIONS: readonly number[] = [1];
+/**
+ * The protocol version this build's clients speak, and every version its server accepts. The
+ * welcome carries the version the client asked for, and the server answers in that version's forms.
+ * Version 2 batches a Dict observation key by key in reset_batch and step_batch answers
+ * (protocol/batch.ts); version 1 clients get one map per session there.
+ */
+export const PROTOCOL_VERSION = 2;
+export const SUPPORTED_PROTOCOL_VERSIONS: readonly number[] = [2, 1];
 
 export const RequestIdSchema = z.number().int().nonnegative().describe('client-chosen id, echoed in the answer; unique per client across reconnects');
 export const SessionIdSchema = z.string().min(1).max(128);

@@ -4,6 +4,7 @@
  * produced, so no request ever runs twice.
  */
 import type { EncodedFrame } from '../protocol/codec.ts';
+import { PROTOCOL_VERSION } from '../protocol/messages.ts';
 import type { RequestType } from '../protocol/messages.ts';
 import type { Connection } from './connection.ts';
 import type { FramePool } from './frame-pool.ts';
@@ -39,6 +40,9 @@ export class ClientState {
   reserved = 0;
   /** The size of this client's last answer per batched op: large ones are encoded into pooled memory. */
   readonly batchReplyBytes = { step_batch: 0, reset_batch: 0 };
+
+  /** The protocol version of this client's latest hello: answers take that version's forms. */
+  protocolVersion = PROTOCOL_VERSION;
 
   constructor(
     readonly id: string,

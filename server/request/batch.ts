@@ -36,6 +36,7 @@ export function resetBatch(core: ServerCore, client: ClientState, req: RequestOf
       obs: stackBatch(
         results.map((r) => r.obs),
         sessions[0]!.env.observationSpace,
+        client.protocolVersion,
       ),
       infos: results.map((r) => r.info),
     };
@@ -60,7 +61,7 @@ export function stepBatch(core: ServerCore, client: ClientState, req: RequestOf<
           index: i,
         });
     }
-    const batch = new BatchStep(req.autoreset_mode, sessions, actions, core.viewers > 0);
+    const batch = new BatchStep(req.autoreset_mode, sessions, actions, core.viewers > 0, client.protocolVersion);
     let pending: Promise<void>[] | null = null;
     for (let i = 0; i < n; i++) {
       try {
@@ -106,6 +107,8 @@ class BatchStep {
     private readonly actions: unknown[],
     /** A viewer listens: record actions and observations into the sessions' history too. */
     private readonly watched: boolean,
+    /** The client's protocol version: the batched observation's form depends on it. */
+    private readonly protocolVersion: number,
   ) {
     const n = (this.n = sessions.length);
     this.rewards = new Float64Array(n);
@@ -174,7 +177,7 @@ class BatchStep {
     if (this.failed) fillFailedSlots(this.obs, this.errors);
     const n = this.n;
     return {
-      obs: stackBatch(this.obs, first.env.observationSpace),
+      obs: stackBatch(this.obs, first.env.observationSpace, this.protocolVersion),
       rewards: new Tensor('float64', [n], this.rewards),
       terminated: new Tensor('bool', [n], this.terminated),
       truncated: new Tensor('bool', [n], this.truncated),

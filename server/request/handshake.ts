@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 
 import { encode } from '../../protocol/codec.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
-import { PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../../protocol/messages.ts';
+import { SUPPORTED_PROTOCOL_VERSIONS } from '../../protocol/messages.ts';
 import type { RequestOf, ResultOf } from '../../protocol/messages.ts';
 import { GYMWIRE_VERSION } from '../../protocol/version.ts';
 import { ClientState } from '../client-state.ts';
@@ -63,10 +63,12 @@ export function hello(core: ServerCore, conn: Connection, req: RequestOf<'hello'
   }
   client.connection = conn;
   client.detachedAt = null;
+  client.protocolVersion = req.protocol_version;
   conn.client = client;
   conn.admission?.greeted();
   const welcome: ResultOf<'hello'> = {
-    protocol_version: PROTOCOL_VERSION,
+    // The version the client asked for (one this server speaks): answers take its forms.
+    protocol_version: req.protocol_version,
     server_name: SERVER_NAME,
     server_version: SERVER_VERSION,
     connection_id: conn.id,

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from '../../client/ts/client.ts';
 import type { GymwireClient } from '../../client/ts/client.ts';
 import { unstack } from '../../client/ts/rollout/batch.ts';
+import { RawConnection } from '../../conformance/harness.ts';
 import { batchRow, stackBatch } from '../../protocol/batch.ts';
 import * as spaces from '../../protocol/spaces.ts';
 import { Tensor } from '../../protocol/tensor.ts';
@@ -34,6 +35,28 @@ describe('batched Dict observations', () => {
   afterAll(async () => {
     await c.close();
     await srv.close();
+  });
+
+  it('arrive as one map per session for a client that speaks protocol version 1, as they did before version 2', async () => {
+    const raw = new RawConnection(await srv.connector());
+    raw.send({ id: 0, type: 'hello', protocol_version: 1, client_name: 'v1' });
+    const welcome = await raw.next();
+    expect((welcome.result as { protocol_version: number }).protocol_version).toBe(1);
+    const ids: string[] = [];
+    for (let i = 1; i <= 2; i++) {
+      raw.send({ id: i, type: 'make', env_id: ENV, ack: i - 1 });
+      ids.push(((await raw.next()).result as { session_id: string }).session_id);
+    }
+    raw.send({ id: 3, type: 'reset_batch', session_ids: ids, seeds: [5, 6], ack: 2 });
+    const reset = (await raw.next()).result as { obs: unknown };
+    expect(Array.isArray(reset.obs)).toBe(true);
+    const rows = reset.obs as Record<string, unknown>[];
+    expect(rows.map((r) => r.task)).toEqual(['task5', 'task6']);
+    expect(tensor(rows[1]!.image).shape).toEqual([8, 8, 3]);
+    raw.send({ id: 4, type: 'step_batch', session_ids: ids, actions: [0, 1], ack: 3 });
+    const stepped = (await raw.next()).result as { obs: unknown };
+    expect(Array.isArray(stepped.obs)).toBe(true);
+    raw.close();
   });
 
   it('arrive as one map of per-key stacks from reset_batch and step_batch, rows equal to single sessions', async () => {

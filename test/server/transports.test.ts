@@ -9,7 +9,7 @@ import { connect } from '../../client/ts/client.ts';
 import { CartPoleEnv } from '../../envs/classic/cartpole.ts';
 import type { ClientEvent, GymwireClient } from '../../client/ts/client.ts';
 import { ProtocolError } from '../../protocol/errors.ts';
-import { StepBatchRequestSchema, StepRequestSchema } from '../../protocol/messages.ts';
+import { PROTOCOL_VERSION, StepBatchRequestSchema, StepRequestSchema } from '../../protocol/messages.ts';
 import { Tensor } from '../../protocol/tensor.ts';
 import { RawConnection, valuesEqual } from '../../conformance/suite.ts';
 import { testRegistry } from '../helpers/envs.ts';
@@ -246,7 +246,7 @@ describe.each(TRANSPORTS)('transport %s', (transport) => {
     await expect(connect(srv.connector, { token: 'wrong', reconnect: false })).rejects.toMatchObject({ code: 'ENV_ERR_UNAUTHORIZED' });
     await expect(connect(srv.connector, { reconnect: false })).rejects.toMatchObject({ code: 'ENV_ERR_UNAUTHORIZED' });
     const ok = await client(srv, { token: 'sesame' });
-    expect(ok.welcome.protocol_version).toBe(1);
+    expect(ok.welcome.protocol_version).toBe(PROTOCOL_VERSION);
   });
 
   it('reaps the sessions of a client that vanishes mid-step', async () => {

@@ -16,7 +16,7 @@ CARTPOLE = "gymwire/CartPole-v1"
 
 def test_handshake_welcome(client: gymwire.Client) -> None:
     welcome = client.welcome
-    assert welcome["protocol_version"] == gymwire.PROTOCOL_VERSION == 1
+    assert welcome["protocol_version"] == gymwire.PROTOCOL_VERSION == 2
     assert welcome["resume_token"] and welcome["resumed"] is False
     assert welcome["limits"]["max_frame_bytes"] > 0
     assert client.ping() < 5
@@ -27,7 +27,7 @@ def test_version_mismatch_raises_with_the_servers_message(url: str) -> None:
         gymwire.Client(url, protocol_version=99, reconnect=False)
     err = info.value
     assert isinstance(err, E.ServerError) and err.code == "ENV_ERR_VERSION_MISMATCH"
-    assert "99" in err.message and err.details["supported"] == [1]
+    assert "99" in err.message and err.details["supported"] == [2, 1]
 
 
 def test_unknown_env(client: gymwire.Client) -> None:

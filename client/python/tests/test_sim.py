@@ -171,6 +171,34 @@ def test_metaworld_served_equals_local_with_success(sim_server: ServerProcess) -
         local.close()
 
 
+def test_make_vec_of_a_rendering_env_equals_gymnasiums_vector_env_and_keeps_its_frames(sim_server: ServerProcess) -> None:
+    # Meta-World's Dict observation (camera images, state, the task's text) batched key by key on
+    # the wire: each image batch is the decoded tensor itself, not a copy stacked on this side.
+    import gymnasium as gym
+
+    kwargs = {"task": "reach-v3", "image_size": 64}
+    local = gym.vector.SyncVectorEnv([lambda: MetaWorldTask(**kwargs) for _ in range(2)], autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    served = gymwire.make_vec(sim_server.url, "metaworld/MT1-v3", num_envs=2, autoreset_mode="same_step", **kwargs)
+    try:
+        assert served.observation_space == local.observation_space
+        s_obs, _ = served.reset(seed=[3, 4])
+        l_obs, _ = local.reset(seed=[3, 4])
+        rng = np.random.default_rng(1)
+        for t in range(4):
+            assert_same_obs(s_obs, l_obs, f"step {t}")
+            images = [key for key, space in local.single_observation_space.spaces.items() if len(getattr(space, "shape", ()) or ()) == 3]
+            assert images, "the task renders camera images"
+            for key in images:
+                assert not s_obs[key].flags.owndata and not s_obs[key].flags.writeable, key
+            actions = rng.uniform(-1, 1, (2, 4)).astype(np.float32)
+            s_obs, s_r, s_term, s_trunc, _ = served.step(actions)
+            l_obs, l_r, l_term, l_trunc, _ = local.step(actions)
+            assert np.array_equal(s_r, l_r) and np.array_equal(s_term, l_term) and np.array_equal(s_trunc, l_trunc)
+    finally:
+        served.close()
+        local.close()
+
+
 def test_metaworld_ml1_test_split_and_bad_kwargs(sim_server: ServerProcess) -> None:
     served = gymwire.make(sim_server.url, "metaworld/ML1-v3", task="push-v3", split="test")
     try:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Final
 
-PROTOCOL_VERSION: Final = 1
-SUPPORTED_PROTOCOL_VERSIONS: Final = (1,)
+PROTOCOL_VERSION: Final = 2
+SUPPORTED_PROTOCOL_VERSIONS: Final = (2, 1)
 
 #: Wire dtype names in code order: a dtype's code is its index here.
 DTYPES: Final = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64")
