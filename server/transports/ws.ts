@@ -92,9 +92,10 @@ export class WsTransport implements ServerTransport {
             onDone?.();
             return false;
           }
-          // Small answers produced in the same tick (pipelined requests read in one chunk) leave in one
-          // write. A large one leaves at once: holding it back would make the client wait for the whole
-          // burst instead of decoding the first answer while the rest is still being written.
+          // Small answers produced in the same tick (pipelined requests read in one chunk) leave together,
+          // in writes of at most TICK_BATCH_MAX_MESSAGES (so at most that many wait outside ws's
+          // buffered count). A large one leaves at once: holding it back would make the client wait for
+          // the whole burst instead of decoding the first answer while the rest is still being written.
           if (frame.byteLength < TICK_BATCH_MAX_MESSAGE_BYTES) {
             batch.add(frame, onDone);
             return true;
